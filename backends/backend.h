@@ -1,0 +1,127 @@
+/* The backend contract: what every attention implementation in attnbench
+ * is given, what it must compute, and the verbs the harness drives it with.
+ *
+ * Tensors are fp32, row-major, contiguous, layout [batch][heads][seq][dim]:
+ *   Q [B,H,Nq,dk], K [B,H,Nk,dk], V [B,H,Nk,dv], O [B,H,Nq,dv].
+ *   O[b,h,i,:] = sum_j softmax_j(scale * <Q[b,h,i,:], K[b,h,j,:]> + M(b,i,j)) * V[b,h,j,:]
+ * M is 0 or -inf: causal masks keys j > i + Nk - Nq (aligned bottom-right),
+ * padding masks keys j >= kv_len[b]. A fully masked row yields zeros. */
+#ifndef ATTN_BACKEND_H
+#define ATTN_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef enum attn_status {
+    ATTN_OK = 0,
+    ATTN_EUNSUPPORTED,  /* the problem is outside what the backend does: SKIP */
+    ATTN_EUNAVAILABLE,  /* not built, or its library or device is missing: SKIP */
+    ATTN_ENOMEM,
+    ATTN_EINVAL,
+    ATTN_EDEVICE,
+    ATTN_EINTERNAL,
+    ATTN_STATUS_COUNT
+} attn_status;
+
+const char *attn_status_str(attn_status s);
+
+/* What a backend can do beyond the plain square, unmasked, dk == dv case. */
+enum {
+    ATTN_CAP_CAUSAL  = 1u << 0,
+    ATTN_CAP_PADDING = 1u << 1,  /* per-batch kv_len */
+    ATTN_CAP_CROSS   = 1u << 2,  /* seq_q != seq_kv */
+    ATTN_CAP_DV      = 1u << 3,  /* d_k != d_v */
+};
+
+/* How closely a backend claims to follow the definition above; the checker
+ * picks its threshold from this (see harness/check.c for the numbers). */
+typedef enum attn_class {
+    ATTN_CLASS_EXACT_FP32 = 0,   /* fp32 inputs, fp32 or wider accumulation */
+    ATTN_CLASS_COUNT
+} attn_class;
+
+typedef struct attn_problem {
+    int batch, heads, seq_q, seq_kv, d_k, d_v;
+    float scale;
+    bool causal;
+    const int *kv_len;           /* [batch], each in [0, seq_kv]; NULL: all keys valid */
+} attn_problem;
+
+typedef struct attn_tensors {
+    const float *q, *k, *v;
+    float *o;                    /* host backends write O here during run */
+} attn_tensors;
+
+/* Every host allocation of a backend goes through this, so the harness
+ * knows the exact peak workspace of each case. Blocks are 64-byte aligned. */
+typedef struct attn_allocator {
+    void *(*alloc)(void *ctx, size_t bytes);   /* NULL on failure */
+    void  (*free)(void *ctx, void *ptr);        /* ptr may be NULL */
+    void *ctx;
+} attn_allocator;
+
+typedef struct attn_config {
+    int threads;                 /* >= 1 */
+    const attn_allocator *alloc;
+} attn_config;
+
+/* Dense masks leave each query row a prefix of the keys: query i of batch b
+ * sees exactly keys [0, attn_visible_end(p, b, i)). */
+static inline int attn_visible_end(const attn_problem *p, int b, int i)
+{
+    long end = p->kv_len ? p->kv_len[b] : p->seq_kv;
+    if (p->causal) {
+        long diag = (long)i + p->seq_kv - p->seq_q + 1;
+        if (diag < end)
+            end = diag;
+    }
+    return end < 0 ? 0 : (int)end;
+}
+
+static inline void *attn_alloc(const attn_allocator *a, size_t bytes)
+{
+    return a->alloc(a->ctx, bytes);
+}
+
+static inline void attn_free(const attn_allocator *a, void *ptr)
+{
+    a->free(a->ctx, ptr);
+}
+
+/* One implementation. The handle (state) is always the first argument.
+ * prepare does every allocation and all planning; run is the timed region,
+ * repeatable, and allocates nothing; read leaves O in out (a copy for host
+ * backends when out != the bound o, a download for device ones).
+ * Optional slots may be NULL; call them only through the wrappers below. */
+typedef struct attn_backend {
+    const char *name;
+    const char *summary;         /* one line for --list */
+    const char *not_built;       /* NULL when compiled in, else why it is not */
+    unsigned caps;
+    attn_class cls;
+    attn_status (*probe)(char *why, size_t len);                           /* optional */
+    attn_status (*supports)(const attn_problem *p, char *why, size_t len); /* optional */
+    attn_status (*prepare)(const attn_problem *p, const attn_config *cfg, void **state);
+    attn_status (*bind)(void *state, const attn_tensors *t);
+    attn_status (*run)(void *state);
+    attn_status (*read)(void *state, float *out);
+    void        (*release)(void *state);
+    /* Predicted peak bytes prepare will take through the allocator. */
+    size_t      (*workspace)(const attn_problem *p, const attn_config *cfg);
+} attn_backend;
+
+/* A registry entry for a backend whose dependency was not found at configure time. */
+#define ATTN_BACKEND_NOT_BUILT(sym, nm, sum, why) \
+    const attn_backend sym = { .name = (nm), .summary = (sum), .not_built = (why) }
+
+size_t attn_backend_count(void);
+const attn_backend *attn_backend_get(size_t i);
+const attn_backend *attn_backend_find(const char *name);
+
+/* Built, and its probe (if any) says this machine can run it. */
+attn_status attn_backend_usable(const attn_backend *be, char *why, size_t len);
+/* The capability flags and the backend's own supports() agree to run p. */
+attn_status attn_backend_supports(const attn_backend *be, const attn_problem *p,
+                                  char *why, size_t len);
+
+#endif

@@ -1,0 +1,161 @@
+/* naive: the definition, written as plain fp32 loops. One query row at a time:
+ * its visible scores, a max-subtracted softmax, the weighted sum of V rows.
+ * Each thread materializes one score row (Nk floats). It is the baseline every
+ * speedup is quoted against, so it stays simple: no blocking, no SIMD. */
+#include <math.h>
+#include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "backend.h"
+
+typedef struct naive_state {
+    attn_problem p;
+    int *kv_len;                  /* a private copy: the caller's may go away */
+    int threads;
+    const attn_allocator *alloc;
+    float *scores;                /* [threads][seq_kv] */
+    attn_tensors t;
+} naive_state;
+
+static size_t naive_workspace(const attn_problem *p, const attn_config *cfg)
+{
+    size_t bytes = sizeof(naive_state);
+    if (p->kv_len)
+        bytes += (size_t)p->batch * sizeof(int);
+    bytes += (size_t)cfg->threads * (size_t)p->seq_kv * sizeof(float);
+    return bytes;
+}
+
+static void naive_release(void *state)
+{
+    naive_state *s = state;
+    if (!s)
+        return;
+    const attn_allocator *a = s->alloc;
+    attn_free(a, s->scores);
+    attn_free(a, s->kv_len);
+    attn_free(a, s);
+}
+
+static attn_status naive_prepare(const attn_problem *p, const attn_config *cfg, void **state)
+{
+    naive_state *s = attn_alloc(cfg->alloc, sizeof(*s));
+    if (!s)
+        return ATTN_ENOMEM;
+    memset(s, 0, sizeof(*s));
+    s->alloc = cfg->alloc;
+    s->p = *p;
+    s->threads = cfg->threads;
+    if (p->kv_len) {
+        s->kv_len = attn_alloc(cfg->alloc, (size_t)p->batch * sizeof(int));
+        if (!s->kv_len)
+            goto fail;
+        memcpy(s->kv_len, p->kv_len, (size_t)p->batch * sizeof(int));
+        s->p.kv_len = s->kv_len;
+    }
+    s->scores = attn_alloc(cfg->alloc, (size_t)cfg->threads * (size_t)p->seq_kv * sizeof(float));
+    if (!s->scores)
+        goto fail;
+    *state = s;
+    return ATTN_OK;
+fail:
+    naive_release(s);
+    return ATTN_ENOMEM;
+}
+
+static attn_status naive_bind(void *state, const attn_tensors *t)
+{
+    naive_state *s = state;
+    s->t = *t;
+    return ATTN_OK;
+}
+
+static void naive_row(const attn_problem *p, const attn_tensors *t, size_t row, float *sc)
+{
+    const int nq = p->seq_q, nk = p->seq_kv, dk = p->d_k, dv = p->d_v;
+    const size_t bh = row / (size_t)nq;
+    const int i = (int)(row % (size_t)nq);
+    const int b = (int)(bh / (size_t)p->heads);
+    const float *q = t->q + row * (size_t)dk;
+    const float *k = t->k + bh * (size_t)nk * (size_t)dk;
+    const float *v = t->v + bh * (size_t)nk * (size_t)dv;
+    float *o = t->o + row * (size_t)dv;
+    const int end = attn_visible_end(p, b, i);
+
+    for (int c = 0; c < dv; c++)
+        o[c] = 0.0f;
+    if (end == 0)
+        return;
+
+    float m = -INFINITY;
+    for (int j = 0; j < end; j++) {
+        float dot = 0.0f;
+        for (int c = 0; c < dk; c++)
+            dot += q[c] * k[(size_t)j * dk + c];
+        sc[j] = p->scale * dot;
+        if (sc[j] > m)
+            m = sc[j];
+    }
+    float l = 0.0f;
+    for (int j = 0; j < end; j++) {
+        sc[j] = expf(sc[j] - m);
+        l += sc[j];
+    }
+    for (int j = 0; j < end; j++) {
+        const float w = sc[j];
+        for (int c = 0; c < dv; c++)
+            o[c] += w * v[(size_t)j * dv + c];
+    }
+    const float inv = 1.0f / l;
+    for (int c = 0; c < dv; c++)
+        o[c] *= inv;
+}
+
+static inline int thread_id(void)
+{
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
+/* Rows are independent and each is computed by one thread in a fixed order,
+ * so the output is bitwise the same for any thread count. */
+static attn_status naive_run(void *state)
+{
+    naive_state *s = state;
+    const attn_problem *p = &s->p;
+    const long rows = (long)p->batch * p->heads * p->seq_q;
+
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(s->threads) schedule(dynamic, 8)
+#endif
+    for (long r = 0; r < rows; r++)
+        naive_row(p, &s->t, (size_t)r, s->scores + (size_t)thread_id() * (size_t)p->seq_kv);
+    return ATTN_OK;
+}
+
+static attn_status naive_read(void *state, float *out)
+{
+    naive_state *s = state;
+    if (out != s->t.o)
+        memcpy(out, s->t.o, (size_t)s->p.batch * s->p.heads * s->p.seq_q * s->p.d_v * sizeof(float));
+    return ATTN_OK;
+}
+
+const attn_backend attn_backend_naive = {
+    .name      = "naive",
+    .summary   = "plain fp32 loops, one score row per query (the baseline)",
+    .caps      = ATTN_CAP_CAUSAL | ATTN_CAP_PADDING | ATTN_CAP_CROSS | ATTN_CAP_DV,
+    .cls       = ATTN_CLASS_EXACT_FP32,
+    .prepare   = naive_prepare,
+    .bind      = naive_bind,
+    .run       = naive_run,
+    .read      = naive_read,
+    .release   = naive_release,
+    .workspace = naive_workspace,
+};

@@ -1,0 +1,173 @@
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "case.h"
+#include "memory.h"
+
+static const char *const verdict_str[ATTN_VERDICT_COUNT] = {
+    [ATTN_PASSED]  = "PASSED",
+    [ATTN_FAILED]  = "FAILED",
+    [ATTN_SKIPPED] = "SKIPPED",
+    [ATTN_ERROR]   = "ERROR",
+};
+
+const char *attn_verdict_str(attn_verdict v)
+{
+    return (unsigned)v < ATTN_VERDICT_COUNT ? verdict_str[v] : "?";
+}
+
+__attribute__((format(printf, 3, 4)))
+static void verdict(attn_result *r, attn_verdict v, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->why, sizeof(r->why), fmt, ap);
+    va_end(ap);
+    r->verdict = v;
+}
+
+/* SKIPPED with both numbers when the case would not fit, before it allocates. */
+static bool memory_guard(attn_result *r, const attn_problem *p, const attn_ref *ref,
+                         const attn_setup *s)
+{
+    attn_sizes sz;
+    attn_problem_sizes(p, &sz);
+    const double held = (double)sz.inputs + (double)ref->nrows * (8.0 + 8.0 * p->d_v);
+    const double need = (double)r->ws_predicted + 2.0 * (double)sz.output;
+    char a[32], b[32];
+    if (s->max_mem && held + need > (double)s->max_mem) {
+        attn_format_bytes(a, sizeof(a), held + need);
+        attn_format_bytes(b, sizeof(b), (double)s->max_mem);
+        verdict(r, ATTN_SKIPPED, "needs %s with inputs and reference, over --max-mem %s", a, b);
+        return false;
+    }
+    const uint64_t avail = attn_mem_available();
+    if (avail && need > (double)avail) {
+        attn_format_bytes(a, sizeof(a), need);
+        attn_format_bytes(b, sizeof(b), (double)avail);
+        verdict(r, ATTN_SKIPPED, "needs %s more memory, %s available", a, b);
+        return false;
+    }
+    return true;
+}
+
+static attn_verdict status_verdict(attn_status st)
+{
+    return st == ATTN_EUNSUPPORTED || st == ATTN_EUNAVAILABLE ? ATTN_SKIPPED : ATTN_ERROR;
+}
+
+static bool allocated_in_run(attn_result *r, attn_tracker *tr, size_t calls)
+{
+    const size_t now = atomic_load(&tr->calls);
+    if (now == calls)
+        return false;
+    verdict(r, ATTN_FAILED, "run made %zu allocation call(s); prepare must do all allocation",
+            now - calls);
+    return true;
+}
+
+/* Check once, then time; the timed runs must neither allocate nor change the output. */
+static void check_and_time(attn_result *r, const attn_backend *be, void *state,
+                           const attn_problem *p, const attn_ref *ref, const attn_setup *s,
+                           attn_guarded *out, attn_tracker *tr)
+{
+    float *first = NULL;
+    const size_t calls = atomic_load(&tr->calls);
+    attn_guarded_poison(out);
+    attn_status st = be->run(state);
+    if (st == ATTN_OK)
+        st = be->read(state, out->data);
+    if (st != ATTN_OK) {
+        verdict(r, ATTN_ERROR, "run: %s", attn_status_str(st));
+        return;
+    }
+    attn_check_output(&r->check, p, ref, out, be->cls);
+    r->checked = true;
+    if (!r->check.pass) {
+        verdict(r, ATTN_FAILED, "%s", r->check.why);
+        return;
+    }
+    if (allocated_in_run(r, tr, calls))
+        return;
+    r->verdict = ATTN_PASSED;
+    if (s->reps <= 0)
+        return;
+
+    first = attn_host_alloc(out->n * sizeof(float));
+    if (!first) {
+        verdict(r, ATTN_ERROR, "out of memory for the repeatability copy");
+        return;
+    }
+    memcpy(first, out->data, out->n * sizeof(float));
+    st = attn_time_runs(be, state, s->warmup, s->reps, &r->timing);
+    if (st == ATTN_OK)
+        st = be->read(state, out->data);
+    if (st != ATTN_OK) {
+        verdict(r, ATTN_ERROR, "timed run: %s", attn_status_str(st));
+    } else if (!allocated_in_run(r, tr, calls)) {
+        if (!attn_guarded_intact(out))
+            verdict(r, ATTN_FAILED, "a timed run wrote outside the output buffer");
+        else if (memcmp(first, out->data, out->n * sizeof(float)))
+            verdict(r, ATTN_FAILED, "repeated runs gave different outputs");
+    }
+    attn_host_free(first);
+}
+
+void attn_case_run(attn_result *r, const attn_backend *be, const attn_problem *p,
+                   const attn_tensors *in, const attn_ref *ref, const attn_setup *s,
+                   const char *prog)
+{
+    memset(r, 0, sizeof(*r));
+    r->be = be;
+    r->flops = attn_problem_flops(p);
+    attn_repro(r->repro, sizeof(r->repro), prog, be->name, p, s);
+
+    attn_status st = attn_backend_usable(be, r->why, sizeof(r->why));
+    if (st == ATTN_OK)
+        st = attn_backend_supports(be, p, r->why, sizeof(r->why));
+    if (st != ATTN_OK) {
+        r->verdict = status_verdict(st);
+        if (!r->why[0])
+            snprintf(r->why, sizeof(r->why), "%s", attn_status_str(st));
+        return;
+    }
+
+    attn_tracker tr;
+    attn_tracker_init(&tr);
+    const attn_config cfg = { .threads = s->threads, .alloc = &tr.iface };
+    r->ws_predicted = be->workspace(p, &cfg);
+    if (!memory_guard(r, p, ref, s))
+        return;
+
+    attn_sizes sz;
+    attn_problem_sizes(p, &sz);
+    attn_guarded out;
+    if (attn_guarded_alloc(&out, sz.o) != ATTN_OK) {
+        verdict(r, ATTN_ERROR, "out of memory for the output buffer");
+        return;
+    }
+
+    void *state = NULL;
+    st = be->prepare(p, &cfg, &state);
+    if (st != ATTN_OK) {
+        verdict(r, status_verdict(st), "prepare: %s", attn_status_str(st));
+    } else {
+        const attn_tensors t = { .q = in->q, .k = in->k, .v = in->v, .o = out.data };
+        st = be->bind(state, &t);
+        if (st != ATTN_OK)
+            verdict(r, status_verdict(st), "bind: %s", attn_status_str(st));
+        else
+            check_and_time(r, be, state, p, ref, s, &out, &tr);
+        be->release(state);
+    }
+    attn_guarded_free(&out);
+    r->ws_peak = atomic_load(&tr.peak);
+
+    if (atomic_load(&tr.corrupt) && r->verdict != ATTN_FAILED)
+        verdict(r, ATTN_FAILED, "wrote past the end of its own workspace (%zu blocks)",
+                atomic_load(&tr.corrupt));
+    else if (atomic_load(&tr.live) && r->verdict == ATTN_PASSED)
+        verdict(r, ATTN_FAILED, "release leaked %zu bytes in %zu blocks",
+                atomic_load(&tr.current), atomic_load(&tr.live));
+}

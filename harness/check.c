@@ -1,0 +1,137 @@
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "check.h"
+#include "memory.h"
+
+enum { GUARD = 64, GUARD_BYTE = 0xA5 };
+
+attn_status attn_guarded_alloc(attn_guarded *g, size_t n)
+{
+    memset(g, 0, sizeof(*g));
+    size_t bytes;
+    if (__builtin_mul_overflow(n, sizeof(float), &bytes) ||
+        __builtin_add_overflow(bytes, (size_t)2 * GUARD, &bytes))
+        return ATTN_ENOMEM;
+    g->base = attn_host_alloc(bytes);
+    if (!g->base)
+        return ATTN_ENOMEM;
+    g->n = n;
+    g->data = (float *)(g->base + GUARD);
+    memset(g->base, GUARD_BYTE, GUARD);
+    memset(g->base + GUARD + n * sizeof(float), GUARD_BYTE, GUARD);
+    return ATTN_OK;
+}
+
+void attn_guarded_poison(attn_guarded *g)
+{
+    const uint32_t nan_bits = 0x7fc0dead;   /* a quiet NaN no arithmetic produces */
+    for (size_t i = 0; i < g->n; i++)
+        memcpy(&g->data[i], &nan_bits, sizeof(nan_bits));
+}
+
+bool attn_guarded_intact(const attn_guarded *g)
+{
+    const unsigned char *back = g->base + GUARD + g->n * sizeof(float);
+    for (int i = 0; i < GUARD; i++)
+        if (g->base[i] != GUARD_BYTE || back[i] != GUARD_BYTE)
+            return false;
+    return true;
+}
+
+void attn_guarded_free(attn_guarded *g)
+{
+    attn_host_free(g->base);
+    memset(g, 0, sizeof(*g));
+}
+
+/* Thresholds, as multiples of max|V| (every output is a convex combination of
+ * V rows, so max|V| is the natural scale of an output and of its error).
+ *
+ * exact-fp32, with u = 2^-24 the fp32 unit roundoff:
+ *  - base 2e-5 (~335 u): summing up to Nk weighted V rows and normalizing in
+ *    fp32 errs by about sqrt(Nk) u; the dot product's own rounding, after the
+ *    1/sqrt(dk) scale, is of the same order. Measured with naive: 1e-7 to 1e-6
+ *    relative for Nk up to 16384 and dk up to 4096, so 20x margin or more,
+ *    left for blocked orders and a fast exp accurate to a few ulp;
+ *  - per_logit 16 u: a logit of magnitude L is rounded in fp32 at least once
+ *    (the scale) and off by ~u L, and exp turns that into the same relative
+ *    error of the weights. Measured with --fill extreme (L ~ 1.8e4): 0.17 u
+ *    per unit of L at worst, so ~100x margin.
+ * Bugs are far away: a missing scale, a mask off by one key or an unwritten
+ * row moves outputs by 1e-2 to 1 in these units (see tests/test_checker.c). */
+static const attn_tolerance tolerances[ATTN_CLASS_COUNT] = {
+    [ATTN_CLASS_EXACT_FP32] = { "exact-fp32", 2e-5, 16.0 * 0x1.0p-24 },
+};
+
+const attn_tolerance *attn_tolerance_for(attn_class cls)
+{
+    return (unsigned)cls < ATTN_CLASS_COUNT ? &tolerances[cls] : &tolerances[0];
+}
+
+void attn_check_output(attn_check *c, const attn_problem *p, const attn_ref *ref,
+                       const attn_guarded *out, attn_class cls)
+{
+    memset(c, 0, sizeof(*c));
+    const int dv = p->d_v;
+    const float *o = out->data;
+
+    c->guard_ok = attn_guarded_intact(out);
+    for (size_t e = 0; e < out->n; e++) {
+        if (!isfinite(o[e]) && c->nonfinite++ == 0)
+            c->first_nonfinite = e;
+    }
+
+    double err2 = 0.0, ref2 = 0.0;
+    for (size_t x = 0; x < ref->nrows; x++) {
+        const size_t row = ref->rows[x];
+        for (int col = 0; col < dv; col++) {
+            const double r = ref->out[x * dv + col];
+            const double d = fabs((double)o[row * dv + col] - r);
+            if (d > c->max_abs) {
+                c->max_abs = d;
+                c->worst_row = row;
+                c->worst_col = col;
+            }
+            if (isfinite(d))
+                err2 += d * d;
+            ref2 += r * r;
+            if (fabs(r) > c->ref_max)
+                c->ref_max = fabs(r);
+        }
+    }
+    c->max_rel = c->ref_max > 0 ? c->max_abs / c->ref_max : (c->max_abs > 0 ? INFINITY : 0);
+    c->nmse = ref2 > 0 ? err2 / ref2 : (err2 > 0 ? INFINITY : 0);
+
+    c->tolerance = attn_tolerance_for(cls);
+    c->max_abs_v = ref->max_abs_v;
+    c->max_abs_logit = ref->max_abs_logit;
+    c->tol = c->max_abs_v * (c->tolerance->base + c->tolerance->per_logit * c->max_abs_logit);
+
+    const size_t nq = (size_t)p->seq_q;
+    if (!c->guard_ok) {
+        snprintf(c->why, sizeof(c->why), "the output buffer was written outside its bounds");
+    } else if (c->nonfinite) {
+        const size_t row = c->first_nonfinite / dv;
+        snprintf(c->why, sizeof(c->why),
+                 "%zu non-finite output%s, first at b=%zu h=%zu i=%zu c=%zu (NaN there also means never written)",
+                 c->nonfinite, c->nonfinite == 1 ? "" : "s", row / nq / p->heads,
+                 row / nq % p->heads, row % nq, c->first_nonfinite % dv);
+    } else if (!(c->max_abs <= c->tol)) {
+        snprintf(c->why, sizeof(c->why), "max_abs %.3g > tol %.3g at b=%zu h=%zu i=%zu c=%d",
+                 c->max_abs, c->tol, c->worst_row / nq / p->heads, c->worst_row / nq % p->heads,
+                 c->worst_row % nq, c->worst_col);
+    }
+    c->pass = c->why[0] == '\0';
+}
+
+void attn_check_describe(const attn_check *c, char *buf, size_t len)
+{
+    const attn_tolerance *t = c->tolerance;
+    snprintf(buf, len,
+             "max_abs %.2e rel %.2e nmse %.2e %s tol %.2e (%s: max|V| %.3g x (%.1e + %.1e x max|logit| %.3g))",
+             c->max_abs, c->max_rel, c->nmse, c->max_abs <= c->tol ? "<=" : ">", c->tol,
+             t->name, c->max_abs_v, t->base, t->per_logit, c->max_abs_logit);
+}

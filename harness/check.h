@@ -1,0 +1,55 @@
+/* Compare: a backend's output against the reference, with guard canaries
+ * around the output so a write past either end is caught. */
+#ifndef ATTN_CHECK_H
+#define ATTN_CHECK_H
+
+#include <stdbool.h>
+
+#include "reference.h"
+
+/* An output buffer with poisoned guard zones on both sides. data is 64-byte
+ * aligned and the back guard starts right after the last element. */
+typedef struct attn_guarded {
+    float *data;
+    size_t n;
+    unsigned char *base;
+} attn_guarded;
+
+attn_status attn_guarded_alloc(attn_guarded *g, size_t n);
+/* Fill data with NaN so an element a backend never writes cannot pass. */
+void attn_guarded_poison(attn_guarded *g);
+bool attn_guarded_intact(const attn_guarded *g);
+void attn_guarded_free(attn_guarded *g);
+
+typedef struct attn_tolerance {
+    const char *name;
+    double base;        /* x max|V| */
+    double per_logit;   /* x max|V| x max|logit| */
+} attn_tolerance;
+
+const attn_tolerance *attn_tolerance_for(attn_class cls);
+
+typedef struct attn_check {
+    double max_abs;         /* over the checked rows */
+    double max_rel;         /* max_abs / max|ref| */
+    double nmse;            /* sum (o-r)^2 / sum r^2 */
+    double ref_max;         /* max|ref| */
+    size_t worst_row;       /* flat row id of max_abs */
+    int worst_col;
+    size_t nonfinite;       /* NaN or Inf anywhere in the output */
+    size_t first_nonfinite; /* element index of the first */
+    bool guard_ok;
+    double max_abs_v, max_abs_logit;  /* the reference's, which scale tol */
+    double tol;             /* the bound max_abs must stay within */
+    const attn_tolerance *tolerance;
+    bool pass;
+    char why[256];          /* why it failed; empty when it passed */
+} attn_check;
+
+void attn_check_output(attn_check *c, const attn_problem *p, const attn_ref *ref,
+                       const attn_guarded *out, attn_class cls);
+
+/* "max_abs 2.1e-07 rel 8.9e-07 nmse 3.0e-14 <= tol 1.8e-04 (exact-fp32: ...)" */
+void attn_check_describe(const attn_check *c, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,23 @@
+/* Deterministic inputs. Every element is a pure function of (seed, tensor,
+ * index) through a counter-based generator, so any element can be regenerated
+ * alone and the fill is the same for any thread count. */
+#ifndef ATTN_FILL_H
+#define ATTN_FILL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "problem.h"
+
+enum { ATTN_TENSOR_Q = 0, ATTN_TENSOR_K = 1, ATTN_TENSOR_V = 2 };
+
+/* 64 well-mixed bits for (seed, stream, index). */
+uint64_t attn_hash(uint64_t seed, uint64_t stream, uint64_t index);
+
+/* Uniform in [0, 1) with 53 random bits. */
+double attn_uniform(uint64_t seed, uint64_t stream, uint64_t index);
+
+float attn_fill_value(attn_fill_kind kind, uint64_t seed, int tensor, size_t index);
+void attn_fill(float *x, size_t n, attn_fill_kind kind, uint64_t seed, int tensor, int threads);
+
+#endif

@@ -1,0 +1,111 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memory.h"
+
+/* Block layout: [64-byte header][payload, 64-byte aligned][64-byte canary].
+ * The canary catches writes past the end of a backend's own buffers. */
+enum { HEAD = 64, TAIL = 64, CANARY = 0xA5 };
+static const uint64_t MAGIC = 0x61747472616b6572ull;
+
+typedef struct block_head {
+    uint64_t magic;
+    size_t bytes;
+} block_head;
+
+static void tracker_note_peak(attn_tracker *t, size_t now)
+{
+    size_t peak = atomic_load(&t->peak);
+    while (now > peak && !atomic_compare_exchange_weak(&t->peak, &peak, now))
+        ;
+}
+
+static void *tracker_alloc(void *ctx, size_t bytes)
+{
+    attn_tracker *t = ctx;
+    atomic_fetch_add(&t->calls, 1);
+    size_t total;
+    if (__builtin_add_overflow(bytes, (size_t)(HEAD + TAIL + 63), &total))
+        return NULL;
+    total &= ~(size_t)63;
+    unsigned char *base = aligned_alloc(64, total);
+    if (!base)
+        return NULL;
+    block_head *h = (block_head *)base;
+    h->magic = MAGIC;
+    h->bytes = bytes;
+    memset(base + HEAD + bytes, CANARY, TAIL);
+    atomic_fetch_add(&t->live, 1);
+    tracker_note_peak(t, atomic_fetch_add(&t->current, bytes) + bytes);
+    return base + HEAD;
+}
+
+static void tracker_free(void *ctx, void *ptr)
+{
+    attn_tracker *t = ctx;
+    if (!ptr)
+        return;
+    unsigned char *base = (unsigned char *)ptr - HEAD;
+    block_head *h = (block_head *)base;
+    if (h->magic != MAGIC) {
+        atomic_fetch_add(&t->corrupt, 1);
+        return;  /* not ours, or its header was overwritten: do not free garbage */
+    }
+    const unsigned char *tail = base + HEAD + h->bytes;
+    for (int i = 0; i < TAIL; i++) {
+        if (tail[i] != CANARY) {
+            atomic_fetch_add(&t->corrupt, 1);
+            break;
+        }
+    }
+    atomic_fetch_sub(&t->current, h->bytes);
+    atomic_fetch_sub(&t->live, 1);
+    h->magic = 0;
+    free(base);
+}
+
+void attn_tracker_init(attn_tracker *t)
+{
+    t->iface.alloc = tracker_alloc;
+    t->iface.free = tracker_free;
+    t->iface.ctx = t;
+    atomic_init(&t->current, 0);
+    atomic_init(&t->peak, 0);
+    atomic_init(&t->calls, 0);
+    atomic_init(&t->live, 0);
+    atomic_init(&t->corrupt, 0);
+}
+
+void attn_tracker_reset_peak(attn_tracker *t)
+{
+    atomic_store(&t->peak, atomic_load(&t->current));
+}
+
+uint64_t attn_mem_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f)
+        return 0;
+    char line[256];
+    unsigned long long kib = 0;
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1)
+            break;
+    fclose(f);
+    return (uint64_t)kib * 1024u;
+}
+
+void *attn_host_alloc(size_t bytes)
+{
+    size_t rounded;
+    if (__builtin_add_overflow(bytes, (size_t)63, &rounded))
+        return NULL;
+    rounded &= ~(size_t)63;
+    return aligned_alloc(64, rounded ? rounded : 64);
+}
+
+void attn_host_free(void *p)
+{
+    free(p);
+}

@@ -1,0 +1,33 @@
+/* Memory accounting: the tracking allocator every backend allocates through,
+ * and what the machine has available. */
+#ifndef ATTN_MEMORY_H
+#define ATTN_MEMORY_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+
+typedef struct attn_tracker {
+    attn_allocator iface;        /* hand &iface to backends */
+    atomic_size_t current;       /* bytes live */
+    atomic_size_t peak;          /* high-water mark of current since the last reset */
+    atomic_size_t calls;         /* allocation calls, successful or not */
+    atomic_size_t live;          /* blocks not yet freed */
+    atomic_size_t corrupt;       /* blocks whose tail canary was overwritten at free */
+} attn_tracker;
+
+void attn_tracker_init(attn_tracker *t);
+/* Start a new peak measurement from the bytes live now. */
+void attn_tracker_reset_peak(attn_tracker *t);
+
+/* Bytes the kernel says can be allocated without swapping (MemAvailable),
+ * or 0 when it cannot be read. */
+uint64_t attn_mem_available(void);
+
+/* 64-byte aligned, untracked: for the harness's own inputs and references. */
+void *attn_host_alloc(size_t bytes);
+void attn_host_free(void *p);
+
+#endif

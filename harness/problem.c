@@ -1,0 +1,135 @@
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "problem.h"
+
+static const char *const fill_names[ATTN_FILL_COUNT] = {
+    [ATTN_FILL_NORMAL]  = "normal",
+    [ATTN_FILL_EXTREME] = "extreme",
+};
+
+const char *attn_fill_name(attn_fill_kind f)
+{
+    return (unsigned)f < ATTN_FILL_COUNT ? fill_names[f] : "?";
+}
+
+static bool mul(size_t *acc, size_t x)
+{
+    return !__builtin_mul_overflow(*acc, x, acc);
+}
+
+static bool count(size_t *out, size_t a, size_t b, size_t c, size_t d)
+{
+    size_t n = a;
+    if (!mul(&n, b) || !mul(&n, c) || !mul(&n, d))
+        return false;
+    *out = n;
+    return true;
+}
+
+bool attn_problem_sizes(const attn_problem *p, attn_sizes *s)
+{
+    const size_t b = (size_t)p->batch, h = (size_t)p->heads;
+    size_t in;
+    if (!count(&s->q, b, h, (size_t)p->seq_q, (size_t)p->d_k) ||
+        !count(&s->k, b, h, (size_t)p->seq_kv, (size_t)p->d_k) ||
+        !count(&s->v, b, h, (size_t)p->seq_kv, (size_t)p->d_v) ||
+        !count(&s->o, b, h, (size_t)p->seq_q, (size_t)p->d_v) ||
+        !count(&s->rows, b, h, (size_t)p->seq_q, 1) ||
+        !count(&s->scores, b, h, (size_t)p->seq_q, (size_t)p->seq_kv) ||
+        !mul(&s->scores, sizeof(float)))
+        return false;
+    if (__builtin_add_overflow(s->q, s->k, &in) || __builtin_add_overflow(in, s->v, &in))
+        return false;
+    s->inputs = in;
+    s->output = s->o;
+    return mul(&s->inputs, sizeof(float)) && mul(&s->output, sizeof(float));
+}
+
+double attn_problem_visible(const attn_problem *p)
+{
+    double pairs = 0;
+    for (int b = 0; b < p->batch; b++)
+        for (int i = 0; i < p->seq_q; i++)
+            pairs += attn_visible_end(p, b, i);
+    return pairs * p->heads;
+}
+
+double attn_problem_flops(const attn_problem *p)
+{
+    return 2.0 * (p->d_k + p->d_v) * attn_problem_visible(p);
+}
+
+/* Appends to buf like snprintf, never past len; returns the new end. */
+__attribute__((format(printf, 4, 5)))
+static size_t cat(char *buf, size_t len, size_t at, const char *fmt, ...)
+{
+    if (at >= len)
+        return at;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + at, len - at, fmt, ap);
+    va_end(ap);
+    return n < 0 ? at : at + (size_t)n;
+}
+
+static size_t cat_kv_len(char *buf, size_t len, size_t at, const attn_problem *p, const char *lead)
+{
+    if (!p->kv_len)
+        return at;
+    at = cat(buf, len, at, "%s", lead);
+    for (int b = 0; b < p->batch; b++)
+        at = cat(buf, len, at, "%s%d", b ? "," : "", p->kv_len[b]);
+    return at;
+}
+
+static bool default_scale(const attn_problem *p)
+{
+    return p->scale == (float)(1.0 / sqrt((double)p->d_k));
+}
+
+void attn_problem_describe(const attn_problem *p, char *buf, size_t len)
+{
+    size_t at = cat(buf, len, 0, "B=%d H=%d Nq=%d Nk=%d dk=%d dv=%d", p->batch, p->heads,
+                    p->seq_q, p->seq_kv, p->d_k, p->d_v);
+    if (!default_scale(p))
+        at = cat(buf, len, at, " scale=%.9g", p->scale);
+    if (p->causal)
+        at = cat(buf, len, at, " causal");
+    cat_kv_len(buf, len, at, p, " kv_len=");
+}
+
+void attn_repro(char *buf, size_t len, const char *prog, const char *backend,
+                const attn_problem *p, const attn_setup *s)
+{
+    size_t at = cat(buf, len, 0,
+                    "%s --backend=%s --batch %d --heads %d --seq %d --seq-kv %d --dk %d --dv %d",
+                    prog, backend, p->batch, p->heads, p->seq_q, p->seq_kv, p->d_k, p->d_v);
+    if (!default_scale(p))
+        at = cat(buf, len, at, " --scale %.9g", p->scale);
+    if (p->causal)
+        at = cat(buf, len, at, " --causal");
+    at = cat_kv_len(buf, len, at, p, " --kv-len ");
+    if (s->fill != ATTN_FILL_NORMAL)
+        at = cat(buf, len, at, " --fill %s", attn_fill_name(s->fill));
+    if (s->check_rows)
+        at = s->check_rows < 0 ? cat(buf, len, at, " --check-rows all")
+                               : cat(buf, len, at, " --check-rows %ld", s->check_rows);
+    cat(buf, len, at, " --threads %d --seed %llu", s->threads, (unsigned long long)s->seed);
+}
+
+void attn_format_bytes(char *buf, size_t len, double bytes)
+{
+    static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+    int u = 0;
+    while (bytes >= 1024.0 && u < 6) {
+        bytes /= 1024.0;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, len, "%.0f B", bytes);
+    else
+        snprintf(buf, len, "%.1f %s", bytes, unit[u]);
+}

@@ -1,0 +1,55 @@
+/* A case: the problem (backend contract) plus the harness settings that
+ * change what is computed or measured; its sizes, work and repro line. */
+#ifndef ATTN_PROBLEM_H
+#define ATTN_PROBLEM_H
+
+#include <stdint.h>
+
+#include "backend.h"
+
+typedef enum attn_fill_kind {
+    ATTN_FILL_NORMAL = 0,   /* Q, K, V ~ N(0, 1) */
+    ATTN_FILL_EXTREME,      /* Q, K integers in [-100, 100] (|logits| up to ~1e4), V ~ N(0, 1) */
+    ATTN_FILL_COUNT
+} attn_fill_kind;
+
+const char *attn_fill_name(attn_fill_kind f);
+
+typedef struct attn_setup {
+    int threads;
+    uint64_t seed;
+    attn_fill_kind fill;
+    long check_rows;        /* rows the reference checks: 0 automatic, -1 all */
+    int warmup, reps;       /* reps == 0: check only, no timing */
+    uint64_t max_mem;       /* bytes a case may take; 0: no limit beyond MemAvailable */
+} attn_setup;
+
+typedef struct attn_sizes {
+    size_t q, k, v, o;      /* elements */
+    size_t rows;            /* B*H*Nq query rows */
+    size_t inputs;          /* bytes of Q, K, V */
+    size_t output;          /* bytes of O */
+    size_t scores;          /* bytes of the B*H*Nq*Nk fp32 score matrix a materializing
+                               implementation would hold */
+} attn_sizes;
+
+/* false when a size overflows size_t. */
+bool attn_problem_sizes(const attn_problem *p, attn_sizes *s);
+
+/* Score entries left visible by the masks, summed over batch and heads. */
+double attn_problem_visible(const attn_problem *p);
+
+/* Floating-point operations: 2*dk (Q.K) + 2*dv (P.V) per visible score entry. */
+double attn_problem_flops(const attn_problem *p);
+
+/* "B=1 H=8 Nq=1024 Nk=1024 dk=64 dv=64 causal kv_len=3,5" */
+void attn_problem_describe(const attn_problem *p, char *buf, size_t len);
+
+/* The exact command line that reruns this case alone. */
+void attn_repro(char *buf, size_t len, const char *prog, const char *backend,
+                const attn_problem *p, const attn_setup *s);
+
+/* Byte counts for people: "264.0 KiB". */
+void attn_format_bytes(char *buf, size_t len, double bytes);
+
+#endif

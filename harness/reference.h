@@ -1,0 +1,32 @@
+/* The reference: softmax attention by its definition, accumulated in double.
+ * Rows are independent, so for large problems it computes a seeded,
+ * stratified sample of query rows exactly instead of all of them. */
+#ifndef ATTN_REFERENCE_H
+#define ATTN_REFERENCE_H
+
+#include <stdint.h>
+
+#include "backend.h"
+
+typedef struct attn_ref {
+    size_t nrows;            /* rows computed */
+    size_t total_rows;       /* B*H*Nq */
+    size_t *rows;            /* ascending flat row ids ((b*H + h)*Nq + i) */
+    double *out;             /* [nrows][d_v] */
+    double max_abs_logit;    /* max |scale*q.k| over visible entries of those rows */
+    double max_abs_v;        /* max |V| over the whole tensor */
+} attn_ref;
+
+/* Multiply-adds the automatic mode allows before it samples (~1-2 s on 2 cores). */
+#define ATTN_REF_BUDGET (1ull << 31)
+
+/* Rows the reference will compute: want < 0 all, 0 automatic, else min(want, all). */
+size_t attn_ref_plan_rows(const attn_problem *p, long want);
+/* Bytes attn_ref_compute will allocate for that plan. */
+size_t attn_ref_bytes(const attn_problem *p, long want, int threads);
+
+attn_status attn_ref_compute(attn_ref *r, const attn_problem *p, const attn_tensors *in,
+                             long want, uint64_t seed, int threads);
+void attn_ref_free(attn_ref *r);
+
+#endif

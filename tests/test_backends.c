@@ -1,0 +1,90 @@
+/* Every registered backend against the reference over a grid of small and
+ * awkward shapes. A backend that is not built or not usable here, or that
+ * does not support a case, reports SKIP with its reason. */
+#include <math.h>
+#include <string.h>
+
+#include "tap.h"
+#include "util.h"
+
+typedef struct grid_case {
+    int b, h, nq, nk, dk, dv;
+    bool causal;
+    const int *kv_len;
+    attn_fill_kind fill;
+    long check_rows;
+} grid_case;
+
+static const int kv_mixed[] = { 64, 1, 0 };       /* full, one key, fully masked */
+static const int kv_tail[] = { 129, 100 };
+
+static size_t build_grid(grid_case *g)
+{
+    size_t n = 0;
+    static const int seqs[] = { 1, 2, 7, 64, 129 };
+    static const int dims[] = { 1, 16, 64, 96 };
+    for (size_t s = 0; s < 5; s++)
+        for (size_t d = 0; d < 4; d++)
+            g[n++] = (grid_case){ 1, 2, seqs[s], seqs[s], dims[d], dims[d] };
+    for (size_t s = 0; s < 5; s++)
+        g[n++] = (grid_case){ 1, 2, seqs[s], seqs[s], 16, 16, .causal = true };
+    static const int cross[][2] = { { 7, 64 }, { 64, 7 }, { 1, 129 }, { 129, 1 }, { 2, 129 } };
+    for (size_t c = 0; c < 5; c++) {
+        g[n++] = (grid_case){ 1, 2, cross[c][0], cross[c][1], 16, 16 };
+        g[n++] = (grid_case){ 1, 2, cross[c][0], cross[c][1], 16, 16, .causal = true };
+    }
+    g[n++] = (grid_case){ 1, 2, 64, 64, 16, 64 };
+    g[n++] = (grid_case){ 1, 2, 7, 129, 96, 1 };
+    g[n++] = (grid_case){ 1, 2, 129, 7, 1, 96, .causal = true };
+    g[n++] = (grid_case){ 3, 4, 64, 64, 16, 16, .kv_len = kv_mixed };
+    g[n++] = (grid_case){ 3, 4, 64, 64, 16, 32, .causal = true, .kv_len = kv_mixed };
+    g[n++] = (grid_case){ 2, 3, 7, 129, 64, 64, .kv_len = kv_tail };
+    g[n++] = (grid_case){ 2, 3, 129, 129, 64, 64, .causal = true, .kv_len = kv_tail };
+    g[n++] = (grid_case){ 1, 2, 64, 64, 16, 16, .fill = ATTN_FILL_EXTREME };
+    g[n++] = (grid_case){ 1, 2, 129, 129, 64, 64, .fill = ATTN_FILL_EXTREME };
+    g[n++] = (grid_case){ 1, 2, 129, 129, 96, 96, .causal = true, .fill = ATTN_FILL_EXTREME };
+    g[n++] = (grid_case){ 2, 2, 64, 129, 64, 64, .causal = true, .kv_len = kv_tail,
+                          .fill = ATTN_FILL_EXTREME };
+    /* The sampled-rows path, as large problems use it. */
+    g[n++] = (grid_case){ 2, 4, 129, 129, 64, 64, .causal = true, .check_rows = 40 };
+    return n;
+}
+
+int main(void)
+{
+    grid_case grid[64];
+    const size_t ncases = build_grid(grid);
+    tap_plan((int)(attn_backend_count() * ncases));
+
+    for (size_t i = 0; i < attn_backend_count(); i++) {
+        const attn_backend *be = attn_backend_get(i);
+        char why[256] = "";
+        const bool usable = attn_backend_usable(be, why, sizeof(why)) == ATTN_OK;
+        for (size_t c = 0; c < ncases; c++) {
+            const grid_case *g = &grid[c];
+            const attn_problem p = { .batch = g->b, .heads = g->h, .seq_q = g->nq,
+                                     .seq_kv = g->nk, .d_k = g->dk, .d_v = g->dv,
+                                     .scale = (float)(1.0 / sqrt((double)g->dk)),
+                                     .causal = g->causal, .kv_len = g->kv_len };
+            char shape[256];
+            attn_problem_describe(&p, shape, sizeof(shape));
+            if (!usable) {
+                tap_skip(why, "%s %s", be->name, shape);
+                continue;
+            }
+            attn_result r;
+            const attn_verdict v = run_case(be, &p, g->fill, g->check_rows, &r);
+            if (v == ATTN_SKIPPED) {
+                tap_skip(r.why, "%s %s", be->name, shape);
+                continue;
+            }
+            char desc[512] = "";
+            if (r.checked)
+                attn_check_describe(&r.check, desc, sizeof(desc));
+            if (!tap_ok(v == ATTN_PASSED, "%s %s fill=%s", be->name, shape,
+                        attn_fill_name(g->fill)))
+                tap_diag("%s: %s | %s | %s", attn_verdict_str(v), r.why, desc, r.repro);
+        }
+    }
+    return 0;
+}

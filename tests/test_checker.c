@@ -1,0 +1,154 @@
+/* The checker must reject a planted bug of each kind. Each double below is a
+ * small, independent attention implementation with one switchable fault; the
+ * same double without a fault must pass, so a failure is the fault's doing. */
+#include <math.h>
+#include <string.h>
+
+#include "tap.h"
+#include "util.h"
+
+typedef enum fault {
+    FAULT_NONE, FAULT_NO_SCALE, FAULT_CAUSAL_OFF_BY_ONE, FAULT_DROP_LAST_ROW,
+    FAULT_WRITE_PAST_END, FAULT_NAN, FAULT_ALLOC_IN_RUN, FAULT_WORKSPACE_OVERRUN,
+    FAULT_LEAK,
+} fault;
+
+static fault planted;
+
+typedef struct dbl_state {
+    attn_problem p;
+    const attn_allocator *alloc;
+    float *w;
+    void *leak;
+    attn_tensors t;
+} dbl_state;
+
+static size_t dbl_workspace(const attn_problem *p, const attn_config *cfg)
+{
+    (void)cfg;
+    return sizeof(dbl_state) + (size_t)p->seq_kv * sizeof(float);
+}
+
+static attn_status dbl_prepare(const attn_problem *p, const attn_config *cfg, void **state)
+{
+    dbl_state *s = attn_alloc(cfg->alloc, sizeof(*s));
+    if (!s)
+        return ATTN_ENOMEM;
+    memset(s, 0, sizeof(*s));
+    s->p = *p;
+    s->alloc = cfg->alloc;
+    s->w = attn_alloc(cfg->alloc, (size_t)p->seq_kv * sizeof(float));
+    if (planted == FAULT_LEAK)
+        s->leak = attn_alloc(cfg->alloc, 100);
+    *state = s;
+    return s->w ? ATTN_OK : ATTN_ENOMEM;
+}
+
+static attn_status dbl_bind(void *state, const attn_tensors *t)
+{
+    ((dbl_state *)state)->t = *t;
+    return ATTN_OK;
+}
+
+static attn_status dbl_run(void *state)
+{
+    dbl_state *s = state;
+    const attn_problem *p = &s->p;
+    const int nq = p->seq_q, nk = p->seq_kv, dk = p->d_k, dv = p->d_v;
+    const float scale = planted == FAULT_NO_SCALE ? 1.0f : p->scale;
+    const int shift = planted == FAULT_CAUSAL_OFF_BY_ONE ? 1 : 0;
+    size_t rows = (size_t)p->batch * p->heads * nq;
+    if (planted == FAULT_DROP_LAST_ROW)
+        rows--;
+    if (planted == FAULT_ALLOC_IN_RUN)
+        attn_free(s->alloc, attn_alloc(s->alloc, 64));
+    for (size_t row = 0; row < rows; row++) {
+        const size_t bh = row / nq;
+        const int i = (int)(row % nq), b = (int)(bh / p->heads);
+        int end = p->kv_len ? p->kv_len[b] : nk;
+        if (p->causal && i + nk - nq + 1 + shift < end)
+            end = i + nk - nq + 1 + shift;
+        float *o = s->t.o + row * dv;
+        float m = -INFINITY, l = 0.0f;
+        for (int j = 0; j < end; j++) {
+            float d = 0.0f;
+            for (int c = 0; c < dk; c++)
+                d += s->t.q[row * dk + c] * s->t.k[(bh * nk + j) * dk + c];
+            s->w[j] = scale * d;
+            m = fmaxf(m, s->w[j]);
+        }
+        for (int c = 0; c < dv; c++)
+            o[c] = 0.0f;
+        for (int j = 0; j < end; j++) {
+            const float e = expf(s->w[j] - m);
+            l += e;
+            for (int c = 0; c < dv; c++)
+                o[c] += e * s->t.v[(bh * nk + j) * dv + c];
+        }
+        for (int c = 0; c < dv && end > 0; c++)
+            o[c] /= l;
+    }
+    const size_t n = (size_t)p->batch * p->heads * nq * dv;
+    if (planted == FAULT_WRITE_PAST_END)
+        s->t.o[n] = 0.0f;
+    if (planted == FAULT_NAN)
+        s->t.o[n / 2] = NAN;
+    if (planted == FAULT_WORKSPACE_OVERRUN)
+        s->w[nk] = 1.0f;
+    return ATTN_OK;
+}
+
+static attn_status dbl_read(void *state, float *out)
+{
+    dbl_state *s = state;
+    if (out != s->t.o)
+        memcpy(out, s->t.o, (size_t)s->p.batch * s->p.heads * s->p.seq_q * s->p.d_v * sizeof(float));
+    return ATTN_OK;
+}
+
+static void dbl_release(void *state)
+{
+    dbl_state *s = state;
+    attn_free(s->alloc, s->w);
+    attn_free(s->alloc, s);
+}
+
+static const attn_backend dbl = {
+    .name = "double", .summary = "test double with one planted fault",
+    .caps = ATTN_CAP_CAUSAL | ATTN_CAP_PADDING | ATTN_CAP_CROSS | ATTN_CAP_DV,
+    .cls = ATTN_CLASS_EXACT_FP32, .prepare = dbl_prepare, .bind = dbl_bind, .run = dbl_run,
+    .read = dbl_read, .release = dbl_release, .workspace = dbl_workspace,
+};
+
+static void expect(fault f, const char *what, bool causal, long check_rows, attn_verdict want)
+{
+    const attn_problem p = { .batch = 2, .heads = 3, .seq_q = 33, .seq_kv = 33, .d_k = 16,
+                             .d_v = 16, .scale = 0.25f, .causal = causal };
+    attn_result r;
+    planted = f;
+    const attn_verdict v = run_case(&dbl, &p, ATTN_FILL_NORMAL, check_rows, &r);
+    if (!tap_ok(v == want, "%s%s: %s", what, check_rows > 0 ? " (sampled rows)" : "",
+                attn_verdict_str(v)))
+        tap_diag("wanted %s; why: %s", attn_verdict_str(want), r.why);
+    else if (r.why[0])
+        tap_diag("%s", r.why);
+}
+
+int main(void)
+{
+    expect(FAULT_NONE, "the double without a fault passes", true, 0, ATTN_PASSED);
+    expect(FAULT_NONE, "the double without a fault passes", true, 8, ATTN_PASSED);
+    expect(FAULT_NO_SCALE, "forgetting the scale fails", false, 0, ATTN_FAILED);
+    expect(FAULT_NO_SCALE, "forgetting the scale fails", false, 8, ATTN_FAILED);
+    expect(FAULT_CAUSAL_OFF_BY_ONE, "a causal mask off by one fails", true, 0, ATTN_FAILED);
+    expect(FAULT_CAUSAL_OFF_BY_ONE, "a causal mask off by one fails", true, 8, ATTN_FAILED);
+    expect(FAULT_DROP_LAST_ROW, "dropping the last row fails", false, 0, ATTN_FAILED);
+    expect(FAULT_DROP_LAST_ROW, "dropping the last row fails", false, 8, ATTN_FAILED);
+    expect(FAULT_WRITE_PAST_END, "writing one element past the output fails", false, 0, ATTN_FAILED);
+    expect(FAULT_NAN, "emitting a NaN fails", false, 0, ATTN_FAILED);
+    expect(FAULT_NAN, "emitting a NaN fails", false, 8, ATTN_FAILED);
+    expect(FAULT_ALLOC_IN_RUN, "allocating inside run fails", false, 0, ATTN_FAILED);
+    expect(FAULT_WORKSPACE_OVERRUN, "writing past its own workspace fails", false, 0, ATTN_FAILED);
+    expect(FAULT_LEAK, "leaking at release fails", false, 0, ATTN_FAILED);
+    return tap_done();
+}

@@ -170,4 +170,5 @@ void attn_case_run(attn_result *r, const attn_backend *be, const attn_problem *p
     else if (atomic_load(&tr.live) && r->verdict == ATTN_PASSED)
         verdict(r, ATTN_FAILED, "release leaked %zu bytes in %zu blocks",
                 atomic_load(&tr.current), atomic_load(&tr.live));
+    attn_tracker_destroy(&tr);
 }

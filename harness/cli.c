@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "config.h"
 
 enum {
     MAX_BATCH = 65536, MAX_HEADS = 4096, MAX_SEQ = 1 << 24, MAX_DIM = 4096,
@@ -204,6 +205,8 @@ done:
 
 static int default_threads(void)
 {
+    if (!ATTN_HAVE_OPENMP)
+        return 1;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int)n;
 }
@@ -261,6 +264,9 @@ static int apply(attn_opts *o, opt_id id, const char *name, const char *val,
 static int finish(attn_opts *o, bool seq_kv_set, bool dv_set, bool scale_set, int nkv)
 {
     attn_problem *p = &o->p;
+    if (!ATTN_HAVE_OPENMP && o->setup.threads > 1)
+        return usage_error("--threads: %d, but this build has no OpenMP and runs 1 thread "
+                           "(reconfigure with -Dopenmp=enabled)", o->setup.threads);
     if (!seq_kv_set)
         p->seq_kv = p->seq_q;
     if (!dv_set)

@@ -102,7 +102,6 @@ static int run_cases(const attn_opts *o, const attn_sizes *sz, const char *prog)
         if (!o->explicit_backends && attn_backend_usable(be, why, sizeof(why)) != ATTN_OK)
             continue;   /* the default run compares what can run; the footnote says the rest */
         attn_case_run(&res[n++], be, p, &in, &ref, &o->setup, prog);
-        fflush(stdout);
     }
     attn_report_results(stdout, res, n);
     for (size_t i = 0; i < o->nbackends && !o->explicit_backends; i++) {

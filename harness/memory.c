@@ -12,7 +12,9 @@ static const uint64_t MAGIC = 0x61747472616b6572ull;
 typedef struct block_head {
     uint64_t magic;
     size_t bytes;
+    struct block_head *prev, *next;   /* the tracker's live blocks */
 } block_head;
+_Static_assert(sizeof(block_head) <= HEAD, "block header must fit before the payload");
 
 static void tracker_note_peak(attn_tracker *t, size_t now)
 {
@@ -36,6 +38,13 @@ static void *tracker_alloc(void *ctx, size_t bytes)
     h->magic = MAGIC;
     h->bytes = bytes;
     memset(base + HEAD + bytes, CANARY, TAIL);
+    pthread_mutex_lock(&t->lock);
+    h->prev = NULL;
+    h->next = t->blocks;
+    if (h->next)
+        h->next->prev = h;
+    t->blocks = h;
+    pthread_mutex_unlock(&t->lock);
     atomic_fetch_add(&t->live, 1);
     tracker_note_peak(t, atomic_fetch_add(&t->current, bytes) + bytes);
     return base + HEAD;
@@ -61,8 +70,30 @@ static void tracker_free(void *ctx, void *ptr)
     }
     atomic_fetch_sub(&t->current, h->bytes);
     atomic_fetch_sub(&t->live, 1);
+    pthread_mutex_lock(&t->lock);
+    if (h->prev)
+        h->prev->next = h->next;
+    else
+        t->blocks = h->next;
+    if (h->next)
+        h->next->prev = h->prev;
+    pthread_mutex_unlock(&t->lock);
     h->magic = 0;
     free(base);
+}
+
+size_t attn_tracker_reclaim(attn_tracker *t)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&t->lock);
+    for (block_head *h = t->blocks, *next; h; h = next, n++) {
+        next = h->next;
+        h->magic = 0;
+        free(h);
+    }
+    t->blocks = NULL;
+    pthread_mutex_unlock(&t->lock);
+    return n;
 }
 
 void attn_tracker_init(attn_tracker *t)
@@ -75,6 +106,14 @@ void attn_tracker_init(attn_tracker *t)
     atomic_init(&t->calls, 0);
     atomic_init(&t->live, 0);
     atomic_init(&t->corrupt, 0);
+    pthread_mutex_init(&t->lock, NULL);
+    t->blocks = NULL;
+}
+
+void attn_tracker_destroy(attn_tracker *t)
+{
+    attn_tracker_reclaim(t);
+    pthread_mutex_destroy(&t->lock);
 }
 
 void attn_tracker_reset_peak(attn_tracker *t)

@@ -3,6 +3,7 @@
 #ifndef ATTN_MEMORY_H
 #define ATTN_MEMORY_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -16,9 +17,16 @@ typedef struct attn_tracker {
     atomic_size_t calls;         /* allocation calls, successful or not */
     atomic_size_t live;          /* blocks not yet freed */
     atomic_size_t corrupt;       /* blocks whose tail canary was overwritten at free */
+    pthread_mutex_t lock;        /* guards the list of live blocks */
+    void *blocks;
 } attn_tracker;
 
 void attn_tracker_init(attn_tracker *t);
+/* Frees every block still live (a backend's leak, so a sweep does not keep
+ * it), and returns how many there were. The counters keep what they saw. */
+size_t attn_tracker_reclaim(attn_tracker *t);
+/* Reclaims what is left and tears the tracker down. */
+void attn_tracker_destroy(attn_tracker *t);
 /* Start a new peak measurement from the bytes live now. */
 void attn_tracker_reset_peak(attn_tracker *t);
 

@@ -30,9 +30,14 @@ int main(void)
     z[10] = 0;
     attn_free(a, z);
     tap_ok(atomic_load(&t.corrupt) == 1, "a write one byte past a block is reported at free");
-    tap_ok(atomic_load(&t.current) == 0 && atomic_load(&t.live) == 0, "nothing is live at the end");
+    tap_ok(atomic_load(&t.current) == 0 && atomic_load(&t.live) == 0, "nothing is live after the frees");
+    attn_alloc(a, 100);
+    attn_alloc(a, 200);
+    tap_ok(attn_tracker_reclaim(&t) == 2 && attn_tracker_reclaim(&t) == 0,
+           "reclaim frees the blocks left live, once");
     tap_ok(attn_alloc(a, SIZE_MAX - 8) == NULL, "a size that overflows gives NULL, not a small block");
     tap_ok(attn_mem_available() > 0, "MemAvailable is read from /proc/meminfo (%llu MiB)",
            (unsigned long long)(attn_mem_available() >> 20));
+    attn_tracker_destroy(&t);
     return tap_done();
 }

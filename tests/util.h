@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "case.h"
+#include "config.h"
 #include "fill.h"
 #include "memory.h"
 
@@ -18,7 +19,7 @@ static inline attn_verdict run_case(const attn_backend *be, const attn_problem *
         fprintf(stderr, "test: problem overflows\n");
         exit(2);
     }
-    const attn_setup s = { .threads = 2, .seed = 7, .fill = fill, .check_rows = check_rows,
+    const attn_setup s = { .threads = ATTN_HAVE_OPENMP ? 2 : 1, .seed = 7, .fill = fill, .check_rows = check_rows,
                            .warmup = 0, .reps = 2 };
     float *q = attn_host_alloc(sz.q * sizeof(float));
     float *k = attn_host_alloc(sz.k * sizeof(float));

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 typedef enum attn_status {
     ATTN_OK = 0,
@@ -109,6 +110,15 @@ typedef struct attn_backend {
     /* Predicted peak bytes prepare will take through the allocator. */
     size_t      (*workspace)(const attn_problem *p, const attn_config *cfg);
 } attn_backend;
+
+/* read for host backends that write O in place during run: a copy only when
+ * the output is wanted somewhere else. */
+static inline attn_status attn_host_read(const attn_problem *p, const float *o, float *out)
+{
+    if (out != o)
+        memcpy(out, o, (size_t)p->batch * p->heads * p->seq_q * p->d_v * sizeof(float));
+    return ATTN_OK;
+}
 
 /* A registry entry for a backend whose dependency was not found at configure time. */
 #define ATTN_BACKEND_NOT_BUILT(sym, nm, sum, why) \

@@ -50,11 +50,60 @@ static size_t build_grid(grid_case *g)
     return n;
 }
 
+/* Runs be on p with the given thread count straight through its verbs. */
+static bool output_with_threads(const attn_backend *be, const attn_problem *p,
+                                const attn_tensors *in, int threads, float *out)
+{
+    attn_tracker tr;
+    attn_tracker_init(&tr);
+    const attn_config cfg = { .threads = threads, .alloc = &tr.iface };
+    const attn_tensors t = { .q = in->q, .k = in->k, .v = in->v, .o = out };
+    void *state = NULL;
+    bool ok = be->prepare(p, &cfg, &state) == ATTN_OK;
+    if (ok)
+        ok = be->bind(state, &t) == ATTN_OK && be->run(state) == ATTN_OK &&
+             be->read(state, out) == ATTN_OK;
+    if (state)
+        be->release(state);
+    attn_tracker_destroy(&tr);
+    return ok;
+}
+
+/* The output must not depend on how many threads computed it. */
+static void thread_invariance(const attn_backend *be)
+{
+    static const int kv[] = { 200, 77 };
+    const attn_problem p = { .batch = 2, .heads = 3, .seq_q = 150, .seq_kv = 200, .d_k = 40,
+                             .d_v = 24, .scale = 0.15f, .causal = true, .kv_len = kv };
+    char why[256] = "";
+    if (attn_backend_usable(be, why, sizeof(why)) != ATTN_OK ||
+        attn_backend_supports(be, &p, why, sizeof(why)) != ATTN_OK) {
+        tap_skip(why, "%s: output independent of the thread count", be->name);
+        return;
+    }
+    attn_sizes sz;
+    attn_problem_sizes(&p, &sz);
+    float *buf = attn_host_alloc((sz.q + sz.k + sz.v + 2 * sz.o) * sizeof(float));
+    if (!buf) {
+        printf("Bail out! out of memory\n");
+        exit(2);
+    }
+    float *q = buf, *k = q + sz.q, *v = k + sz.k, *o1 = v + sz.v, *o3 = o1 + sz.o;
+    attn_fill(q, sz.q, ATTN_FILL_NORMAL, 5, ATTN_TENSOR_Q, 1);
+    attn_fill(k, sz.k, ATTN_FILL_NORMAL, 5, ATTN_TENSOR_K, 1);
+    attn_fill(v, sz.v, ATTN_FILL_NORMAL, 5, ATTN_TENSOR_V, 1);
+    const attn_tensors in = { .q = q, .k = k, .v = v };
+    const bool ran = output_with_threads(be, &p, &in, 1, o1) && output_with_threads(be, &p, &in, 3, o3);
+    tap_ok(ran && !memcmp(o1, o3, sz.o * sizeof(float)),
+           "%s: output bitwise identical with 1 and 3 threads", be->name);
+    attn_host_free(buf);
+}
+
 int main(void)
 {
     grid_case grid[64];
     const size_t ncases = build_grid(grid);
-    tap_plan((int)(attn_backend_count() * ncases));
+    tap_plan((int)(attn_backend_count() * (ncases + 1)));
 
     for (size_t i = 0; i < attn_backend_count(); i++) {
         const attn_backend *be = attn_backend_get(i);
@@ -85,6 +134,7 @@ int main(void)
                         attn_fill_name(g->fill)))
                 tap_diag("%s: %s | %s | %s", attn_verdict_str(v), r.why, desc, r.repro);
         }
+        thread_invariance(be);
     }
     return 0;
 }

@@ -101,9 +101,7 @@ static attn_status dbl_run(void *state)
 static attn_status dbl_read(void *state, float *out)
 {
     dbl_state *s = state;
-    if (out != s->t.o)
-        memcpy(out, s->t.o, (size_t)s->p.batch * s->p.heads * s->p.seq_q * s->p.d_v * sizeof(float));
-    return ATTN_OK;
+    return attn_host_read(&s->p, s->t.o, out);
 }
 
 static void dbl_release(void *state)

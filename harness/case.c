@@ -137,15 +137,14 @@ void attn_case_run(attn_result *r, const attn_backend *be, const attn_problem *p
     attn_tracker_init(&tr);
     const attn_config cfg = { .threads = s->threads, .alloc = &tr.iface };
     r->ws_predicted = be->workspace(p, &cfg);
-    if (!memory_guard(r, p, ref, s))
-        return;
-
     attn_sizes sz;
     attn_problem_sizes(p, &sz);
-    attn_guarded out;
+    attn_guarded out = { 0 };
+    if (!memory_guard(r, p, ref, s))
+        goto done;
     if (attn_guarded_alloc(&out, sz.o) != ATTN_OK) {
         verdict(r, ATTN_ERROR, "out of memory for the output buffer");
-        return;
+        goto done;
     }
 
     void *state = NULL;
@@ -161,7 +160,6 @@ void attn_case_run(attn_result *r, const attn_backend *be, const attn_problem *p
             check_and_time(r, be, state, p, ref, s, &out, &tr);
         be->release(state);
     }
-    attn_guarded_free(&out);
     r->ws_peak = atomic_load(&tr.peak);
 
     if (atomic_load(&tr.corrupt) && r->verdict != ATTN_FAILED)
@@ -170,5 +168,7 @@ void attn_case_run(attn_result *r, const attn_backend *be, const attn_problem *p
     else if (atomic_load(&tr.live) && r->verdict == ATTN_PASSED)
         verdict(r, ATTN_FAILED, "release leaked %zu bytes in %zu blocks",
                 atomic_load(&tr.current), atomic_load(&tr.live));
+done:
+    attn_guarded_free(&out);
     attn_tracker_destroy(&tr);
 }

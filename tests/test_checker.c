@@ -10,7 +10,7 @@
 typedef enum fault {
     FAULT_NONE, FAULT_NO_SCALE, FAULT_CAUSAL_OFF_BY_ONE, FAULT_DROP_LAST_ROW,
     FAULT_WRITE_PAST_END, FAULT_NAN, FAULT_ALLOC_IN_RUN, FAULT_WORKSPACE_OVERRUN,
-    FAULT_LEAK,
+    FAULT_LEAK, FAULT_DRIFT, FAULT_HUGE_WORKSPACE,
 } fault;
 
 static fault planted;
@@ -20,12 +20,15 @@ typedef struct dbl_state {
     const attn_allocator *alloc;
     float *w;
     void *leak;
+    int runs;
     attn_tensors t;
 } dbl_state;
 
 static size_t dbl_workspace(const attn_problem *p, const attn_config *cfg)
 {
     (void)cfg;
+    if (planted == FAULT_HUGE_WORKSPACE)
+        return (size_t)1 << 60;
     return sizeof(dbl_state) + (size_t)p->seq_kv * sizeof(float);
 }
 
@@ -95,6 +98,8 @@ static attn_status dbl_run(void *state)
         s->t.o[n / 2] = NAN;
     if (planted == FAULT_WORKSPACE_OVERRUN)
         s->w[nk] = 1.0f;
+    if (planted == FAULT_DRIFT)   /* far below the tolerance, but not repeatable */
+        s->t.o[0] += 1e-7f * (float)s->runs++;
     return ATTN_OK;
 }
 
@@ -148,5 +153,8 @@ int main(void)
     expect(FAULT_ALLOC_IN_RUN, "allocating inside run fails", false, 0, ATTN_FAILED);
     expect(FAULT_WORKSPACE_OVERRUN, "writing past its own workspace fails", false, 0, ATTN_FAILED);
     expect(FAULT_LEAK, "leaking at release fails", false, 0, ATTN_FAILED);
+    expect(FAULT_DRIFT, "an output that changes from run to run fails", false, 0, ATTN_FAILED);
+    expect(FAULT_HUGE_WORKSPACE, "a workspace larger than memory is skipped before prepare",
+           false, 0, ATTN_SKIPPED);
     return tap_done();
 }

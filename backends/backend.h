@@ -109,6 +109,10 @@ typedef struct attn_backend {
     void        (*release)(void *state);
     /* Predicted peak bytes prepare will take through the allocator. */
     size_t      (*workspace)(const attn_problem *p, const attn_config *cfg);
+    /* Device memory the prepared state holds; NULL for host backends. */
+    size_t      (*device_bytes)(void *state);                             /* optional */
+    /* The library or driver behind the backend, for the run's context. */
+    const char *(*version)(void);                                         /* optional */
 } attn_backend;
 
 /* read for host backends that write O in place during run: a copy only when

@@ -67,14 +67,13 @@ static bool allocated_in_run(attn_result *r, attn_tracker *tr, size_t calls)
     return true;
 }
 
-/* Check once, then time; the timed runs must neither allocate nor change the output. */
+/* Check once, then time; the timed runs must neither allocate nor change the
+ * output. first (NULL when not timing) receives the checked output. */
 static void check_and_time(attn_result *r, const attn_backend *be, void *state,
-                           const attn_problem *p, const attn_ref *ref, const attn_setup *s,
-                           attn_guarded *out, attn_tracker *tr)
+                           const attn_ref *ref, const attn_setup *s, attn_guarded *out,
+                           float *first, attn_tracker *tr)
 {
-    float *first = NULL;
     const size_t calls = atomic_load(&tr->calls);
-    attn_guarded_poison(out);
     attn_status st = be->run(state);
     if (st == ATTN_OK)
         st = be->read(state, out->data);
@@ -82,7 +81,7 @@ static void check_and_time(attn_result *r, const attn_backend *be, void *state,
         verdict(r, ATTN_ERROR, "run: %s", attn_status_str(st));
         return;
     }
-    attn_check_output(&r->check, p, ref, out, be->cls);
+    attn_check_output(&r->check, &r->p, ref, out, be->cls);
     r->checked = true;
     if (!r->check.pass) {
         verdict(r, ATTN_FAILED, "%s", r->check.why);
@@ -91,16 +90,11 @@ static void check_and_time(attn_result *r, const attn_backend *be, void *state,
     if (allocated_in_run(r, tr, calls))
         return;
     r->verdict = ATTN_PASSED;
-    if (s->reps <= 0)
+    if (!first)
         return;
 
-    first = attn_host_alloc(out->n * sizeof(float));
-    if (!first) {
-        verdict(r, ATTN_ERROR, "out of memory for the repeatability copy");
-        return;
-    }
     memcpy(first, out->data, out->n * sizeof(float));
-    st = attn_time_runs(be, state, s->warmup, s->reps, &r->timing);
+    st = attn_time_runs(be, state, &s->timer, &r->timing);
     if (st == ATTN_OK)
         st = be->read(state, out->data);
     if (st != ATTN_OK) {
@@ -111,17 +105,61 @@ static void check_and_time(attn_result *r, const attn_backend *be, void *state,
         else if (memcmp(first, out->data, out->n * sizeof(float)))
             verdict(r, ATTN_FAILED, "repeated runs gave different outputs");
     }
-    attn_host_free(first);
+}
+
+/* prepare, bind, check and time, release: the part whose memory is measured. */
+static void drive(attn_result *r, const attn_backend *be, const attn_config *cfg,
+                  const attn_tensors *in, const attn_ref *ref, const attn_setup *s,
+                  attn_guarded *out, float *first, attn_tracker *tr)
+{
+    void *state = NULL;
+    attn_status st = be->prepare(&r->p, cfg, &state);
+    if (st != ATTN_OK) {
+        verdict(r, status_verdict(st), "prepare: %s", attn_status_str(st));
+        return;
+    }
+    if (be->device_bytes) {
+        r->device_known = true;
+        r->device_bytes = be->device_bytes(state);
+    }
+    const attn_tensors t = { .q = in->q, .k = in->k, .v = in->v, .o = out->data };
+    st = be->bind(state, &t);
+    if (st != ATTN_OK)
+        verdict(r, status_verdict(st), "bind: %s", attn_status_str(st));
+    else
+        check_and_time(r, be, state, ref, s, out, first, tr);
+    be->release(state);
+}
+
+static void case_init(attn_result *r, const attn_backend *be, const attn_problem *p,
+                      const attn_setup *s, const char *prog)
+{
+    memset(r, 0, sizeof(*r));
+    r->be = be;
+    r->p = *p;
+    r->flops = attn_problem_flops(p);
+    r->flops_dense = attn_problem_flops_dense(p);
+    attn_sizes sz;
+    if (attn_problem_sizes(p, &sz))
+        r->score_bytes = sz.scores;
+    attn_case_name(r->name, sizeof(r->name), be->name, p, s);
+    attn_repro(r->repro, sizeof(r->repro), prog, be->name, p, s);
+}
+
+void attn_case_skip(attn_result *r, const attn_backend *be, const attn_problem *p,
+                    const attn_setup *s, const char *prog, const char *why)
+{
+    case_init(r, be, p, s, prog);
+    verdict(r, ATTN_SKIPPED, "%s", why);
 }
 
 void attn_case_run(attn_result *r, const attn_backend *be, const attn_problem *p,
                    const attn_tensors *in, const attn_ref *ref, const attn_setup *s,
                    const char *prog)
 {
-    memset(r, 0, sizeof(*r));
-    r->be = be;
-    r->flops = attn_problem_flops(p);
-    attn_repro(r->repro, sizeof(r->repro), prog, be->name, p, s);
+    case_init(r, be, p, s, prog);
+    r->ref_rows = ref->nrows;
+    r->ref_total = ref->total_rows;
 
     attn_status st = attn_backend_usable(be, r->why, sizeof(r->why));
     if (st == ATTN_OK)
@@ -140,26 +178,27 @@ void attn_case_run(attn_result *r, const attn_backend *be, const attn_problem *p
     attn_sizes sz;
     attn_problem_sizes(p, &sz);
     attn_guarded out = { 0 };
+    float *first = NULL;
     if (!memory_guard(r, p, ref, s))
         goto done;
-    if (attn_guarded_alloc(&out, sz.o) != ATTN_OK) {
-        verdict(r, ATTN_ERROR, "out of memory for the output buffer");
+    /* The harness's own buffers are allocated and touched before the RSS
+     * mark is reset, so the peak measured below is the backend's. */
+    if (attn_guarded_alloc(&out, sz.o) != ATTN_OK ||
+        (s->timer.reps > 0 && !(first = attn_host_alloc(sz.output)))) {
+        verdict(r, ATTN_ERROR, "out of memory for the output buffers");
         goto done;
     }
+    attn_guarded_poison(&out);
+    if (first)
+        memset(first, 0, sz.output);
 
-    void *state = NULL;
-    st = be->prepare(p, &cfg, &state);
-    if (st != ATTN_OK) {
-        verdict(r, status_verdict(st), "prepare: %s", attn_status_str(st));
-    } else {
-        const attn_tensors t = { .q = in->q, .k = in->k, .v = in->v, .o = out.data };
-        st = be->bind(state, &t);
-        if (st != ATTN_OK)
-            verdict(r, status_verdict(st), "bind: %s", attn_status_str(st));
-        else
-            check_and_time(r, be, state, p, ref, s, &out, &tr);
-        be->release(state);
-    }
+    uint64_t hwm, rss0 = 0;
+    r->rss_known = attn_rss_reset_peak() && attn_rss_read(&hwm, &rss0);
+    drive(r, be, &cfg, in, ref, s, &out, first, &tr);
+    if (r->rss_known && attn_rss_read(&hwm, &(uint64_t){ 0 }))
+        r->rss_peak = hwm > rss0 ? hwm - rss0 : 0;
+    else
+        r->rss_known = false;
     r->ws_peak = atomic_load(&tr.peak);
 
     if (atomic_load(&tr.corrupt) && r->verdict != ATTN_FAILED)
@@ -169,6 +208,7 @@ void attn_case_run(attn_result *r, const attn_backend *be, const attn_problem *p
         verdict(r, ATTN_FAILED, "release leaked %zu bytes in %zu blocks",
                 atomic_load(&tr.current), atomic_load(&tr.live));
 done:
+    attn_host_free(first);
     attn_guarded_free(&out);
     attn_tracker_destroy(&tr);
 }

@@ -20,16 +20,29 @@ const char *attn_verdict_str(attn_verdict v);
 
 typedef struct attn_result {
     const attn_backend *be;
+    attn_problem p;         /* p.kv_len points at the caller's array */
     attn_verdict verdict;
     char why[384];
     bool checked;
     attn_check check;
+    size_t ref_rows, ref_total;   /* rows the reference checked, of all */
     attn_timing timing;
     size_t ws_predicted;    /* what workspace() said */
     size_t ws_peak;         /* what the tracking allocator saw */
-    double flops;
+    bool rss_known;         /* false where the kernel refuses to reset the peak */
+    uint64_t rss_peak;      /* peak RSS from prepare to release, above the RSS before it */
+    bool device_known;      /* the backend reports device memory */
+    uint64_t device_bytes;
+    size_t score_bytes;     /* B*H*Nq*Nk*4: what a materializing implementation holds */
+    double flops;           /* visible score entries only */
+    double flops_dense;     /* every score entry */
+    char name[256];         /* attn_case_name() */
     char repro[768];
 } attn_result;
+
+/* A case that never reached the backend: SKIPPED with why, named and with its repro. */
+void attn_case_skip(attn_result *r, const attn_backend *be, const attn_problem *p,
+                    const attn_setup *s, const char *prog, const char *why);
 
 /* in holds Q, K, V (o unused); ref was computed from them for p. */
 void attn_case_run(attn_result *r, const attn_backend *be, const attn_problem *p,

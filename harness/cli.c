@@ -1,3 +1,4 @@
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -11,30 +12,36 @@
 
 enum {
     MAX_BATCH = 65536, MAX_HEADS = 4096, MAX_SEQ = 1 << 24, MAX_DIM = 4096,
-    MAX_THREADS = 1024, MAX_REPS = 1000000, MAX_WARMUP = 1000,
+    MAX_THREADS = 1024, MAX_WARMUP = 1000, MAX_LIST = 4096,
 };
 
 typedef enum opt_id {
     O_BACKEND, O_BATCH, O_HEADS, O_SEQ, O_SEQ_KV, O_DK, O_DV, O_SCALE, O_CAUSAL, O_KV_LEN,
-    O_FILL, O_SEED, O_THREADS, O_REPS, O_WARMUP, O_CHECK_ROWS, O_MAX_MEM, O_LIST, O_HELP,
-    O_VERSION,
+    O_FILL, O_SEED, O_THREADS, O_PIN, O_REPS, O_WARMUP, O_MIN_TIME, O_MAX_TIME, O_CHECK_ROWS,
+    O_MAX_MEM, O_CSV, O_JSON, O_RESUME, O_PEAK, O_LIST, O_HELP, O_VERSION,
 } opt_id;
+
+enum { ARG_NONE, ARG_REQUIRED, ARG_OPTIONAL /* only as --opt=value */ };
 
 static const struct option_def {
     const char *name;
     opt_id id;
-    bool arg;
+    int arg;
 } options[] = {
-    { "backend", O_BACKEND, true },    { "batch", O_BATCH, true },
-    { "heads", O_HEADS, true },        { "seq", O_SEQ, true },
-    { "seq-kv", O_SEQ_KV, true },      { "dk", O_DK, true },
-    { "dv", O_DV, true },              { "scale", O_SCALE, true },
-    { "causal", O_CAUSAL, false },     { "kv-len", O_KV_LEN, true },
-    { "fill", O_FILL, true },          { "seed", O_SEED, true },
-    { "threads", O_THREADS, true },    { "reps", O_REPS, true },
-    { "warmup", O_WARMUP, true },      { "check-rows", O_CHECK_ROWS, true },
-    { "max-mem", O_MAX_MEM, true },    { "list", O_LIST, false },
-    { "help", O_HELP, false },         { "version", O_VERSION, false },
+    { "backend", O_BACKEND, ARG_REQUIRED },   { "batch", O_BATCH, ARG_REQUIRED },
+    { "heads", O_HEADS, ARG_REQUIRED },       { "seq", O_SEQ, ARG_REQUIRED },
+    { "seq-kv", O_SEQ_KV, ARG_REQUIRED },     { "dk", O_DK, ARG_REQUIRED },
+    { "dv", O_DV, ARG_REQUIRED },             { "scale", O_SCALE, ARG_REQUIRED },
+    { "causal", O_CAUSAL, ARG_OPTIONAL },     { "kv-len", O_KV_LEN, ARG_REQUIRED },
+    { "fill", O_FILL, ARG_REQUIRED },         { "seed", O_SEED, ARG_REQUIRED },
+    { "threads", O_THREADS, ARG_REQUIRED },   { "pin", O_PIN, ARG_NONE },
+    { "reps", O_REPS, ARG_REQUIRED },         { "warmup", O_WARMUP, ARG_REQUIRED },
+    { "min-time", O_MIN_TIME, ARG_REQUIRED }, { "max-time", O_MAX_TIME, ARG_REQUIRED },
+    { "check-rows", O_CHECK_ROWS, ARG_REQUIRED }, { "max-mem", O_MAX_MEM, ARG_REQUIRED },
+    { "csv", O_CSV, ARG_REQUIRED },           { "json", O_JSON, ARG_REQUIRED },
+    { "resume", O_RESUME, ARG_NONE },         { "peak", O_PEAK, ARG_NONE },
+    { "list", O_LIST, ARG_NONE },             { "help", O_HELP, ARG_NONE },
+    { "version", O_VERSION, ARG_NONE },
 };
 
 __attribute__((format(printf, 1, 2)))
@@ -85,15 +92,104 @@ static int parse_seed(const char *val, uint64_t *dst)
     return -1;
 }
 
-static int parse_scale(const char *val, float *dst)
+static int parse_real(const char *name, const char *val, double lo, double hi, double *dst)
 {
     char *end;
     errno = 0;
     double v = strtod(val, &end);
-    if (!*val || *end || errno || !isfinite(v) || fabs(v) > 1e30)
-        return usage_error("--scale: '%s' is not a finite number in [-1e30, 1e30]", val);
-    *dst = (float)v;
+    if (!*val || isspace((unsigned char)*val) || *end || errno || !isfinite(v) || v < lo || v > hi)
+        return usage_error("--%s: '%s' is not a finite number in [%g, %g]", name, val, lo, hi);
+    *dst = v;
     return -1;
+}
+
+/* One item of a list: "N", or a range "A:B:xF" (geometric) or "A:B:+S". */
+static int parse_item(const char *name, char *item, long lo, long hi, attn_list *out)
+{
+    long a, b, step = 0;
+    char *c1 = strchr(item, ':');
+    if (!c1) {
+        if (!parse_long(item, lo, hi, &a))
+            return usage_error("--%s: '%s' is not an integer in [%ld, %ld]", name, item, lo, hi);
+        b = a;
+    } else {
+        char *c2 = strchr(c1 + 1, ':');
+        if (!c2)
+            return usage_error("--%s: range '%s' needs START:END:xFACTOR or START:END:+STEP",
+                               name, item);
+        *c1 = *c2 = '\0';
+        const char *sa = item, *sb = c1 + 1, *ss = c2 + 1;
+        if (!parse_long(sa, lo, hi, &a) || !parse_long(sb, lo, hi, &b)) {
+            const char *bad = parse_long(sa, lo, hi, &a) ? sb : sa;
+            return usage_error("--%s: '%s' in a range is not an integer in [%ld, %ld]", name, bad,
+                               lo, hi);
+        }
+        if ((ss[0] != 'x' && ss[0] != '+') || !parse_long(ss + 1, ss[0] == 'x' ? 2 : 1, hi, &step))
+            return usage_error("--%s: range step '%s' is not xF (F >= 2) or +S (S >= 1)", name, ss);
+        if (a > b)
+            return usage_error("--%s: range %s:%s:%s runs backwards (start > end)", name, sa, sb, ss);
+        if (ss[0] == 'x')
+            step = -step;   /* negative: a factor */
+    }
+    for (long v = a; v <= b; v = step < 0 ? v * -step : v + step) {
+        if (out->n >= MAX_LIST)
+            return usage_error("--%s: more than %d values", name, MAX_LIST);
+        out->v[out->n++] = (int)v;
+        if (step == 0)
+            break;
+    }
+    return -1;
+}
+
+int attn_parse_list(const char *name, const char *val, long lo, long hi, attn_list *out)
+{
+    int *v = malloc(MAX_LIST * sizeof(int));
+    char *copy = strdup(val);
+    attn_list l = { .v = v };
+    int rc = -1;
+    if (!v || !copy) {
+        rc = usage_error("--%s: out of memory", name);
+        goto done;
+    }
+    for (char *tok = copy, *next; tok && rc < 0; tok = next) {
+        next = strchr(tok, ',');
+        if (next)
+            *next++ = '\0';
+        if (!*tok)
+            rc = usage_error("--%s: empty item in '%s' (a value, a list a,b,c, or a range "
+                             "START:END:xF)", name, val);
+        else
+            rc = parse_item(name, tok, lo, hi, &l);
+    }
+done:
+    free(copy);
+    if (rc >= 0) {
+        free(v);
+        return rc;
+    }
+    free(out->v);
+    *out = l;
+    return -1;
+}
+
+static int parse_causal(const char *val, unsigned *dst)
+{
+    static const struct { const char *word; unsigned set; } words[] = {
+        { "both", ATTN_CAUSAL_NO | ATTN_CAUSAL_YES },
+        { "yes", ATTN_CAUSAL_YES }, { "on", ATTN_CAUSAL_YES }, { "1", ATTN_CAUSAL_YES },
+        { "no", ATTN_CAUSAL_NO },   { "off", ATTN_CAUSAL_NO }, { "0", ATTN_CAUSAL_NO },
+    };
+    if (!val) {
+        *dst = ATTN_CAUSAL_YES;
+        return -1;
+    }
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+        if (!strcmp(val, words[i].word)) {
+            *dst = words[i].set;
+            return -1;
+        }
+    }
+    return usage_error("--causal: '%s' is not one of: yes, no, both (or --causal alone)", val);
 }
 
 /* Bytes with an optional binary suffix: 512M, 8G, 1T. */
@@ -211,28 +307,47 @@ static int default_threads(void)
     return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int)n;
 }
 
-static int apply(attn_opts *o, opt_id id, const char *name, const char *val,
-                 bool *seq_kv_set, bool *dv_set, bool *scale_set, int *nkv)
+static int apply(attn_opts *o, opt_id id, const char *name, const char *val)
 {
+    double x;
+    int rc;
     switch (id) {
     case O_BACKEND: o->explicit_backends = true; return parse_backends(o, val);
-    case O_BATCH:   return parse_int_opt(name, val, 1, MAX_BATCH, &o->p.batch);
-    case O_HEADS:   return parse_int_opt(name, val, 1, MAX_HEADS, &o->p.heads);
-    case O_SEQ:     return parse_int_opt(name, val, 1, MAX_SEQ, &o->p.seq_q);
-    case O_SEQ_KV:  *seq_kv_set = true; return parse_int_opt(name, val, 1, MAX_SEQ, &o->p.seq_kv);
-    case O_DK:      return parse_int_opt(name, val, 1, MAX_DIM, &o->p.d_k);
-    case O_DV:      *dv_set = true; return parse_int_opt(name, val, 1, MAX_DIM, &o->p.d_v);
-    case O_SCALE:   *scale_set = true; return parse_scale(val, &o->p.scale);
-    case O_CAUSAL:  o->p.causal = true; return -1;
-    case O_KV_LEN:  return parse_kv_len(val, &o->kv_len, nkv);
+    case O_BATCH:   return attn_parse_list(name, val, 1, MAX_BATCH, &o->batch);
+    case O_HEADS:   return attn_parse_list(name, val, 1, MAX_HEADS, &o->heads);
+    case O_SEQ:     return attn_parse_list(name, val, 1, MAX_SEQ, &o->seq);
+    case O_SEQ_KV:  return attn_parse_list(name, val, 1, MAX_SEQ, &o->seq_kv);
+    case O_DK:      return attn_parse_list(name, val, 1, MAX_DIM, &o->dk);
+    case O_DV:      return attn_parse_list(name, val, 1, MAX_DIM, &o->dv);
+    case O_CAUSAL:  return parse_causal(val, &o->causal);
+    case O_KV_LEN:  return parse_kv_len(val, &o->kv_len, &o->nkv);
     case O_SEED:    return parse_seed(val, &o->setup.seed);
     case O_THREADS: return parse_int_opt(name, val, 1, MAX_THREADS, &o->setup.threads);
-    case O_REPS:    return parse_int_opt(name, val, 0, MAX_REPS, &o->setup.reps);
-    case O_WARMUP:  return parse_int_opt(name, val, 0, MAX_WARMUP, &o->setup.warmup);
+    case O_REPS:    return parse_int_opt(name, val, 0, ATTN_MAX_REPS, &o->setup.timer.reps);
+    case O_WARMUP:  return parse_int_opt(name, val, 1, MAX_WARMUP, &o->setup.timer.warmup);
     case O_MAX_MEM: return parse_bytes(val, &o->setup.max_mem);
+    case O_CSV:     o->csv = val; return -1;
+    case O_JSON:    o->json = val; return -1;
+    case O_PIN:     o->pin = true; return -1;
+    case O_RESUME:  o->resume = true; return -1;
+    case O_PEAK:    o->peak = true; return -1;
     case O_LIST:    o->list = true; return -1;
     case O_HELP:    o->help = true; return -1;
     case O_VERSION: o->version = true; return -1;
+    case O_SCALE:
+        if ((rc = parse_real(name, val, -1e30, 1e30, &x)) < 0) {
+            o->scale = (float)x;
+            o->scale_set = true;
+        }
+        return rc;
+    case O_MIN_TIME:
+        if ((rc = parse_real(name, val, 1e-6, 3600, &x)) < 0)
+            o->setup.timer.min_time = x;
+        return rc;
+    case O_MAX_TIME:
+        if ((rc = parse_real(name, val, 0, 1e6, &x)) < 0)
+            o->setup.timer.max_time = x;
+        return rc;
     case O_FILL:
         for (int f = 0; f < ATTN_FILL_COUNT; f++) {
             if (!strcmp(val, attn_fill_name((attn_fill_kind)f))) {
@@ -260,36 +375,48 @@ static int apply(attn_opts *o, opt_id id, const char *name, const char *val,
     return usage_error("internal: unhandled option --%s", name);
 }
 
-/* Fills in what depends on other options and checks them against each other. */
-static int finish(attn_opts *o, bool seq_kv_set, bool dv_set, bool scale_set, int nkv)
+static int list_min(const attn_list *l)
 {
-    attn_problem *p = &o->p;
+    int m = l->v[0];
+    for (size_t i = 1; i < l->n; i++)
+        m = l->v[i] < m ? l->v[i] : m;
+    return m;
+}
+
+static int default_list(attn_list *l, int value)
+{
+    if (l->n)
+        return -1;
+    free(l->v);
+    if (!(l->v = malloc(sizeof(int))))
+        return usage_error("out of memory");
+    l->v[0] = value;
+    l->n = 1;
+    return -1;
+}
+
+/* Fills in what depends on other options and checks them against each other. */
+static int finish(attn_opts *o)
+{
+    int rc;
     if (!ATTN_HAVE_OPENMP && o->setup.threads > 1)
         return usage_error("--threads: %d, but this build has no OpenMP and runs 1 thread "
                            "(reconfigure with -Dopenmp=enabled)", o->setup.threads);
-    if (!seq_kv_set)
-        p->seq_kv = p->seq_q;
-    if (!dv_set)
-        p->d_v = p->d_k;
-    if (!scale_set)
-        p->scale = (float)(1.0 / sqrt((double)p->d_k));
+    if ((rc = default_list(&o->batch, 1)) >= 0 || (rc = default_list(&o->heads, 8)) >= 0 ||
+        (rc = default_list(&o->seq, 1024)) >= 0 || (rc = default_list(&o->dk, 64)) >= 0)
+        return rc;
+    if (o->resume && !o->csv)
+        return usage_error("--resume needs --csv FILE (the sweep to continue)");
     if (o->kv_len) {
-        if (nkv != 1 && nkv != p->batch)
-            return usage_error("--kv-len: %d values for --batch %d (give one per batch item, "
-                               "or one for all)", nkv, p->batch);
-        if (nkv == 1 && p->batch > 1) {
-            int *all = realloc(o->kv_len, (size_t)p->batch * sizeof(int));
-            if (!all)
-                return usage_error("--kv-len: out of memory");
-            for (int b = 1; b < p->batch; b++)
-                all[b] = all[0];
-            o->kv_len = all;
-        }
-        for (int b = 0; b < p->batch; b++)
-            if (o->kv_len[b] > p->seq_kv)
-                return usage_error("--kv-len: %d is not in [0, %d] (the key length, --seq-kv)",
-                                   o->kv_len[b], p->seq_kv);
-        p->kv_len = o->kv_len;
+        if (o->nkv > 1 && (o->batch.n != 1 || o->batch.v[0] != o->nkv))
+            return usage_error("--kv-len: %d values for --batch %s%d (give one per batch item, "
+                               "or one for all)", o->nkv, o->batch.n > 1 ? "list starting " : "",
+                               o->batch.v[0]);
+        const int keys = list_min(o->seq_kv.n ? &o->seq_kv : &o->seq);
+        for (int b = 0; b < o->nkv; b++)
+            if (o->kv_len[b] > keys)
+                return usage_error("--kv-len: %d is not in [0, %d] (the smallest key length "
+                                   "of the run, --seq-kv or --seq)", o->kv_len[b], keys);
     }
     if (!o->explicit_backends) {
         o->nbackends = attn_backend_count();
@@ -305,10 +432,11 @@ static int finish(attn_opts *o, bool seq_kv_set, bool dv_set, bool scale_set, in
 int attn_cli_parse(attn_opts *o, int argc, char **argv)
 {
     memset(o, 0, sizeof(*o));
-    o->p = (attn_problem){ .batch = 1, .heads = 8, .seq_q = 1024, .d_k = 64 };
-    o->setup = (attn_setup){ .threads = default_threads(), .seed = 1, .warmup = 1, .reps = 5 };
-    bool seq_kv_set = false, dv_set = false, scale_set = false;
-    int nkv = 0;
+    o->causal = ATTN_CAUSAL_NO;
+    o->setup = (attn_setup){
+        .threads = default_threads(), .seed = 1,
+        .timer = { .warmup = 1, .reps = 5, .min_time = 0.1, .max_time = 10.0 },
+    };
 
     for (int a = 1; a < argc; a++) {
         const char *arg = argv[a];
@@ -323,25 +451,32 @@ int attn_cli_parse(attn_opts *o, int argc, char **argv)
         if (!def)
             return usage_error("unknown option '%.*s' (see --help)", (int)len + 2, arg);
         const char *val = NULL;
-        if (def->arg) {
+        if (def->arg == ARG_REQUIRED) {
             if (eq)
                 val = eq + 1;
             else if (a + 1 < argc)
                 val = argv[++a];
             else
                 return usage_error("--%s needs a value (see --help)", def->name);
+        } else if (def->arg == ARG_OPTIONAL) {
+            val = eq ? eq + 1 : NULL;
         } else if (eq) {
             return usage_error("--%s takes no value", def->name);
         }
-        int rc = apply(o, def->id, def->name, val, &seq_kv_set, &dv_set, &scale_set, &nkv);
+        int rc = apply(o, def->id, def->name, val);
         if (rc >= 0)
             return rc;
     }
-    return finish(o, seq_kv_set, dv_set, scale_set, nkv);
+    return finish(o);
 }
 
 void attn_cli_free(attn_opts *o)
 {
+    attn_list *lists[] = { &o->batch, &o->heads, &o->seq, &o->seq_kv, &o->dk, &o->dv };
+    for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+        free(lists[i]->v);
+        *lists[i] = (attn_list){ 0 };
+    }
     free(o->kv_len);
     free(o->backends);
     o->kv_len = NULL;
@@ -354,32 +489,46 @@ void attn_cli_usage(FILE *f, const char *prog)
 "usage: %s [options]\n"
 "\n"
 "Checks every selected attention backend against a double-precision reference,\n"
-"then times it, and prints one comparison table (fastest first).\n"
-"Options take --opt=value or --opt value.\n"
+"then times it and measures its memory. One case prints a comparison table\n"
+"(fastest first); lists and ranges of sizes make a sweep of their cross product.\n"
+"Options take --opt=value or --opt value. SIZES is a value (64), a list (1,8,16),\n"
+"a geometric range (256:16384:x2), an arithmetic range (16:64:+16), or a mix.\n"
 "\n"
 "  --backend=NAME[,NAME...]  backends to run, or 'all' (default: every available one)\n"
-"  --batch B        batch size, 1..%d (default 1)\n"
-"  --heads H        heads, 1..%d (default 8)\n"
-"  --seq N          query length Nq, 1..%d (default 1024)\n"
-"  --seq-kv N       key/value length Nk (default: --seq)\n"
-"  --dk D           query/key width, 1..%d (default 64)\n"
-"  --dv D           value width (default: --dk)\n"
+"  --batch SIZES    batch size, 1..%d (default 1)\n"
+"  --heads SIZES    heads, 1..%d (default 8)\n"
+"  --seq SIZES      query length Nq, 1..%d (default 1024)\n"
+"  --seq-kv SIZES   key/value length Nk (default: the case's Nq)\n"
+"  --dk SIZES       query/key width, 1..%d (default 64)\n"
+"  --dv SIZES       value width (default: the case's dk)\n"
 "  --scale S        logit scale (default 1/sqrt(dk))\n"
-"  --causal         causal mask, aligned bottom-right: query i sees keys j <= i + Nk - Nq\n"
+"  --causal[=yes|no|both]  causal mask, aligned bottom-right: query i sees keys\n"
+"                   j <= i + Nk - Nq (--causal alone: yes; default no)\n"
 "  --kv-len L[,L..] valid keys per batch item (one value, or one per item); keys >= L masked\n"
 "  --fill KIND      normal (default): N(0,1); extreme: integer Q, K in [-100,100], logits to ~1e4\n"
 "  --seed S         input seed (default 1); inputs do not depend on --threads\n"
-"  --threads T      threads, 1..%d (default: online cores)\n"
-"  --reps R         timed runs after warm-up, 0..%d (default 5; 0: check only)\n"
-"  --warmup W       untimed runs before timing, 0..%d (default 1)\n"
+"  --threads T      threads for every threading runtime in the build, 1..%d (default: cores)\n"
+"  --pin            pin the process to the first T allowed cores\n"
+"  --warmup W       untimed runs before timing, at least (default 1); warm-up also lasts\n"
+"                   at least --min-time\n"
+"  --min-time S     seconds one repetition lasts at least; runs per repetition are\n"
+"                   calibrated to it (default 0.1)\n"
+"  --reps R         repetitions, 0..%d (default 5; 0: check only)\n"
+"  --max-time S     seconds of repetitions per case before stopping early, never below 2\n"
+"                   repetitions (default 10; 0: no budget)\n"
 "  --check-rows R   rows the reference checks: auto (default: all when cheap, else a\n"
 "                   seeded sample), all, or a count\n"
-"  --max-mem SIZE   refuse cases needing more than SIZE (e.g. 8G); MemAvailable always applies\n"
+"  --max-mem SIZE   skip cases needing more than SIZE (e.g. 8G); MemAvailable always applies\n"
+"  --csv FILE       append one row per finished case to FILE (flushed to disk at once)\n"
+"  --resume         with --csv: skip the cases FILE already holds, append the rest\n"
+"  --json FILE      write Google-Benchmark-shaped JSON (rewritten after every case)\n"
+"  --peak           measure this machine's fp32 FMA peak and memory bandwidth, keep it\n"
+"                   beside the executable for %% of peak, and exit\n"
 "  --list           every registered backend, built or not, usable or not and why\n"
 "  --help, --version\n"
 "\n"
 "exit codes: 0 all ran cases PASSED; 1 a case FAILED; 2 bad command line;\n"
-"3 shape too large (size_t overflow or memory); 4 a case hit an ERROR;\n"
-"5 nothing ran (every case SKIPPED)\n",
-            prog, MAX_BATCH, MAX_HEADS, MAX_SEQ, MAX_DIM, MAX_THREADS, MAX_REPS, MAX_WARMUP);
+"3 shape too large (size_t overflow or memory); 4 a case hit an ERROR or an output\n"
+"file could not be written; 5 nothing ran (every case SKIPPED)\n",
+            prog, MAX_BATCH, MAX_HEADS, MAX_SEQ, MAX_DIM, MAX_THREADS, ATTN_MAX_REPS);
 }

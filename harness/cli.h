@@ -10,19 +10,33 @@
 enum {
     ATTN_EXIT_OK        = 0,  /* every case that ran PASSED */
     ATTN_EXIT_FAILED    = 1,  /* a case FAILED its correctness check */
-    ATTN_EXIT_USAGE     = 2,  /* bad command line: option, value, backend name */
+    ATTN_EXIT_USAGE     = 2,  /* bad command line: option, value, backend name, output file */
     ATTN_EXIT_TOO_LARGE = 3,  /* the shape overflows size_t or does not fit in memory */
-    ATTN_EXIT_ERROR     = 4,  /* a case hit a runtime ERROR (library, device, memory) */
+    ATTN_EXIT_ERROR     = 4,  /* a case hit a runtime ERROR, or an output could not be written */
     ATTN_EXIT_NONE_RAN  = 5,  /* every requested case was SKIPPED */
 };
 
+/* A list of sizes from "64", "1,8,16", "256:4096:x2" (geometric) or "16:64:+16". */
+typedef struct attn_list {
+    int *v;
+    size_t n;
+} attn_list;
+
+enum { ATTN_CAUSAL_NO = 1u << 0, ATTN_CAUSAL_YES = 1u << 1 };
+
 typedef struct attn_opts {
-    attn_problem p;
-    int *kv_len;                /* [p.batch] when --kv-len was given, else NULL */
+    attn_list batch, heads, seq, seq_kv, dk, dv;  /* seq_kv, dv empty: follow seq, dk */
+    unsigned causal;            /* ATTN_CAUSAL_* bits: which of the two to run */
+    float scale;
+    bool scale_set;
+    int *kv_len;                /* [nkv] when --kv-len was given, else NULL */
+    int nkv;
     attn_setup setup;
     const attn_backend **backends;
     size_t nbackends;
     bool explicit_backends;     /* --backend was given */
+    const char *csv, *json;     /* output files, or NULL */
+    bool resume, pin, peak;
     bool list, help, version;
 } attn_opts;
 
@@ -31,5 +45,9 @@ typedef struct attn_opts {
 int attn_cli_parse(attn_opts *o, int argc, char **argv);
 void attn_cli_free(attn_opts *o);
 void attn_cli_usage(FILE *f, const char *prog);
+
+/* Parses a list of integers in [lo, hi] for option name (exposed for tests).
+ * Returns -1 on success, else ATTN_EXIT_USAGE after printing why. */
+int attn_parse_list(const char *name, const char *val, long lo, long hi, attn_list *out);
 
 #endif

@@ -1,14 +1,19 @@
-/* attnbench: build the problem and inputs, compute the reference, then run
- * each backend through the case driver and print one comparison. */
+/* attnbench: parse the command line, set the machine up (threads, pinning),
+ * capture its context, then run the sweep (one case is a sweep of one). */
+#include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-#include "case.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "cli.h"
 #include "config.h"
-#include "fill.h"
-#include "memory.h"
-#include "report.h"
+#include "machine.h"
+#include "sweep.h"
 
 static void list_backends(FILE *f)
 {
@@ -26,97 +31,96 @@ static void list_backends(FILE *f)
     }
 }
 
-/* Refuses, before any work, a shape whose buffers overflow size_t or that
- * cannot fit next to what the machine (or --max-mem) allows. */
-static int shape_fits(const attn_opts *o, attn_sizes *sz)
+/* Pins the process to the first `threads` CPUs it may run on; desc lists them. */
+static int pin(int threads, char *desc, size_t len)
 {
-    char shape[512];
-    attn_problem_describe(&o->p, shape, sizeof(shape));
-    if (!attn_problem_sizes(&o->p, sz)) {
-        fprintf(stderr, "attnbench: shape %s: its tensors overflow size_t "
-                        "(more than 2^64 bytes); choose smaller sizes\n", shape);
-        return ATTN_EXIT_TOO_LARGE;
+    cpu_set_t allowed, set;
+    if (sched_getaffinity(0, sizeof(allowed), &allowed)) {
+        fprintf(stderr, "attnbench: --pin: cannot read the CPU affinity: %s\n", strerror(errno));
+        return ATTN_EXIT_ERROR;
     }
-    const double ref = (double)attn_ref_bytes(&o->p, o->setup.check_rows, o->setup.threads);
-    const double need = (double)sz->inputs + 2.0 * (double)sz->output + ref;
-    const uint64_t avail = attn_mem_available();
-    const uint64_t limit = o->setup.max_mem && (!avail || o->setup.max_mem < avail)
-                               ? o->setup.max_mem : avail;
-    if (limit && need > (double)limit) {
-        char n[32], in[32], out[32], r[32], l[32];
-        attn_format_bytes(n, sizeof(n), need);
-        attn_format_bytes(in, sizeof(in), (double)sz->inputs);
-        attn_format_bytes(out, sizeof(out), 2.0 * (double)sz->output);
-        attn_format_bytes(r, sizeof(r), ref);
-        attn_format_bytes(l, sizeof(l), (double)limit);
-        fprintf(stderr, "attnbench: shape %s needs %s before any backend workspace (inputs %s, "
-                        "outputs %s, reference %s), but %s %s\n", shape, n, in, out, r, l,
-                limit == avail ? "is available" : "is the --max-mem limit");
-        return ATTN_EXIT_TOO_LARGE;
+    CPU_ZERO(&set);
+    int n = 0;
+    size_t at = 0;
+    for (int cpu = 0; cpu < CPU_SETSIZE && n < threads; cpu++) {
+        if (!CPU_ISSET(cpu, &allowed))
+            continue;
+        CPU_SET(cpu, &set);
+        if (at < len)
+            at += (size_t)snprintf(desc + at, len - at, "%s%d", n ? "," : "CPUs ", cpu);
+        n++;
+    }
+    if (n < threads) {
+        fprintf(stderr, "attnbench: --pin: --threads %d, but only %d CPUs are allowed to this "
+                        "process\n", threads, CPU_COUNT(&allowed));
+        return ATTN_EXIT_USAGE;
+    }
+    if (sched_setaffinity(0, sizeof(set), &set)) {
+        fprintf(stderr, "attnbench: --pin: cannot pin to %s: %s\n", desc, strerror(errno));
+        return ATTN_EXIT_ERROR;
     }
     return -1;
 }
 
-static int exit_code(const attn_result *res, size_t n)
+/* --threads reaches every threading runtime of the build through here. */
+static void set_threads(int threads)
 {
-    bool failed = false, error = false, ran = false;
-    for (size_t i = 0; i < n; i++) {
-        failed |= res[i].verdict == ATTN_FAILED;
-        error |= res[i].verdict == ATTN_ERROR;
-        ran |= res[i].verdict == ATTN_PASSED;
-    }
-    return failed ? ATTN_EXIT_FAILED : error ? ATTN_EXIT_ERROR : ran ? ATTN_EXIT_OK
-                                                                      : ATTN_EXIT_NONE_RAN;
+#ifdef _OPENMP
+    omp_set_num_threads(threads);
+#endif
+    (void)threads;
 }
 
-static int run_cases(const attn_opts *o, const attn_sizes *sz, const char *prog)
+static int measure_peak(const attn_machine *m, int threads)
 {
-    const attn_problem *p = &o->p;
-    float *q = attn_host_alloc(sz->q * sizeof(float));
-    float *k = attn_host_alloc(sz->k * sizeof(float));
-    float *v = attn_host_alloc(sz->v * sizeof(float));
-    attn_result *res = calloc(o->nbackends, sizeof(*res));
-    attn_ref ref = { 0 };
-    int rc = ATTN_EXIT_TOO_LARGE;
-    if (!q || !k || !v || !res) {
-        fprintf(stderr, "attnbench: out of memory allocating the inputs\n");
-        goto done;
+    attn_peak pk;
+    if (!attn_peak_measure(&pk, threads, m->cpu)) {
+        fprintf(stderr, "attnbench: --peak: not enough memory for the bandwidth arrays\n");
+        return ATTN_EXIT_ERROR;
     }
-    attn_fill(q, sz->q, o->setup.fill, o->setup.seed, ATTN_TENSOR_Q, o->setup.threads);
-    attn_fill(k, sz->k, o->setup.fill, o->setup.seed, ATTN_TENSOR_K, o->setup.threads);
-    attn_fill(v, sz->v, o->setup.fill, o->setup.seed, ATTN_TENSOR_V, o->setup.threads);
-    const attn_tensors in = { .q = q, .k = k, .v = v };
+    char path[4200];
+    printf("peak on %s (%s):\n  fp32 FMA: %.1f GFLOP/s on 1 thread, %.1f GFLOP/s on %d threads\n"
+           "  triad bandwidth: %.1f GB/s on %d threads\n",
+           pk.cpu, pk.isa, pk.fma_1, pk.fma_t, threads, pk.triad, threads);
+    if (!attn_peak_save(&pk, path, sizeof(path))) {
+        fprintf(stderr, "attnbench: --peak: measured, but could not keep it beside the "
+                        "executable\n");
+        return ATTN_EXIT_ERROR;
+    }
+    printf("kept in %s\n", path);
+    return ATTN_EXIT_OK;
+}
 
-    attn_report_header(stdout, p, &o->setup);
-    const double t0 = attn_now();
-    if (attn_ref_compute(&ref, p, &in, o->setup.check_rows, o->setup.seed, o->setup.threads)) {
-        fprintf(stderr, "attnbench: out of memory computing the reference\n");
-        goto done;
-    }
-    attn_report_reference(stdout, &ref, attn_now() - t0);
+static int run(const attn_opts *o, const char *prog)
+{
+    char pinned[96] = "";
+    int rc;
+    if (o->pin && (rc = pin(o->setup.threads, pinned, sizeof(pinned))) >= 0)
+        return rc;
+    set_threads(o->setup.threads);
 
-    size_t n = 0;
-    for (size_t i = 0; i < o->nbackends; i++) {
-        const attn_backend *be = o->backends[i];
-        char why[256];
-        if (!o->explicit_backends && attn_backend_usable(be, why, sizeof(why)) != ATTN_OK)
-            continue;   /* the default run compares what can run; the footnote says the rest */
-        attn_case_run(&res[n++], be, p, &in, &ref, &o->setup, prog);
+    /* One case that cannot fit is a usage error, refused before any work;
+     * in a sweep such a shape becomes SKIPPED rows. */
+    if (attn_sweep_shapes(o) == 1) {
+        attn_problem p;
+        int *kv = calloc((size_t)o->batch.v[0], sizeof(int));
+        if (!kv)
+            return ATTN_EXIT_TOO_LARGE;
+        attn_sweep_problem(o, 0, &p, kv);
+        char why[384], shape[512];
+        const bool fits = attn_shape_fits(&p, &o->setup, why, sizeof(why));
+        attn_problem_describe(&p, shape, sizeof(shape));
+        free(kv);
+        if (!fits) {
+            fprintf(stderr, "attnbench: shape %s %s\n", shape, why);
+            return ATTN_EXIT_TOO_LARGE;
+        }
     }
-    attn_report_results(stdout, res, n);
-    for (size_t i = 0; i < o->nbackends && !o->explicit_backends; i++) {
-        char why[256] = "";
-        if (attn_backend_usable(o->backends[i], why, sizeof(why)) != ATTN_OK)
-            printf("\nnot run: %s (%s)\n", o->backends[i]->name, why);
-    }
-    rc = exit_code(res, n);
-done:
-    attn_ref_free(&ref);
-    free(res);
-    attn_host_free(q);
-    attn_host_free(k);
-    attn_host_free(v);
-    return rc;
+    attn_machine m;
+    attn_machine_capture(&m, o->setup.threads, pinned);
+    if (o->peak)
+        return measure_peak(&m, o->setup.threads);
+    return attn_sweep_run(o, &m, prog);
 }
 
 int main(int argc, char **argv)
@@ -125,7 +129,6 @@ int main(int argc, char **argv)
     attn_opts o;
     int rc = attn_cli_parse(&o, argc, argv);
     if (rc < 0) {
-        attn_sizes sz;
         if (o.help) {
             attn_cli_usage(stdout, prog);
             rc = ATTN_EXIT_OK;
@@ -135,8 +138,8 @@ int main(int argc, char **argv)
         } else if (o.list) {
             list_backends(stdout);
             rc = ATTN_EXIT_OK;
-        } else if ((rc = shape_fits(&o, &sz)) < 0) {
-            rc = run_cases(&o, &sz, prog);
+        } else {
+            rc = run(&o, prog);
         }
     }
     attn_cli_free(&o);

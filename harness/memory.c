@@ -135,6 +135,33 @@ uint64_t attn_mem_available(void)
     return (uint64_t)kib * 1024u;
 }
 
+bool attn_rss_reset_peak(void)
+{
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f)
+        return false;
+    const bool ok = fputs("5", f) >= 0;
+    return (fclose(f) == 0) && ok;
+}
+
+bool attn_rss_read(uint64_t *hwm, uint64_t *rss)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f)
+        return false;
+    char line[256];
+    unsigned long long h = 0, r = 0;
+    int found = 0;
+    while (fgets(line, sizeof(line), f)) {
+        found += sscanf(line, "VmHWM: %llu kB", &h) == 1;
+        found += sscanf(line, "VmRSS: %llu kB", &r) == 1;
+    }
+    fclose(f);
+    *hwm = (uint64_t)h * 1024u;
+    *rss = (uint64_t)r * 1024u;
+    return found == 2;
+}
+
 void *attn_host_alloc(size_t bytes)
 {
     size_t rounded;

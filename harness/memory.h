@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,6 +34,13 @@ void attn_tracker_reset_peak(attn_tracker *t);
 /* Bytes the kernel says can be allocated without swapping (MemAvailable),
  * or 0 when it cannot be read. */
 uint64_t attn_mem_available(void);
+
+/* Peak RSS of this process: reset the kernel's high-water mark (VmHWM) to
+ * the current RSS through /proc/self/clear_refs; false where it is refused,
+ * and then a peak cannot be measured (report it unknown, never zero). */
+bool attn_rss_reset_peak(void);
+/* VmHWM and VmRSS in bytes; false when /proc/self/status cannot be read. */
+bool attn_rss_read(uint64_t *hwm, uint64_t *rss);
 
 /* 64-byte aligned, untracked: for the harness's own inputs and references. */
 void *attn_host_alloc(size_t bytes);

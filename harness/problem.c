@@ -62,6 +62,11 @@ double attn_problem_flops(const attn_problem *p)
     return 2.0 * (p->d_k + p->d_v) * attn_problem_visible(p);
 }
 
+double attn_problem_flops_dense(const attn_problem *p)
+{
+    return 2.0 * (p->d_k + p->d_v) * (double)p->batch * p->heads * (double)p->seq_q * p->seq_kv;
+}
+
 /* Appends to buf like snprintf, never past len; returns the new end. */
 __attribute__((format(printf, 4, 5)))
 static size_t cat(char *buf, size_t len, size_t at, const char *fmt, ...)
@@ -75,13 +80,14 @@ static size_t cat(char *buf, size_t len, size_t at, const char *fmt, ...)
     return n < 0 ? at : at + (size_t)n;
 }
 
-static size_t cat_kv_len(char *buf, size_t len, size_t at, const attn_problem *p, const char *lead)
+static size_t cat_kv_len(char *buf, size_t len, size_t at, const attn_problem *p,
+                         const char *lead, const char *sep)
 {
     if (!p->kv_len)
         return at;
     at = cat(buf, len, at, "%s", lead);
     for (int b = 0; b < p->batch; b++)
-        at = cat(buf, len, at, "%s%d", b ? "," : "", p->kv_len[b]);
+        at = cat(buf, len, at, "%s%d", b ? sep : "", p->kv_len[b]);
     return at;
 }
 
@@ -98,7 +104,7 @@ void attn_problem_describe(const attn_problem *p, char *buf, size_t len)
         at = cat(buf, len, at, " scale=%.9g", p->scale);
     if (p->causal)
         at = cat(buf, len, at, " causal");
-    cat_kv_len(buf, len, at, p, " kv_len=");
+    cat_kv_len(buf, len, at, p, " kv_len=", ",");
 }
 
 void attn_repro(char *buf, size_t len, const char *prog, const char *backend,
@@ -111,13 +117,33 @@ void attn_repro(char *buf, size_t len, const char *prog, const char *backend,
         at = cat(buf, len, at, " --scale %.9g", p->scale);
     if (p->causal)
         at = cat(buf, len, at, " --causal");
-    at = cat_kv_len(buf, len, at, p, " --kv-len ");
+    at = cat_kv_len(buf, len, at, p, " --kv-len ", ",");
     if (s->fill != ATTN_FILL_NORMAL)
         at = cat(buf, len, at, " --fill %s", attn_fill_name(s->fill));
     if (s->check_rows)
         at = s->check_rows < 0 ? cat(buf, len, at, " --check-rows all")
                                : cat(buf, len, at, " --check-rows %ld", s->check_rows);
     cat(buf, len, at, " --threads %d --seed %llu", s->threads, (unsigned long long)s->seed);
+}
+
+void attn_case_name(char *buf, size_t len, const char *backend, const attn_problem *p,
+                    const attn_setup *s)
+{
+    size_t at = cat(buf, len, 0, "attn/%s/b:%d/h:%d/sq:%d/skv:%d/dk:%d/dv:%d/causal:%d", backend,
+                    p->batch, p->heads, p->seq_q, p->seq_kv, p->d_k, p->d_v, p->causal ? 1 : 0);
+    at = cat_kv_len(buf, len, at, p, "/kv:", ".");
+    if (!default_scale(p))
+        at = cat(buf, len, at, "/scale:%.9g", p->scale);
+    if (s->fill != ATTN_FILL_NORMAL)
+        cat(buf, len, at, "/fill:%s", attn_fill_name(s->fill));
+}
+
+void attn_case_key(char *buf, size_t len, const char *backend, const attn_problem *p,
+                   const attn_setup *s)
+{
+    attn_case_name(buf, len, backend, p, s);
+    const size_t at = strlen(buf);
+    cat(buf, len, at, "/threads:%d/seed:%llu", s->threads, (unsigned long long)s->seed);
 }
 
 void attn_format_bytes(char *buf, size_t len, double bytes)

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "timer.h"
 
 typedef enum attn_fill_kind {
     ATTN_FILL_NORMAL = 0,   /* Q, K, V ~ N(0, 1) */
@@ -20,7 +21,7 @@ typedef struct attn_setup {
     uint64_t seed;
     attn_fill_kind fill;
     long check_rows;        /* rows the reference checks: 0 automatic, -1 all */
-    int warmup, reps;       /* reps == 0: check only, no timing */
+    attn_timer_opts timer;  /* timer.reps == 0: check only, no timing */
     uint64_t max_mem;       /* bytes a case may take; 0: no limit beyond MemAvailable */
 } attn_setup;
 
@@ -41,6 +42,13 @@ double attn_problem_visible(const attn_problem *p);
 
 /* Floating-point operations: 2*dk (Q.K) + 2*dv (P.V) per visible score entry. */
 double attn_problem_flops(const attn_problem *p);
+/* The same for every score entry, masked or not: the dense-formula count. */
+double attn_problem_flops_dense(const attn_problem *p);
+
+/* "attn/naive/b:1/h:8/sq:4096/skv:4096/dk:64/dv:64/causal:0", then
+ * "/kv:3.5" with padding, "/scale:S" off the default, "/fill:extreme". */
+void attn_case_name(char *buf, size_t len, const char *backend, const attn_problem *p,
+                    const attn_setup *s);
 
 /* "B=1 H=8 Nq=1024 Nk=1024 dk=64 dv=64 causal kv_len=3,5" */
 void attn_problem_describe(const attn_problem *p, char *buf, size_t len);
@@ -48,6 +56,10 @@ void attn_problem_describe(const attn_problem *p, char *buf, size_t len);
 /* The exact command line that reruns this case alone. */
 void attn_repro(char *buf, size_t len, const char *prog, const char *backend,
                 const attn_problem *p, const attn_setup *s);
+
+/* The identity of a case in a CSV file: the name plus threads and seed. */
+void attn_case_key(char *buf, size_t len, const char *backend, const attn_problem *p,
+                   const attn_setup *s);
 
 /* Byte counts for people: "264.0 KiB". */
 void attn_format_bytes(char *buf, size_t len, double bytes);

@@ -4,13 +4,15 @@
 #include "config.h"
 #include "report.h"
 
-void attn_report_header(FILE *f, const attn_problem *p, const attn_setup *s)
+void attn_report_header(FILE *f, const attn_machine *m, const attn_setup *s, size_t shapes,
+                        size_t cases)
 {
-    char shape[512];
-    attn_problem_describe(p, shape, sizeof(shape));
-    fprintf(f, "attnbench %s: %s fp32 scale=%.6g, fill=%s seed=%llu threads=%d\n",
-            ATTN_VERSION, shape, p->scale, attn_fill_name(s->fill),
-            (unsigned long long)s->seed, s->threads);
+    fprintf(f, "attnbench %s: %zu shape%s, %zu case%s; fill=%s seed=%llu threads=%d; "
+               "min-time %gs, %d reps, max-time %gs\n",
+            ATTN_VERSION, shapes, shapes == 1 ? "" : "s", cases, cases == 1 ? "" : "s",
+            attn_fill_name(s->fill), (unsigned long long)s->seed, s->threads, s->timer.min_time,
+            s->timer.reps, s->timer.max_time);
+    attn_machine_print(f, m);
 }
 
 void attn_report_reference(FILE *f, const attn_ref *ref, double seconds)
@@ -22,6 +24,14 @@ void attn_report_reference(FILE *f, const attn_ref *ref, double seconds)
             ref->max_abs_logit, ref->max_abs_v);
 }
 
+void attn_report_shape(FILE *f, const attn_problem *p, const attn_ref *ref, double seconds)
+{
+    char shape[512];
+    attn_problem_describe(p, shape, sizeof(shape));
+    fprintf(f, "\n== %s\n", shape);
+    attn_report_reference(f, ref, seconds);
+}
+
 static void format_time(char *buf, size_t len, double s)
 {
     if (s < 1e-3)
@@ -30,6 +40,74 @@ static void format_time(char *buf, size_t len, double s)
         snprintf(buf, len, "%.3f ms", s * 1e3);
     else
         snprintf(buf, len, "%.3f s", s);
+}
+
+void attn_report_row_header(FILE *f)
+{
+    fprintf(f, "%-14s %-8s %12s %7s %10s %6s %9s %11s %11s\n", "backend", "verdict", "median",
+            "cv", "GFLOP/s", "%peak", "vs naive", "workspace", "peak RSS");
+}
+
+void attn_report_row(FILE *f, const attn_result *r, double naive, double peak)
+{
+    char med[32] = "-", cv[32] = "-", gf[32] = "-", pk[32] = "-", sp[32] = "-", ws[32] = "-",
+         rss[32] = "-";
+    const attn_timing *t = &r->timing;
+    if (r->verdict == ATTN_PASSED && t->reps) {
+        const double gflops = r->flops / t->real_stats.median * 1e-9;
+        format_time(med, sizeof(med), t->real_stats.median);
+        snprintf(cv, sizeof(cv), "%.1f%%", 100.0 * t->real_stats.cv);
+        snprintf(gf, sizeof(gf), "%.2f", gflops);
+        if (peak > 0)
+            snprintf(pk, sizeof(pk), "%.1f", 100.0 * gflops / peak);
+        if (naive > 0)
+            snprintf(sp, sizeof(sp), "%.2fx", naive / t->real_stats.median);
+    }
+    if (r->verdict == ATTN_PASSED || r->verdict == ATTN_FAILED) {
+        attn_format_bytes(ws, sizeof(ws), (double)r->ws_peak);
+        if (r->rss_known)
+            attn_format_bytes(rss, sizeof(rss), (double)r->rss_peak);
+        else
+            snprintf(rss, sizeof(rss), "unknown");
+    }
+    fprintf(f, "%-14s %-8s %12s %7s %10s %6s %9s %11s %11s\n", r->be->name,
+            attn_verdict_str(r->verdict), med, cv, gf, pk, sp, ws, rss);
+}
+
+void attn_report_details(FILE *f, const attn_result *r)
+{
+    fprintf(f, "%s: %s", r->be->name, attn_verdict_str(r->verdict));
+    if (r->why[0])
+        fprintf(f, ": %s", r->why);
+    fputc('\n', f);
+    if (r->checked) {
+        char desc[512];
+        attn_check_describe(&r->check, desc, sizeof(desc));
+        fprintf(f, "  check: %s; %zu of %zu rows\n", desc, r->ref_rows, r->ref_total);
+    }
+    if (r->verdict == ATTN_PASSED || r->verdict == ATTN_FAILED) {
+        char peak[32], pred[32], rss[32] = "unknown", score[32];
+        attn_format_bytes(peak, sizeof(peak), (double)r->ws_peak);
+        attn_format_bytes(pred, sizeof(pred), (double)r->ws_predicted);
+        if (r->rss_known)
+            attn_format_bytes(rss, sizeof(rss), (double)r->rss_peak);
+        attn_format_bytes(score, sizeof(score), (double)r->score_bytes);
+        fprintf(f, "  memory: workspace peak %s (%zu bytes), predicted %s; peak RSS growth %s; "
+                   "score matrix would be %s\n", peak, r->ws_peak, pred, rss, score);
+    }
+    const attn_timing *t = &r->timing;
+    if (t->reps) {
+        char med[32], min[32], mean[32], sd[32], cpu[32];
+        format_time(med, sizeof(med), t->real_stats.median);
+        format_time(min, sizeof(min), t->real_stats.min);
+        format_time(mean, sizeof(mean), t->real_stats.mean);
+        format_time(sd, sizeof(sd), t->real_stats.stddev);
+        format_time(cpu, sizeof(cpu), t->cpu_stats.median);
+        fprintf(f, "  time: median %s, min %s, mean %s, stddev %s (cv %.1f%%), cpu %s; "
+                   "%d reps x %ld runs%s\n", med, min, mean, sd, 100.0 * t->real_stats.cv, cpu,
+                t->reps, t->iterations, t->budget_hit ? " (stopped by --max-time)" : "");
+    }
+    fprintf(f, "  repro: %s\n", r->repro);
 }
 
 static int rank(const attn_result *r)
@@ -45,55 +123,37 @@ static int cmp_result(const void *a, const void *b)
     if (rank(x) != rank(y))
         return rank(x) - rank(y);
     if (rank(x) == 0)
-        return (x->timing.median > y->timing.median) - (x->timing.median < y->timing.median);
+        return (x->timing.real_stats.median > y->timing.real_stats.median) -
+               (x->timing.real_stats.median < y->timing.real_stats.median);
     return 0;
 }
 
-void attn_report_results(FILE *f, attn_result *res, size_t n)
+void attn_report_results(FILE *f, attn_result *res, size_t n, double peak)
 {
     qsort(res, n, sizeof(*res), cmp_result);
     double naive = 0.0;
     for (size_t i = 0; i < n; i++)
         if (res[i].verdict == ATTN_PASSED && res[i].timing.reps && !strcmp(res[i].be->name, "naive"))
-            naive = res[i].timing.median;
-
-    fprintf(f, "\n%-14s %-8s %12s %12s %10s %9s %12s\n", "backend", "verdict", "median", "min",
-            "GFLOP/s", "vs naive", "workspace");
+            naive = res[i].timing.real_stats.median;
+    fputc('\n', f);
+    attn_report_row_header(f);
+    for (size_t i = 0; i < n; i++)
+        attn_report_row(f, &res[i], naive, peak);
     for (size_t i = 0; i < n; i++) {
-        const attn_result *r = &res[i];
-        char med[32] = "-", min[32] = "-", gf[32] = "-", sp[32] = "-", ws[32] = "-";
-        if (r->verdict == ATTN_PASSED && r->timing.reps) {
-            format_time(med, sizeof(med), r->timing.median);
-            format_time(min, sizeof(min), r->timing.min);
-            snprintf(gf, sizeof(gf), "%.2f", r->flops / r->timing.median * 1e-9);
-            if (naive > 0)
-                snprintf(sp, sizeof(sp), "%.2fx", naive / r->timing.median);
-        }
-        if (r->verdict == ATTN_PASSED || r->verdict == ATTN_FAILED)
-            attn_format_bytes(ws, sizeof(ws), (double)r->ws_peak);
-        fprintf(f, "%-14s %-8s %12s %12s %10s %9s %12s\n", r->be->name,
-                attn_verdict_str(r->verdict), med, min, gf, sp, ws);
-    }
-
-    for (size_t i = 0; i < n; i++) {
-        const attn_result *r = &res[i];
-        fprintf(f, "\n%s: %s", r->be->name, attn_verdict_str(r->verdict));
-        if (r->why[0])
-            fprintf(f, ": %s", r->why);
         fputc('\n', f);
-        if (r->checked) {
-            char desc[512];
-            attn_check_describe(&r->check, desc, sizeof(desc));
-            fprintf(f, "  check: %s\n", desc);
-        }
-        if (r->verdict == ATTN_PASSED || r->verdict == ATTN_FAILED) {
-            char peak[32], pred[32];
-            attn_format_bytes(peak, sizeof(peak), (double)r->ws_peak);
-            attn_format_bytes(pred, sizeof(pred), (double)r->ws_predicted);
-            fprintf(f, "  workspace: peak %s (%zu bytes), predicted %s\n", peak, r->ws_peak, pred);
-        }
-        if (r->timing.reps)
-            fprintf(f, "  time: median of %d runs after warm-up\n", r->timing.reps);
-        fprintf(f, "  repro: %s\n", r->repro);
+        attn_report_details(f, &res[i]);
     }
+}
+
+void attn_report_summary(FILE *f, const attn_result *res, size_t n, size_t resumed,
+                         const char *csv)
+{
+    size_t count[ATTN_VERDICT_COUNT] = { 0 };
+    for (size_t i = 0; i < n; i++)
+        count[res[i].verdict]++;
+    fprintf(f, "\n%zu cases run: %zu passed, %zu failed, %zu skipped, %zu errors", n,
+            count[ATTN_PASSED], count[ATTN_FAILED], count[ATTN_SKIPPED], count[ATTN_ERROR]);
+    if (resumed)
+        fprintf(f, "; %zu already in %s", resumed, csv);
+    fputc('\n', f);
 }

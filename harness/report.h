@@ -1,15 +1,30 @@
-/* Report: the human-readable header, comparison table and per-case details. */
+/* Report: what a person reads on stdout. */
 #ifndef ATTN_REPORT_H
 #define ATTN_REPORT_H
 
 #include <stdio.h>
 
 #include "case.h"
+#include "machine.h"
 
-void attn_report_header(FILE *f, const attn_problem *p, const attn_setup *s);
+/* The run: version, machine, build, clock, peak, and what will run. */
+void attn_report_header(FILE *f, const attn_machine *m, const attn_setup *s, size_t shapes,
+                        size_t cases);
 void attn_report_reference(FILE *f, const attn_ref *ref, double seconds);
-/* Sorts res (fastest PASSED first) and prints the table, then one detail
- * block per case with its verdict, error metrics, thresholds and repro. */
-void attn_report_results(FILE *f, attn_result *res, size_t n);
+/* A sweep's shape heading: the shape, then the reference line. */
+void attn_report_shape(FILE *f, const attn_problem *p, const attn_ref *ref, double seconds);
+
+void attn_report_row_header(FILE *f);
+/* naive: naive's median for the speedup column (0: unknown); peak: GFLOP/s (0: unknown). */
+void attn_report_row(FILE *f, const attn_result *r, double naive, double peak);
+/* Verdict and why, check metrics with thresholds, memory, timing, repro. */
+void attn_report_details(FILE *f, const attn_result *r);
+
+/* One case's comparison: sorts res (fastest PASSED first), prints the table,
+ * then every case's details. */
+void attn_report_results(FILE *f, attn_result *res, size_t n, double peak);
+/* A sweep's closing count. */
+void attn_report_summary(FILE *f, const attn_result *res, size_t n, size_t resumed,
+                         const char *csv);
 
 #endif

@@ -1,49 +1,80 @@
-#include <stdlib.h>
+#include <math.h>
+#include <string.h>
 #include <time.h>
 
 #include "timer.h"
 
-double attn_now(void)
+static double seconds(clockid_t id)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int cmp_double(const void *a, const void *b)
+double attn_now(void)
 {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    return seconds(CLOCK_MONOTONIC);
 }
 
-attn_status attn_time_runs(const attn_backend *be, void *state, int warmup, int reps,
+double attn_cpu_now(void)
+{
+    return seconds(CLOCK_PROCESS_CPUTIME_ID);
+}
+
+void attn_clock_resolution(double *advertised, double *observed)
+{
+    struct timespec res;
+    clock_getres(CLOCK_MONOTONIC, &res);
+    *advertised = (double)res.tv_sec + 1e-9 * (double)res.tv_nsec;
+    double best = INFINITY;
+    for (int i = 0; i < 1000; i++) {
+        const double a = attn_now();
+        double b;
+        while ((b = attn_now()) == a)
+            ;
+        if (b - a < best)
+            best = b - a;
+    }
+    *observed = best;
+}
+
+attn_status attn_time_runs(const attn_backend *be, void *state, const attn_timer_opts *o,
                            attn_timing *t)
 {
-    t->reps = 0;
-    t->median = t->min = 0.0;
-    for (int w = 0; w < warmup; w++) {
-        attn_status st = be->run(state);
-        if (st != ATTN_OK)
-            return st;
-    }
-    if (reps <= 0)
+    memset(t, 0, sizeof(*t));
+    if (o->reps <= 0)
         return ATTN_OK;
-    double *s = malloc((size_t)reps * sizeof(double));
-    if (!s)
-        return ATTN_ENOMEM;
-    for (int r = 0; r < reps; r++) {
-        const double t0 = attn_now();
-        attn_status st = be->run(state);
-        s[r] = attn_now() - t0;
-        if (st != ATTN_OK) {
-            free(s);
+    attn_status st;
+
+    const double w0 = attn_now();
+    long warm = 0;
+    do {
+        if ((st = be->run(state)) != ATTN_OK)
             return st;
+        warm++;
+    } while (warm < o->warmup || attn_now() - w0 < o->min_time);
+    const double per_run = (attn_now() - w0) / (double)warm;
+    t->iterations = per_run > 0 ? (long)ceil(o->min_time / per_run) : 1;
+    if (t->iterations < 1)
+        t->iterations = 1;
+
+    const int want = o->reps < ATTN_MAX_REPS ? o->reps : ATTN_MAX_REPS;
+    const double start = attn_now();
+    for (int r = 0; r < want; r++) {
+        const double c0 = attn_cpu_now(), r0 = attn_now();
+        for (long i = 0; i < t->iterations; i++)
+            if ((st = be->run(state)) != ATTN_OK)
+                return st;
+        const double r1 = attn_now(), c1 = attn_cpu_now();
+        t->real[r] = (r1 - r0) / (double)t->iterations;
+        t->cpu[r] = (c1 - c0) / (double)t->iterations;
+        t->reps = r + 1;
+        if (o->max_time > 0 && t->reps >= 2 && t->reps < want && r1 - start >= o->max_time) {
+            t->budget_hit = true;
+            break;
         }
     }
-    qsort(s, (size_t)reps, sizeof(double), cmp_double);
-    t->reps = reps;
-    t->min = s[0];
-    t->median = reps % 2 ? s[reps / 2] : 0.5 * (s[reps / 2 - 1] + s[reps / 2]);
-    free(s);
+    attn_stats_compute(&t->real_stats, t->real, (size_t)t->reps);
+    attn_stats_compute(&t->cpu_stats, t->cpu, (size_t)t->reps);
     return ATTN_OK;
 }

@@ -1,20 +1,39 @@
-/* Timing of a backend's run verb: warm-up, then timed repetitions. */
+/* Timing of a backend's run verb: warm-up, iterations calibrated so that a
+ * repetition lasts at least min_time, then repetitions until reps are done or
+ * the max_time budget is spent (never fewer than 2). */
 #ifndef ATTN_TIMER_H
 #define ATTN_TIMER_H
 
 #include "backend.h"
+#include "stats.h"
+
+#define ATTN_MAX_REPS 100
+
+typedef struct attn_timer_opts {
+    int warmup;          /* untimed runs, at least; the warm-up also lasts >= min_time */
+    int reps;            /* repetitions wanted; 0: do not time */
+    double min_time;     /* seconds a repetition lasts at least */
+    double max_time;     /* seconds the repetitions of one case may take; 0: no budget */
+} attn_timer_opts;
 
 typedef struct attn_timing {
-    int reps;               /* timed runs; 0 when not timed */
-    double median, min;     /* seconds, wall clock (CLOCK_MONOTONIC) */
+    int reps;                       /* repetitions done; 0 when not timed */
+    long iterations;                /* runs per repetition */
+    double real[ATTN_MAX_REPS];     /* seconds per run, wall clock (CLOCK_MONOTONIC) */
+    double cpu[ATTN_MAX_REPS];      /* seconds per run, process CPU time (all threads) */
+    attn_stats real_stats, cpu_stats;
+    bool budget_hit;                /* max_time stopped it before reps */
 } attn_timing;
 
-/* Seconds on CLOCK_MONOTONIC. */
+/* Seconds on CLOCK_MONOTONIC, and process CPU seconds. */
 double attn_now(void);
+double attn_cpu_now(void);
 
-/* Runs be->run(state) warmup times untimed, then reps times, each timed on
- * its own. Stops at the first status other than ATTN_OK and returns it. */
-attn_status attn_time_runs(const attn_backend *be, void *state, int warmup, int reps,
+/* The clock's advertised resolution and its smallest observed step, in seconds. */
+void attn_clock_resolution(double *advertised, double *observed);
+
+/* Stops at the first status other than ATTN_OK and returns it. */
+attn_status attn_time_runs(const attn_backend *be, void *state, const attn_timer_opts *o,
                            attn_timing *t);
 
 #endif

@@ -19,8 +19,9 @@ static inline attn_verdict run_case(const attn_backend *be, const attn_problem *
         fprintf(stderr, "test: problem overflows\n");
         exit(2);
     }
-    const attn_setup s = { .threads = ATTN_HAVE_OPENMP ? 2 : 1, .seed = 7, .fill = fill, .check_rows = check_rows,
-                           .warmup = 0, .reps = 2 };
+    const attn_setup s = { .threads = ATTN_HAVE_OPENMP ? 2 : 1, .seed = 7, .fill = fill,
+                           .check_rows = check_rows,
+                           .timer = { .warmup = 1, .reps = 2, .min_time = 1e-4 } };
     float *q = attn_host_alloc(sz.q * sizeof(float));
     float *k = attn_host_alloc(sz.k * sizeof(float));
     float *v = attn_host_alloc(sz.v * sizeof(float));

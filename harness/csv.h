@@ -1,0 +1,30 @@
+/* The sweep's CSV file: one header, one row per finished case, each row
+ * written whole by one write() and fsync'ed before the next case starts. */
+#ifndef ATTN_CSV_H
+#define ATTN_CSV_H
+
+#include "case.h"
+
+#define ATTN_CSV_SCHEMA 1
+
+typedef struct attn_csv {
+    int fd;
+    char **keys;          /* cases the file held when it was opened with resume */
+    size_t nkeys;
+    size_t torn_bytes;    /* a partial last row dropped on resume */
+} attn_csv;
+
+/* Opens path for appending. Without resume an existing non-empty file is
+ * refused (nothing is overwritten); with resume its header must be ours, its
+ * rows' keys are remembered, and a torn last row is cut off. Returns -1 on
+ * success, else an exit code after one line on stderr. */
+int attn_csv_open(attn_csv *c, const char *path, bool resume);
+bool attn_csv_has(const attn_csv *c, const char *key);
+/* Returns -1 on success, else ATTN_EXIT_ERROR after one line on stderr. */
+int attn_csv_append(attn_csv *c, const attn_result *r, const attn_setup *s, double peak_gflops);
+void attn_csv_close(attn_csv *c);
+
+/* The header line, without the newline (for the README and tests). */
+const char *attn_csv_header(void);
+
+#endif

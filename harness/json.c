@@ -1,0 +1,224 @@
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "config.h"
+#include "json.h"
+
+static void put_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        const unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+/* JSON has no NaN or Inf. */
+static void put_num(FILE *f, double v)
+{
+    if (isfinite(v))
+        fprintf(f, "%.17g", v);
+    else
+        fputs("null", f);
+}
+
+static void field_str(FILE *f, const char *key, const char *v)
+{
+    fprintf(f, ",\n      \"%s\": ", key);
+    put_str(f, v);
+}
+
+static void field_num(FILE *f, const char *key, double v)
+{
+    fprintf(f, ",\n      \"%s\": ", key);
+    put_num(f, v);
+}
+
+static void context(FILE *f, const attn_machine *m, const attn_setup *s, const char *exe)
+{
+    fputs("  \"context\": {\n    \"date\": ", f);
+    put_str(f, m->date);
+    fputs(",\n    \"host_name\": ", f);
+    put_str(f, m->host);
+    fputs(",\n    \"executable\": ", f);
+    put_str(f, exe);
+    fprintf(f, ",\n    \"num_cpus\": %d,\n    \"mhz_per_cpu\": %d,\n", m->cpus_online, (int)m->mhz);
+    fprintf(f, "    \"cpu_scaling_enabled\": %s,\n",
+            strcmp(m->governor, "unknown") && strcmp(m->governor, "performance") ? "true" : "false");
+    fputs("    \"caches\": [", f);
+    for (int i = 0; i < m->ncaches; i++) {
+        fprintf(f, "%s\n      {\"type\": ", i ? "," : "");
+        put_str(f, m->caches[i].type);
+        fprintf(f, ", \"level\": %d, \"size\": %llu, \"num_sharing\": %d}", m->caches[i].level,
+                (unsigned long long)m->caches[i].size, m->caches[i].sharing);
+    }
+    fprintf(f, "\n    ],\n    \"load_avg\": [%g, %g, %g],\n", m->load[0], m->load[1], m->load[2]);
+    fprintf(f, "    \"library_build_type\": \"%s\",\n",
+            strcmp(attn_build_type(), "debug") ? "release" : "debug");
+    fputs("    \"json_schema_version\": 1,\n    \"attnbench_version\": ", f);
+    put_str(f, ATTN_VERSION);
+    fputs(",\n    \"git_revision\": ", f);
+    put_str(f, attn_git_revision());
+    fputs(",\n    \"compiler\": ", f);
+    put_str(f, attn_build_compiler());
+    fputs(",\n    \"build_options\": ", f);
+    put_str(f, attn_build_options());
+    fputs(",\n    \"cpu_model\": ", f);
+    put_str(f, m->cpu);
+    fputs(",\n    \"os\": ", f);
+    put_str(f, m->os);
+    fputs(",\n    \"governor\": ", f);
+    put_str(f, m->governor);
+    fputs(",\n    \"backends\": ", f);
+    put_str(f, m->backends);
+    fputs(",\n    \"pinned\": ", f);
+    put_str(f, m->pinned);
+    fprintf(f, ",\n    \"threads\": %d,\n    \"seed\": %llu,\n    \"fill\": \"%s\",\n", m->threads,
+            (unsigned long long)s->seed, attn_fill_name(s->fill));
+    fprintf(f, "    \"min_time_s\": %g,\n    \"max_time_s\": %g,\n    \"repetitions\": %d,\n",
+            s->timer.min_time, s->timer.max_time, s->timer.reps);
+    fprintf(f, "    \"clock_resolution_ns\": %g,\n    \"clock_step_ns\": %g", m->clock_res * 1e9,
+            m->clock_step * 1e9);
+    if (m->peak_known)
+        fprintf(f, ",\n    \"peak_fma_gflops_1t\": %g,\n    \"peak_fma_gflops\": %g,\n"
+                   "    \"peak_triad_gbs\": %g,\n    \"peak_isa\": \"%s\"",
+                m->peak.fma_1, m->peak.fma_t, m->peak.triad, m->peak.isa);
+    fputs("\n  },\n", f);
+}
+
+/* What an entry says about its case beside the times. */
+static void counters(FILE *f, const attn_result *r, double seconds, const attn_machine *m)
+{
+    field_str(f, "label", attn_verdict_str(r->verdict));
+    if (seconds > 0) {
+        field_num(f, "GFLOPS", r->flops / seconds * 1e-9);
+        field_num(f, "GFLOPS_dense", r->flops_dense / seconds * 1e-9);
+        if (m->peak_known)
+            field_num(f, "pct_peak", 100.0 * r->flops / seconds * 1e-9 / m->peak.fma_t);
+    }
+    field_num(f, "flops", r->flops);
+    field_num(f, "workspace_bytes", (double)r->ws_peak);
+    if (r->rss_known)
+        field_num(f, "rss_peak_bytes", (double)r->rss_peak);
+    if (r->device_known)
+        field_num(f, "device_bytes", (double)r->device_bytes);
+    field_num(f, "score_matrix_bytes", (double)r->score_bytes);
+    if (r->checked) {
+        field_num(f, "max_abs_err", r->check.max_abs);
+        field_num(f, "nmse", r->check.nmse);
+        field_num(f, "rows_checked", (double)r->ref_rows);
+    }
+}
+
+static void head(FILE *f, bool *first, const char *name, const char *suffix, int family,
+                 int instance, const char *run_type, int reps, int threads)
+{
+    fprintf(f, "%s    {\n      \"name\": \"%s%s\"", *first ? "" : ",\n", name, suffix);
+    *first = false;
+    fprintf(f, ",\n      \"family_index\": %d,\n      \"per_family_instance_index\": %d", family,
+            instance);
+    fprintf(f, ",\n      \"run_name\": \"%s\",\n      \"run_type\": \"%s\"", name, run_type);
+    fprintf(f, ",\n      \"repetitions\": %d,\n      \"threads\": %d", reps, threads);
+}
+
+static void entries(FILE *f, bool *first, const attn_result *r, int family, int instance,
+                    const attn_setup *s, const attn_machine *m)
+{
+    const attn_timing *t = &r->timing;
+    if (!t->reps) {
+        head(f, first, r->name, "", family, instance, "iteration", 0, s->threads);
+        fputs(",\n      \"repetition_index\": 0,\n      \"iterations\": 0", f);
+        if (r->verdict != ATTN_PASSED) {
+            fputs(",\n      \"error_occurred\": true", f);
+            char msg[512];
+            snprintf(msg, sizeof(msg), "%s: %s", attn_verdict_str(r->verdict), r->why);
+            field_str(f, "error_message", msg);
+        }
+        counters(f, r, 0, m);
+        field_str(f, "repro", r->repro);
+        fputs("\n    }", f);
+        return;
+    }
+    for (int i = 0; i < t->reps; i++) {
+        head(f, first, r->name, "", family, instance, "iteration", t->reps, s->threads);
+        fprintf(f, ",\n      \"repetition_index\": %d,\n      \"iterations\": %ld", i, t->iterations);
+        field_num(f, "real_time", t->real[i] * 1e6);
+        field_num(f, "cpu_time", t->cpu[i] * 1e6);
+        fputs(",\n      \"time_unit\": \"us\"", f);
+        counters(f, r, t->real[i], m);
+        fputs("\n    }", f);
+    }
+    const struct { const char *name; double real, cpu; const char *unit; } agg[] = {
+        { "mean", t->real_stats.mean * 1e6, t->cpu_stats.mean * 1e6, "time" },
+        { "median", t->real_stats.median * 1e6, t->cpu_stats.median * 1e6, "time" },
+        { "stddev", t->real_stats.stddev * 1e6, t->cpu_stats.stddev * 1e6, "time" },
+        { "cv", t->real_stats.cv, t->cpu_stats.cv, "percentage" },
+    };
+    for (size_t a = 0; a < sizeof(agg) / sizeof(agg[0]); a++) {
+        char suffix[16];
+        snprintf(suffix, sizeof(suffix), "_%s", agg[a].name);
+        head(f, first, r->name, suffix, family, instance, "aggregate", t->reps, s->threads);
+        fprintf(f, ",\n      \"aggregate_name\": \"%s\",\n      \"aggregate_unit\": \"%s\"",
+                agg[a].name, agg[a].unit);
+        fprintf(f, ",\n      \"iterations\": %d", t->reps);
+        field_num(f, "real_time", agg[a].real);
+        field_num(f, "cpu_time", agg[a].cpu);
+        fputs(",\n      \"time_unit\": \"us\"", f);
+        if (!strcmp(agg[a].name, "median"))
+            counters(f, r, t->real_stats.median, m);
+        fputs("\n    }", f);
+    }
+}
+
+static int family_of(const attn_backend *be)
+{
+    for (size_t i = 0; i < attn_backend_count(); i++)
+        if (attn_backend_get(i) == be)
+            return (int)i;
+    return (int)attn_backend_count();
+}
+
+int attn_json_write(const char *path, const attn_machine *m, const attn_setup *s,
+                    const char *exe, const attn_result *res, size_t n)
+{
+    char tmp[4096];
+    if (snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof(tmp)) {
+        fprintf(stderr, "attnbench: --json %s: path too long\n", path);
+        return ATTN_EXIT_ERROR;
+    }
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        fprintf(stderr, "attnbench: --json %s: cannot write %s: %s\n", path, tmp, strerror(errno));
+        return ATTN_EXIT_ERROR;
+    }
+    fputs("{\n", f);
+    context(f, m, s, exe);
+    fputs("  \"benchmarks\": [\n", f);
+    bool first = true;
+    for (size_t i = 0; i < n; i++) {
+        int instance = 0;
+        for (size_t j = 0; j < i; j++)
+            instance += res[j].be == res[i].be;
+        entries(f, &first, &res[i], family_of(res[i].be), instance, s, m);
+    }
+    fputs("\n  ]\n}\n", f);
+    bool ok = !ferror(f);
+    ok &= fflush(f) == 0 && fsync(fileno(f)) == 0;
+    ok &= fclose(f) == 0;
+    if (!ok || rename(tmp, path)) {
+        fprintf(stderr, "attnbench: --json %s: cannot write: %s\n", path, strerror(errno));
+        unlink(tmp);
+        return ATTN_EXIT_ERROR;
+    }
+    return -1;
+}

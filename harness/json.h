@@ -1,0 +1,16 @@
+/* Google-Benchmark-shaped JSON: a context object and a benchmarks array, one
+ * entry per repetition then _mean, _median, _stddev and _cv aggregates, so
+ * that Google Benchmark's tools/compare.py reads it. Every time is in
+ * microseconds: compare.py only pairs entries whose time units agree. */
+#ifndef ATTN_JSON_H
+#define ATTN_JSON_H
+
+#include "case.h"
+#include "machine.h"
+
+/* Writes the whole file atomically (a temporary beside it, then rename).
+ * Returns -1 on success, else ATTN_EXIT_ERROR after one line on stderr. */
+int attn_json_write(const char *path, const attn_machine *m, const attn_setup *s,
+                    const char *exe, const attn_result *res, size_t n);
+
+#endif

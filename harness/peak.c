@@ -1,0 +1,226 @@
+#include <immintrin.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "memory.h"
+#include "peak.h"
+#include "timer.h"
+
+/* Twelve independent chains of a = a*b + c: enough in flight to cover the FMA
+ * latency on two ports. b < 1 keeps every value bounded and normal. */
+#define CHAINS 12
+
+__attribute__((target("avx512f")))
+static float fma_avx512(long iters)
+{
+    __m512 a[CHAINS];
+    const __m512 b = _mm512_set1_ps(0.99999994f), c = _mm512_set1_ps(1e-7f);
+    for (int k = 0; k < CHAINS; k++)
+        a[k] = _mm512_set1_ps((float)k);
+    for (long i = 0; i < iters; i++)
+        for (int k = 0; k < CHAINS; k++)
+            a[k] = _mm512_fmadd_ps(a[k], b, c);
+    __m512 s = a[0];
+    for (int k = 1; k < CHAINS; k++)
+        s = _mm512_add_ps(s, a[k]);
+    return _mm512_reduce_add_ps(s);
+}
+
+__attribute__((target("avx2,fma")))
+static float fma_avx2(long iters)
+{
+    __m256 a[CHAINS];
+    const __m256 b = _mm256_set1_ps(0.99999994f), c = _mm256_set1_ps(1e-7f);
+    for (int k = 0; k < CHAINS; k++)
+        a[k] = _mm256_set1_ps((float)k);
+    for (long i = 0; i < iters; i++)
+        for (int k = 0; k < CHAINS; k++)
+            a[k] = _mm256_fmadd_ps(a[k], b, c);
+    float out[8], sum = 0;
+    for (int k = 1; k < CHAINS; k++)
+        a[0] = _mm256_add_ps(a[0], a[k]);
+    _mm256_storeu_ps(out, a[0]);
+    for (int j = 0; j < 8; j++)
+        sum += out[j];
+    return sum;
+}
+
+static float fma_scalar(long iters)
+{
+    float a[CHAINS];
+    for (int k = 0; k < CHAINS; k++)
+        a[k] = (float)k;
+    for (long i = 0; i < iters; i++)
+        for (int k = 0; k < CHAINS; k++)
+            a[k] = a[k] * 0.99999994f + 1e-7f;
+    float s = 0;
+    for (int k = 0; k < CHAINS; k++)
+        s += a[k];
+    return s;
+}
+
+typedef struct fma_isa {
+    const char *name;
+    int lanes;
+    float (*fn)(long);
+} fma_isa;
+
+static fma_isa widest_fma(void)
+{
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f"))
+        return (fma_isa){ "avx512f", 16, fma_avx512 };
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return (fma_isa){ "avx2+fma", 8, fma_avx2 };
+    return (fma_isa){ "scalar", 1, fma_scalar };
+}
+
+static volatile float sink;
+
+/* GFLOP/s of `threads` threads each running the chains; the best of 3 runs of
+ * about 0.2 s each. */
+static double fma_gflops(const fma_isa *isa, int threads)
+{
+    long iters = 1 << 16;
+    for (;;) {   /* calibrate on one thread to ~0.2 s */
+        const double t0 = attn_now();
+        sink = isa->fn(iters);
+        const double dt = attn_now() - t0;
+        if (dt > 0.05) {
+            iters = (long)((double)iters * 0.2 / dt) + 1;
+            break;
+        }
+        iters *= 4;
+    }
+    double best = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        const double t0 = attn_now();
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads)
+#endif
+        sink = isa->fn(iters);
+        const double dt = attn_now() - t0;
+        const double gf = 2.0 * CHAINS * isa->lanes * (double)iters * threads / dt * 1e-9;
+        best = gf > best ? gf : best;
+    }
+    return best;
+}
+
+/* STREAM's triad over arrays far larger than any cache; the best of 5 passes. */
+static double triad_gbs(int threads)
+{
+    size_t n = (size_t)32 << 20;     /* 128 MiB per array */
+    const uint64_t avail = attn_mem_available();
+    while (avail && n > ((size_t)1 << 20) && 3 * n * sizeof(float) > avail / 4)
+        n /= 2;
+    float *a = attn_host_alloc(n * sizeof(float)), *b = attn_host_alloc(n * sizeof(float)),
+          *c = attn_host_alloc(n * sizeof(float));
+    double best = 0;
+    if (a && b && c) {
+        const long ln = (long)n;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+        for (long i = 0; i < ln; i++) {
+            a[i] = 0.0f;
+            b[i] = 1.0f;
+            c[i] = 2.0f;
+        }
+        for (int rep = 0; rep < 5; rep++) {
+            const double t0 = attn_now();
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+            for (long i = 0; i < ln; i++)
+                a[i] = b[i] + 3.0f * c[i];
+            const double dt = attn_now() - t0;
+            const double gbs = 3.0 * (double)n * sizeof(float) / dt * 1e-9;
+            best = gbs > best ? gbs : best;
+        }
+        sink = a[n / 2];
+    }
+    attn_host_free(a);
+    attn_host_free(b);
+    attn_host_free(c);
+    return best;
+}
+
+bool attn_peak_measure(attn_peak *pk, int threads, const char *cpu)
+{
+    memset(pk, 0, sizeof(*pk));
+    const fma_isa isa = widest_fma();
+    pk->threads = threads;
+    snprintf(pk->isa, sizeof(pk->isa), "%s", isa.name);
+    snprintf(pk->cpu, sizeof(pk->cpu), "%s", cpu);
+    pk->fma_1 = fma_gflops(&isa, 1);
+    pk->fma_t = threads > 1 ? fma_gflops(&isa, threads) : pk->fma_1;
+    pk->triad = triad_gbs(threads);
+    return pk->triad > 0;
+}
+
+static bool cache_path(char *path, size_t len)
+{
+    char exe[PATH_MAX];
+    const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0)
+        return false;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return false;
+    *slash = '\0';
+    return snprintf(path, len, "%s/attnbench-peak.txt", exe) < (int)len;
+}
+
+bool attn_peak_load(attn_peak *pk, int threads, const char *cpu)
+{
+    char path[PATH_MAX + 32];
+    if (!cache_path(path, sizeof(path)))
+        return false;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    attn_peak p = { 0 };
+    char line[256];
+    int got = 0;
+    while (fgets(line, sizeof(line), f)) {
+        line[strcspn(line, "\n")] = '\0';
+        got += sscanf(line, "threads=%d", &p.threads) == 1;
+        got += sscanf(line, "fma_gflops_1=%lf", &p.fma_1) == 1;
+        got += sscanf(line, "fma_gflops_t=%lf", &p.fma_t) == 1;
+        got += sscanf(line, "triad_gbs=%lf", &p.triad) == 1;
+        got += sscanf(line, "isa=%15s", p.isa) == 1;
+        if (!strncmp(line, "cpu=", 4)) {
+            snprintf(p.cpu, sizeof(p.cpu), "%.127s", line + 4);
+            got++;
+        }
+    }
+    fclose(f);
+    if (got != 6 || p.threads != threads || strcmp(p.cpu, cpu))
+        return false;
+    *pk = p;
+    return true;
+}
+
+bool attn_peak_save(const attn_peak *pk, char *path, size_t len)
+{
+    char tmp[PATH_MAX + 48];
+    if (!cache_path(path, len) || snprintf(tmp, sizeof(tmp), "%s.%ld", path, (long)getpid()) >= (int)sizeof(tmp))
+        return false;
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return false;
+    fprintf(f, "cpu=%s\nthreads=%d\nisa=%s\nfma_gflops_1=%.6g\nfma_gflops_t=%.6g\ntriad_gbs=%.6g\n",
+            pk->cpu, pk->threads, pk->isa, pk->fma_1, pk->fma_t, pk->triad);
+    const bool ok = fclose(f) == 0 && rename(tmp, path) == 0;
+    if (!ok)
+        unlink(tmp);
+    return ok;
+}

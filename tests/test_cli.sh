@@ -48,7 +48,7 @@ refused 2 "--seq: '0' is not an integer in [1, 16777216]" --seq 0
 refused 2 "--seq: '-5' is not an integer" --seq=-5
 refused 2 "--seq: 'abc' is not an integer" --seq abc
 refused 2 "--seq: '12x' is not an integer" --seq 12x
-refused 2 "--seq: '' is not an integer" --seq=
+refused 2 "--seq: empty item in ''" --seq=
 refused 2 "--seq: ' 12' is not an integer" --seq " 12"
 refused 2 "--seq: '99999999999999999999' is not an integer" --seq 99999999999999999999
 refused 2 "--heads: '0' is not an integer in [1, 4096]" --heads 0
@@ -69,8 +69,27 @@ refused 2 "unknown option '--frobnicate'" --frobnicate
 refused 2 "unknown option '--seq2'" --seq2=4
 refused 2 "unexpected argument 'naive'" naive
 refused 2 "--seq needs a value" --seq
-refused 2 "--causal takes no value" --causal=yes
+refused 2 "--causal: 'maybe' is not one of: yes, no, both" --causal=maybe
+refused 2 "--list takes no value" --list=yes
+refused 2 "--seq: range 256:16:x2 runs backwards" --seq 256:16:x2
+refused 2 "--seq: range step 'x1' is not xF (F >= 2)" --seq 256:4096:x1
+refused 2 "--seq: range step 'x0' is not xF" --seq 256:4096:x0
+refused 2 "--seq: 'x0' is not an integer" --seq x0
+refused 2 "--dk: range step '+0' is not xF (F >= 2) or +S (S >= 1)" --dk 16:64:+0
+refused 2 "--seq: range '1:8' needs START:END:xFACTOR" --seq 1:8
+refused 2 "--seq: '0' in a range is not an integer in [1, 16777216]" --seq 0:8:x2
+refused 2 "--heads: empty item in '1,,2'" --heads 1,,2
+refused 2 "--heads: empty item in '8,'" --heads 8,
+refused 2 "--seq: more than 4096 values" --seq 1:5000:+1
+refused 2 "--resume needs --csv FILE" --resume
+refused 2 "--min-time: '0' is not a finite number" --min-time 0
+refused 2 "--max-time: '-1' is not a finite number" --max-time -1
+refused 2 "--warmup: '0' is not an integer in [1, 1000]" --warmup 0
+refused 2 "--reps: '101' is not an integer in [0, 100]" --reps 101
+refused 2 "--pin: --threads 1024, but only" --pin --threads 1024
 refused 2 "--kv-len: 5 is not in [0, 4]" --seq 4 --kv-len 5
+refused 2 "--kv-len: 5 is not in [0, 4]" --seq 4,64 --kv-len 5
+refused 2 "--kv-len: 2 values for --batch list starting 2" --batch 2,3 --kv-len 1,2
 refused 2 "--kv-len: 2 values for --batch 3" --batch 3 --kv-len 1,2
 refused 2 "--kv-len: 'x' is not an integer" --kv-len 1,x
 refused 3 "overflow size_t" --batch 65536 --heads 4096 --seq 16777216 --dk 4096
@@ -84,6 +103,11 @@ runs 0 "PASSED" --backend=naive --seq 64 --heads 2 --dk 16 --reps 2
 runs 0 "GFLOP/s" --backend naive --seq=33 --seq-kv 40 --dk 8 --dv 12 --causal --batch 2 --kv-len 20,0 --reps 1
 runs 0 "fill=extreme" --backend=all --seq 20 --dk 16 --fill extreme --reps 1
 runs 0 "reference: 40 of 256 rows (seeded stratified sample)" --seq 32 --dk 8 --check-rows 40 --reps 1
+runs 0 "12 cases run: 12 passed, 0 failed, 0 skipped, 0 errors" --backend=naive --seq 8:32:x2 --heads 1,2 --causal=both --dk 8 --reps 2 --min-time 0.001
+runs 0 "== B=2 H=3 Nq=5 Nk=9 dk=4 dv=6 causal kv_len=7,7" --backend=naive --batch 2 --heads 3 --seq 5 --seq-kv 9 --dk 4 --dv 6 --causal=both --kv-len 7 --reps 1 --min-time 0.001 --seq 5,6
+runs 0 "needs" --backend=naive --seq 8,16777216 --heads 1 --dk 4096 --reps 1 --min-time 0.001
+runs 0 "1 passed, 0 failed, 1 skipped" --backend=naive --seq 8,16777216 --heads 1 --dk 4096 --reps 1 --min-time 0.001
+runs 0 "pinned to CPUs 0" --backend=naive --seq 8 --dk 8 --threads 1 --pin --reps 1
 
 # The repro line printed for a case reruns that case alone, with the same result.
 "$bin" --backend=naive --seq 48 --seq-kv 17 --heads 3 --dk 5 --dv 7 --causal --scale 0.3 --seed 9 --reps 1 >"$tmp/out" 2>&1

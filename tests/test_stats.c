@@ -1,0 +1,106 @@
+/* Statistics on known samples, the size-list parser, and the sweep's order. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "stats.h"
+#include "sweep.h"
+#include "tap.h"
+
+static bool near(double a, double b)
+{
+    return fabs(a - b) <= 1e-12 * fmax(1.0, fabs(b));
+}
+
+static void stats(void)
+{
+    attn_stats s;
+    const double odd[] = { 5, 1, 4, 2, 3 };
+    attn_stats_compute(&s, odd, 5);
+    tap_ok(s.n == 5 && s.min == 1 && s.max == 5 && s.median == 3 && s.mean == 3 &&
+           near(s.stddev, sqrt(2.5)) && near(s.cv, sqrt(2.5) / 3),
+           "1..5: min 1, max 5, median 3, mean 3, sample stddev sqrt(2.5)");
+    tap_ok(odd[0] == 5 && odd[4] == 3, "the sample is left in its order");
+
+    const double even[] = { 10, 40, 20, 30 };
+    attn_stats_compute(&s, even, 4);
+    tap_ok(s.median == 25 && s.mean == 25 && near(s.stddev, sqrt(500.0 / 3)),
+           "an even count takes the middle pair's mean as median (%g)", s.median);
+
+    const double one[] = { 7 };
+    attn_stats_compute(&s, one, 1);
+    tap_ok(s.median == 7 && s.stddev == 0 && s.cv == 0, "one sample: no spread");
+
+    /* A tiny spread on a large mean: the two-pass variance keeps it. */
+    const double big[] = { 1e9 + 1, 1e9 + 2, 1e9 + 3 };
+    attn_stats_compute(&s, big, 3);
+    tap_ok(near(s.stddev, 1.0), "stddev 1 around a mean of 1e9 (%g)", s.stddev);
+
+    attn_stats_compute(&s, NULL, 0);
+    tap_ok(s.n == 0 && s.mean == 0, "an empty sample gives zeros");
+}
+
+static bool list_is(const char *spec, const int *want, size_t n)
+{
+    attn_list l = { 0 };
+    if (attn_parse_list("seq", spec, 1, 1 << 24, &l) >= 0)
+        return false;
+    bool ok = l.n == n;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = l.v[i] == want[i];
+    free(l.v);
+    return ok;
+}
+
+static void lists(void)
+{
+    tap_ok(list_is("64", (const int[]){ 64 }, 1), "a single value");
+    tap_ok(list_is("1,8,16", (const int[]){ 1, 8, 16 }, 3), "a list");
+    tap_ok(list_is("256:4096:x2", (const int[]){ 256, 512, 1024, 2048, 4096 }, 5),
+           "a geometric range includes both ends");
+    tap_ok(list_is("3:20:x3", (const int[]){ 3, 9 }, 2), "a geometric range stops before the end");
+    tap_ok(list_is("16:64:+16", (const int[]){ 16, 32, 48, 64 }, 4), "an arithmetic range");
+    tap_ok(list_is("64,256:1024:x2,7", (const int[]){ 64, 256, 512, 1024, 7 }, 5),
+           "values and ranges mix, in the order given");
+    tap_ok(list_is("5:5:x2", (const int[]){ 5 }, 1), "a range of one value");
+    attn_list l = { 0 };
+    const char *bad[] = { "256:16:x2", "256:4096:x0", "256:4096:x1", "", "1,,2", "8,", "1:8",
+                          "0:8:x2", "16:64:+0", "12x", "x0" };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        tap_ok(attn_parse_list("seq", bad[i], 1, 1 << 24, &l) == ATTN_EXIT_USAGE,
+               "'%s' is refused", bad[i]);
+}
+
+static void order(void)
+{
+    char *argv[] = { "attnbench", "--seq", "8,16", "--heads", "1,2", "--causal=both", NULL };
+    attn_opts o;
+    if (attn_cli_parse(&o, 6, argv) >= 0) {
+        printf("Bail out! the command line was refused\n");
+        exit(2);
+    }
+    const size_t n = attn_sweep_shapes(&o);
+    tap_ok(n == 8, "2 seq x 2 heads x both causal = 8 shapes (%zu)", n);
+    /* heads outside seq outside causal, causal varying fastest */
+    static const int want[8][3] = { { 1, 8, 0 }, { 1, 8, 1 }, { 1, 16, 0 }, { 1, 16, 1 },
+                                    { 2, 8, 0 }, { 2, 8, 1 }, { 2, 16, 0 }, { 2, 16, 1 } };
+    bool ok = true;
+    for (size_t i = 0; i < n && i < 8; i++) {
+        attn_problem p;
+        int kv[1];
+        attn_sweep_problem(&o, i, &p, kv);
+        ok &= p.heads == want[i][0] && p.seq_q == want[i][1] && p.seq_kv == want[i][1] &&
+              p.causal == want[i][2] && p.d_k == 64 && p.d_v == 64 && p.batch == 1;
+    }
+    tap_ok(ok, "the shapes come in a stable order, Nk and dv following Nq and dk");
+    attn_cli_free(&o);
+}
+
+int main(void)
+{
+    stats();
+    lists();
+    order();
+    return tap_done();
+}

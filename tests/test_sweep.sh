@@ -1,0 +1,129 @@
+#!/bin/sh
+# Sweeps end to end: the CSV and the Google-Benchmark-shaped JSON, compare.py
+# reading that JSON, and --resume after an interrupted run (a torn last row,
+# SIGTERM and SIGKILL) finishing the sweep with no lost and no duplicated row.
+bin=${1:?usage: test_sweep.sh attnbench python3 [compare.py]}
+py=${2:?}
+compare=${3:-}
+tmp=$(mktemp -d) || exit 2
+trap 'rm -rf "$tmp"' EXIT
+n=0
+
+result() {  # result OK DESCRIPTION [DIAGNOSTIC]
+    n=$((n + 1))
+    if [ "$1" = 1 ]; then
+        echo "ok $n - $2"
+    else
+        echo "not ok $n - $2"
+        [ -n "$3" ] && printf '%s\n' "$3" | sed 's/^/# /'
+    fi
+}
+skip() { n=$((n + 1)); echo "ok $n - $2 # SKIP $1"; }
+yes_if() { if "$@"; then echo 1; else echo 0; fi; }
+
+# The key column of every row, sorted; and how many rows repeat a key.
+keys() { tail -n +2 "$1" | cut -d, -f2 | sort; }
+dups() { keys "$1" | uniq -d | wc -l; }
+rows() { tail -n +2 "$1" | wc -l; }
+
+args="--backend=naive --seq 8:64:x2 --heads 1,2 --dk 8 --reps 3 --min-time 0.001"
+"$bin" $args --csv "$tmp/full.csv" --json "$tmp/full.json" >"$tmp/out" 2>"$tmp/err"
+code=$?
+result "$(yes_if [ $code = 0 ])" "a sweep of 8 cases writes CSV and JSON" "exit $code: $(cat "$tmp/err")"
+result "$(yes_if [ "$(rows "$tmp/full.csv")" = 8 ] && [ "$(dups "$tmp/full.csv")" = 0 ])" \
+    "the CSV holds 8 rows with distinct keys" "$(cat "$tmp/full.csv")"
+head -n 1 "$tmp/full.csv" | grep -q '^schema,key,backend,verdict,reason,batch,heads,seq_q,seq_kv,d_k,d_v,causal,'
+result "$(yes_if [ $? = 0 ])" "the CSV header names its columns, schema first" "$(head -n 1 "$tmp/full.csv")"
+result "$(yes_if [ "$(tail -n +2 "$tmp/full.csv" | cut -d, -f1,4 | sort -u)" = "1,PASSED" ])" \
+    "every row carries the schema version and its verdict"
+
+"$py" - "$tmp/full.json" >"$tmp/py" 2>&1 <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+ctx, bms = d["context"], d["benchmarks"]
+assert ctx["json_schema_version"] == 1, ctx
+for k in ("date", "host_name", "executable", "num_cpus", "mhz_per_cpu", "caches",
+          "library_build_type", "cpu_model", "git_revision", "compiler", "threads"):
+    assert k in ctx, k
+its = [b for b in bms if b["run_type"] == "iteration"]
+aggs = [b for b in bms if b["run_type"] == "aggregate"]
+assert len(its) == 8 * 3 and len(aggs) == 8 * 4, (len(its), len(aggs))
+for b in its:
+    for k in ("name", "run_name", "iterations", "real_time", "cpu_time", "time_unit",
+              "repetitions", "repetition_index", "threads", "GFLOPS"):
+        assert k in b, (k, b)
+    assert b["name"].startswith("attn/naive/b:1/h:") and b["time_unit"] == "us"
+    assert b["iterations"] >= 1 and b["real_time"] > 0 and b["label"] == "PASSED"
+names = {b["aggregate_name"] for b in aggs}
+assert names == {"mean", "median", "stddev", "cv"}, names
+assert all(b["name"] == b["run_name"] + "_" + b["aggregate_name"] for b in aggs)
+print("json ok")
+PY
+result "$(yes_if grep -q 'json ok' "$tmp/py")" "the JSON parses and has Google Benchmark's shape" "$(cat "$tmp/py")"
+
+if [ -z "$compare" ]; then
+    skip "compare.py not installed (Debian package libbenchmark-tools)" "compare.py reads the JSON"
+elif ! "$py" -c 'import scipy' 2>/dev/null; then
+    skip "$py has no scipy (Debian package python3-scipy), which compare.py needs" "compare.py reads the JSON"
+else
+    "$py" "$compare" --no-color filters "$tmp/full.json" naive naive >"$tmp/cmp" 2>&1
+    code=$?
+    result "$(yes_if [ $code = 0 ] && grep -q 'attn/\[naive vs. naive\]/b:1/h:2/sq:64' "$tmp/cmp")" \
+        "compare.py filters reads the JSON" "exit $code: $(head -c 3000 "$tmp/cmp")"
+fi
+
+cp "$tmp/full.csv" "$tmp/copy.csv"
+"$bin" $args --csv "$tmp/full.csv" >"$tmp/out" 2>"$tmp/err"
+code=$?
+result "$(yes_if [ $code = 2 ] && cmp -s "$tmp/full.csv" "$tmp/copy.csv" && grep -q 'add --resume' "$tmp/err")" \
+    "an existing CSV is never overwritten without --resume" "exit $code: $(cat "$tmp/err")"
+
+printf 'a,b,c\n' >"$tmp/foreign.csv"
+"$bin" $args --csv "$tmp/foreign.csv" --resume >"$tmp/out" 2>"$tmp/err"
+code=$?
+result "$(yes_if [ $code = 2 ] && grep -q 'not an attnbench CSV' "$tmp/err")" \
+    "--resume refuses a CSV that is not ours" "exit $code: $(cat "$tmp/err")"
+
+# A run cut off after 3 rows and in the middle of the 4th.
+head -n 4 "$tmp/full.csv" >"$tmp/part.csv"
+printf '1,attn/naive/b:1/h:2/sq:64/skv:64/dk:8/dv:8/caus' >>"$tmp/part.csv"
+"$bin" $args --csv "$tmp/part.csv" --resume >"$tmp/out" 2>"$tmp/err"
+code=$?
+result "$(yes_if [ $code = 0 ] && grep -q 'torn last row' "$tmp/err" && grep -q '5 cases run.*3 already in' "$tmp/out")" \
+    "--resume cuts off a torn row and runs only the 5 missing cases" "exit $code: $(cat "$tmp/err") $(tail -n 2 "$tmp/out")"
+result "$(yes_if [ "$(keys "$tmp/part.csv")" = "$(keys "$tmp/full.csv")" ] && [ "$(dups "$tmp/part.csv")" = 0 ])" \
+    "the resumed CSV has every case once" "$(cat "$tmp/part.csv")"
+
+# Real interruptions: SIGTERM, then SIGKILL, each once some rows are in.
+big="--backend=naive --seq 64:512:x2 --heads 1,2,4 --dk 16 --reps 3 --min-time 0.05"
+interrupt() {  # interrupt SIGNAL: start or resume the sweep, signal it after 2 more rows
+    before=$(rows "$tmp/kill.csv" 2>/dev/null || echo 0)
+    "$bin" $big --csv "$tmp/kill.csv" --json "$tmp/kill.json" $resume >/dev/null 2>&1 &
+    pid=$!
+    i=0
+    while [ $i -lt 400 ] && kill -0 $pid 2>/dev/null &&
+        [ "$(rows "$tmp/kill.csv" 2>/dev/null || echo 0)" -lt $((before + 2)) ]; do
+        sleep 0.05
+        i=$((i + 1))
+    done
+    kill -s "$1" $pid 2>/dev/null
+    wait $pid 2>/dev/null
+    resume=--resume
+}
+resume=
+interrupt TERM
+after_term=$(rows "$tmp/kill.csv")
+interrupt KILL
+after_kill=$(rows "$tmp/kill.csv")
+result "$(yes_if [ "$after_term" -ge 2 ] && [ "$after_term" -lt "$after_kill" ] && [ "$after_kill" -lt 12 ])" \
+    "SIGTERM and SIGKILL each stopped the sweep part-way ($after_term, then $after_kill of 12 rows)"
+"$py" -c 'import json, sys; json.load(open(sys.argv[1]))' "$tmp/kill.json" 2>"$tmp/py"
+result "$(yes_if [ $? = 0 ])" "the JSON of an interrupted run is still valid JSON" "$(cat "$tmp/py")"
+"$bin" $big --csv "$tmp/kill.csv" --resume >"$tmp/out" 2>"$tmp/err"
+code=$?
+bad=$(tail -n +2 "$tmp/kill.csv" | grep -cv '^1,attn/naive/')
+result "$(yes_if [ $code = 0 ] && [ "$(rows "$tmp/kill.csv")" = 12 ] && [ "$(dups "$tmp/kill.csv")" = 0 ] && [ "$bad" = 0 ])" \
+    "after SIGTERM and SIGKILL, --resume completes the 12 cases with no duplicate or torn row" \
+    "exit $code, $(rows "$tmp/kill.csv") rows, $(dups "$tmp/kill.csv") duplicated, $bad malformed: $(cat "$tmp/err")"
+
+echo "1..$n"

@@ -1,6 +1,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -188,8 +189,49 @@ static int family_of(const attn_backend *be)
     return (int)attn_backend_count();
 }
 
+static const char open_mark[] = "  \"benchmarks\": [\n", close_mark[] = "\n  ]\n}\n";
+
+char *attn_json_prior(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return NULL;
+    char *text = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len + 4096 + 1 > cap) {
+            char *t = realloc(text, cap = 2 * cap + 4096 + 1);
+            if (!t)
+                break;
+            text = t;
+        }
+        const size_t r = fread(text + len, 1, cap - len - 1, f);
+        if (!r)
+            break;
+        len += r;
+    }
+    fclose(f);
+    if (!text)
+        return NULL;
+    text[len] = '\0';
+    /* Only a file of our own making: the context first, the entries between
+     * the markers, the closing at the very end. */
+    static const char head_mark[] = "{\n  \"context\": {";
+    char *open = strstr(text, open_mark);
+    const size_t cl = strlen(close_mark);
+    if (strncmp(text, head_mark, sizeof(head_mark) - 1) || !open || len < cl ||
+        strcmp(text + len - cl, close_mark)) {
+        free(text);
+        return NULL;
+    }
+    char *body = open + strlen(open_mark);
+    text[len - cl] = '\0';
+    memmove(text, body, strlen(body) + 1);
+    return text;
+}
+
 int attn_json_write(const char *path, const attn_machine *m, const attn_setup *s,
-                    const char *exe, const attn_result *res, size_t n)
+                    const char *exe, const char *prior, const attn_result *res, size_t n)
 {
     char tmp[4096];
     if (snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof(tmp)) {
@@ -203,15 +245,19 @@ int attn_json_write(const char *path, const attn_machine *m, const attn_setup *s
     }
     fputs("{\n", f);
     context(f, m, s, exe);
-    fputs("  \"benchmarks\": [\n", f);
+    fputs(open_mark, f);
     bool first = true;
+    if (prior && *prior) {
+        fputs(prior, f);
+        first = false;
+    }
     for (size_t i = 0; i < n; i++) {
         int instance = 0;
         for (size_t j = 0; j < i; j++)
             instance += res[j].be == res[i].be;
         entries(f, &first, &res[i], family_of(res[i].be), instance, s, m);
     }
-    fputs("\n  ]\n}\n", f);
+    fputs(close_mark, f);
     bool ok = !ferror(f);
     ok &= fflush(f) == 0 && fsync(fileno(f)) == 0;
     ok &= fclose(f) == 0;

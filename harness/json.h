@@ -8,9 +8,14 @@
 #include "case.h"
 #include "machine.h"
 
-/* Writes the whole file atomically (a temporary beside it, then rename).
+/* Writes the whole file atomically (a temporary beside it, then rename):
+ * prior (entries kept from an earlier run, or NULL) first, then res.
  * Returns -1 on success, else ATTN_EXIT_ERROR after one line on stderr. */
 int attn_json_write(const char *path, const attn_machine *m, const attn_setup *s,
-                    const char *exe, const attn_result *res, size_t n);
+                    const char *exe, const char *prior, const attn_result *res, size_t n);
+
+/* For --resume: the benchmark entries of a JSON file attnbench wrote, as text
+ * to carry over; NULL when there is no such file or it is not ours. */
+char *attn_json_prior(const char *path);
 
 #endif

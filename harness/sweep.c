@@ -86,6 +86,7 @@ typedef struct sweep {
     const attn_machine *m;
     const char *prog;
     attn_csv csv;
+    char *prior_json;           /* entries an interrupted run left in the JSON */
     attn_result *res;           /* every case of this run, in order */
     size_t n, cap;
     size_t total, done, resumed;
@@ -134,7 +135,8 @@ static void emit(sweep *w, const attn_result *r, double naive)
     int rc;
     if (w->o->csv && w->csv.fd >= 0 && (rc = attn_csv_append(&w->csv, r, &w->o->setup, peak)) >= 0)
         w->rc = w->rc >= 0 ? w->rc : rc;
-    if (w->o->json && (rc = attn_json_write(w->o->json, w->m, &w->o->setup, w->prog, w->res, w->n)) >= 0)
+    if (w->o->json && (rc = attn_json_write(w->o->json, w->m, &w->o->setup, w->prog, w->prior_json,
+                                          w->res, w->n)) >= 0)
         w->rc = w->rc >= 0 ? w->rc : rc;
     if (w->stream) {
         if (w->progress)
@@ -280,6 +282,8 @@ int attn_sweep_run(const attn_opts *o, const attn_machine *m, const char *prog)
             free(kv);
             return rc;
         }
+        if (o->resume && o->json)
+            w.prior_json = attn_json_prior(o->json);
         if (w.csv.torn_bytes)
             fprintf(stderr, "attnbench: --csv %s: cut off a torn last row (%zu bytes) left by an "
                             "interrupted run\n", o->csv, w.csv.torn_bytes);
@@ -314,6 +318,7 @@ int attn_sweep_run(const attn_opts *o, const attn_machine *m, const char *prog)
     if (w.rc >= 0 && rc == ATTN_EXIT_OK)
         rc = w.rc;
     attn_csv_close(&w.csv);
+    free(w.prior_json);
     free(w.res);
     free(kv);
     return rc;

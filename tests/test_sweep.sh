@@ -119,11 +119,21 @@ result "$(yes_if [ "$after_term" -ge 2 ] && [ "$after_term" -lt "$after_kill" ] 
     "SIGTERM and SIGKILL each stopped the sweep part-way ($after_term, then $after_kill of 12 rows)"
 "$py" -c 'import json, sys; json.load(open(sys.argv[1]))' "$tmp/kill.json" 2>"$tmp/py"
 result "$(yes_if [ $? = 0 ])" "the JSON of an interrupted run is still valid JSON" "$(cat "$tmp/py")"
-"$bin" $big --csv "$tmp/kill.csv" --resume >"$tmp/out" 2>"$tmp/err"
+"$bin" $big --csv "$tmp/kill.csv" --json "$tmp/kill.json" --resume >"$tmp/out" 2>"$tmp/err"
 code=$?
 bad=$(tail -n +2 "$tmp/kill.csv" | grep -cv '^1,attn/naive/')
 result "$(yes_if [ $code = 0 ] && [ "$(rows "$tmp/kill.csv")" = 12 ] && [ "$(dups "$tmp/kill.csv")" = 0 ] && [ "$bad" = 0 ])" \
     "after SIGTERM and SIGKILL, --resume completes the 12 cases with no duplicate or torn row" \
     "exit $code, $(rows "$tmp/kill.csv") rows, $(dups "$tmp/kill.csv") duplicated, $bad malformed: $(cat "$tmp/err")"
+
+# The resumed JSON keeps what the interrupted runs wrote: every case once.
+"$py" - "$tmp/kill.json" >"$tmp/py" 2>&1 <<'PY'
+import json, sys
+names = [b["name"] for b in json.load(open(sys.argv[1]))["benchmarks"]
+         if b["run_type"] == "aggregate" and b["aggregate_name"] == "median"]
+assert len(names) == 12 and len(set(names)) == 12, names
+print("json ok")
+PY
+result "$(yes_if grep -q 'json ok' "$tmp/py")" "the resumed JSON holds each of the 12 cases once" "$(cat "$tmp/py")"
 
 echo "1..$n"

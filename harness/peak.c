@@ -116,6 +116,7 @@ static double fma_gflops(const fma_isa *isa, int threads)
 /* STREAM's triad over arrays far larger than any cache; the best of 5 passes. */
 static double triad_gbs(int threads)
 {
+    (void)threads;   /* unused without OpenMP */
     size_t n = (size_t)32 << 20;     /* 128 MiB per array */
     const uint64_t avail = attn_mem_available();
     while (avail && n > ((size_t)1 << 20) && 3 * n * sizeof(float) > avail / 4)

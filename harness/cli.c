@@ -44,8 +44,7 @@ static const struct option_def {
     { "version", O_VERSION, ARG_NONE },
 };
 
-__attribute__((format(printf, 1, 2)))
-static int usage_error(const char *fmt, ...)
+int attn_error(int code, const char *fmt, ...)
 {
     va_list ap;
     fputs("attnbench: ", stderr);
@@ -53,8 +52,10 @@ static int usage_error(const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fputc('\n', stderr);
-    return ATTN_EXIT_USAGE;
+    return code;
 }
+
+#define usage_error(...) attn_error(ATTN_EXIT_USAGE, __VA_ARGS__)
 
 /* A whole decimal integer in [lo, hi]: no sign games, spaces or trailing text. */
 static bool parse_long(const char *s, long lo, long hi, long *out)

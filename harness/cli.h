@@ -40,6 +40,10 @@ typedef struct attn_opts {
     bool list, help, version;
 } attn_opts;
 
+/* Prints "attnbench: <message>" as one line on stderr and returns code. */
+__attribute__((format(printf, 2, 3)))
+int attn_error(int code, const char *fmt, ...);
+
 /* Parses argv into o. Returns -1 to go on, or an exit code after printing
  * one line to stderr that names the option and what it accepts. */
 int attn_cli_parse(attn_opts *o, int argc, char **argv);

@@ -22,17 +22,7 @@ const char *attn_csv_header(void)
     return header;
 }
 
-__attribute__((format(printf, 1, 2)))
-static int fail(const char *fmt, ...)
-{
-    va_list ap;
-    fputs("attnbench: ", stderr);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    return ATTN_EXIT_USAGE;
-}
+#define fail(...) attn_error(ATTN_EXIT_USAGE, __VA_ARGS__)
 
 static bool write_all(int fd, const char *buf, size_t n)
 {
@@ -223,13 +213,11 @@ int attn_csv_append(attn_csv *c, const attn_result *r, const attn_setup *s, doub
     put_text(&l, r->repro);
     put(&l, "\n");
     if (l.at >= sizeof(l.buf)) {
-        fprintf(stderr, "attnbench: --csv: a row longer than %zu bytes was not written\n",
-                sizeof(l.buf));
-        return ATTN_EXIT_ERROR;
+        return attn_error(ATTN_EXIT_ERROR, "--csv: a row longer than %zu bytes was not written",
+                          sizeof(l.buf));
     }
     if (!write_all(c->fd, l.buf, l.at) || fsync(c->fd)) {
-        fprintf(stderr, "attnbench: --csv: cannot write a row: %s\n", strerror(errno));
-        return ATTN_EXIT_ERROR;
+        return attn_error(ATTN_EXIT_ERROR, "--csv: cannot write a row: %s", strerror(errno));
     }
     return -1;
 }

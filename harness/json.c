@@ -191,7 +191,41 @@ static int family_of(const attn_backend *be)
 
 static const char open_mark[] = "  \"benchmarks\": [\n", close_mark[] = "\n  ]\n}\n";
 
-char *attn_json_prior(const char *path)
+/* The entries are "    {\n...\n    }" joined by ",\n" (string values are
+ * escaped, so that sequence only ends an entry). Keeps those done() accepts. */
+static void keep_done(char *body, unsigned long long seed,
+                      bool (*done)(const void *ctx, const char *key), const void *ctx)
+{
+    static const char start[] = "    {\n", end[] = "\n    }";
+    char *out = body, *at = body;
+    while ((at = strstr(at, start))) {
+        char *stop = strstr(at, end);
+        if (!stop)
+            break;
+        stop += strlen(end);
+        const char *rn = strstr(at, "\"run_name\": \""), *th = strstr(at, "\"threads\": ");
+        char key[1024] = "";
+        if (rn && th && rn < stop && th < stop) {
+            rn += strlen("\"run_name\": \"");
+            const size_t len = strcspn(rn, "\"");
+            snprintf(key, sizeof(key), "%.*s/threads:%d/seed:%llu", (int)len, rn,
+                     atoi(th + strlen("\"threads\": ")), seed);
+        }
+        if (key[0] && done(ctx, key)) {
+            if (out != body) {
+                memcpy(out, ",\n", 2);
+                out += 2;
+            }
+            memmove(out, at, (size_t)(stop - at));
+            out += stop - at;
+        }
+        at = stop;
+    }
+    *out = '\0';
+}
+
+char *attn_json_prior(const char *path, unsigned long long seed,
+                      bool (*done)(const void *ctx, const char *key), const void *ctx)
 {
     FILE *f = fopen(path, "r");
     if (!f)
@@ -227,6 +261,7 @@ char *attn_json_prior(const char *path)
     char *body = open + strlen(open_mark);
     text[len - cl] = '\0';
     memmove(text, body, strlen(body) + 1);
+    keep_done(text, seed, done, ctx);
     return text;
 }
 

@@ -15,7 +15,10 @@ int attn_json_write(const char *path, const attn_machine *m, const attn_setup *s
                     const char *exe, const char *prior, const attn_result *res, size_t n);
 
 /* For --resume: the benchmark entries of a JSON file attnbench wrote, as text
- * to carry over; NULL when there is no such file or it is not ours. */
-char *attn_json_prior(const char *path);
+ * to carry over, keeping only the cases done (their CSV key passes done(),
+ * keys being the entry's run_name plus "/threads:T/seed:S"). NULL when there
+ * is no such file or it is not ours. */
+char *attn_json_prior(const char *path, unsigned long long seed,
+                      bool (*done)(const void *ctx, const char *key), const void *ctx);
 
 #endif

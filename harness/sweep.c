@@ -132,11 +132,13 @@ static void emit(sweep *w, const attn_result *r, double naive)
     w->res[w->n++] = *r;
     w->done++;
     const double peak = w->m->peak_known ? w->m->peak.fma_t : 0.0;
+    /* The JSON first: a run killed in between leaves an entry without a CSV
+     * row, which --resume drops and reruns, never a row without its entry. */
     int rc;
-    if (w->o->csv && w->csv.fd >= 0 && (rc = attn_csv_append(&w->csv, r, &w->o->setup, peak)) >= 0)
-        w->rc = w->rc >= 0 ? w->rc : rc;
     if (w->o->json && (rc = attn_json_write(w->o->json, w->m, &w->o->setup, w->prog, w->prior_json,
                                           w->res, w->n)) >= 0)
+        w->rc = w->rc >= 0 ? w->rc : rc;
+    if (w->o->csv && w->csv.fd >= 0 && (rc = attn_csv_append(&w->csv, r, &w->o->setup, peak)) >= 0)
         w->rc = w->rc >= 0 ? w->rc : rc;
     if (w->stream) {
         if (w->progress)
@@ -146,6 +148,11 @@ static void emit(sweep *w, const attn_result *r, double naive)
             attn_report_details(stdout, r);
         fflush(stdout);
     }
+}
+
+static bool csv_done(const void *ctx, const char *key)
+{
+    return attn_csv_has(ctx, key);
 }
 
 static bool wanted(const sweep *w, const attn_backend *be)
@@ -283,7 +290,8 @@ int attn_sweep_run(const attn_opts *o, const attn_machine *m, const char *prog)
             return rc;
         }
         if (o->resume && o->json)
-            w.prior_json = attn_json_prior(o->json);
+            w.prior_json = attn_json_prior(o->json, (unsigned long long)o->setup.seed, csv_done,
+                                           &w.csv);
         if (w.csv.torn_bytes)
             fprintf(stderr, "attnbench: --csv %s: cut off a torn last row (%zu bytes) left by an "
                             "interrupted run\n", o->csv, w.csv.torn_bytes);

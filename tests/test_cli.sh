@@ -4,17 +4,7 @@
 bin=${1:?usage: test_cli.sh path/to/attnbench}
 tmp=$(mktemp -d) || exit 2
 trap 'rm -rf "$tmp"' EXIT
-n=0
-
-result() {  # result OK DESCRIPTION [DIAGNOSTIC]
-    n=$((n + 1))
-    if [ "$1" = 1 ]; then
-        echo "ok $n - $2"
-    else
-        echo "not ok $n - $2"
-        [ -n "$3" ] && printf '%s\n' "$3" | sed 's/^/# /'
-    fi
-}
+. "$(dirname "$0")/tap.sh"
 
 # refused CODE TEXT ARGS...: exit code CODE, stdout empty, one stderr line containing TEXT
 refused() {
@@ -89,8 +79,7 @@ refused 2 "--reps: '101' is not an integer in [0, 100]" --reps 101
 if "$bin" --threads 2 --list >/dev/null 2>&1; then
     refused 2 "--pin: --threads 1024, but only" --pin --threads 1024
 else
-    n=$((n + 1))
-    echo "ok $n - refused (2): --pin --threads 1024 # SKIP this build has no OpenMP, so --threads > 1 is refused first"
+    skip "this build has no OpenMP, so --threads > 1 is refused first" "refused (2): --pin --threads 1024"
 fi
 refused 2 "--kv-len: 5 is not in [0, 4]" --seq 4 --kv-len 5
 refused 2 "--kv-len: 5 is not in [0, 4]" --seq 4,64 --kv-len 5

@@ -7,19 +7,7 @@ py=${2:?}
 compare=${3:-}
 tmp=$(mktemp -d) || exit 2
 trap 'rm -rf "$tmp"' EXIT
-n=0
-
-result() {  # result OK DESCRIPTION [DIAGNOSTIC]
-    n=$((n + 1))
-    if [ "$1" = 1 ]; then
-        echo "ok $n - $2"
-    else
-        echo "not ok $n - $2"
-        [ -n "$3" ] && printf '%s\n' "$3" | sed 's/^/# /'
-    fi
-}
-skip() { n=$((n + 1)); echo "ok $n - $2 # SKIP $1"; }
-yes_if() { if "$@"; then echo 1; else echo 0; fi; }
+. "$(dirname "$0")/tap.sh"
 
 # The key column of every row, sorted; and how many rows repeat a key.
 keys() { tail -n +2 "$1" | cut -d, -f2 | sort; }
@@ -93,6 +81,21 @@ result "$(yes_if [ $code = 0 ] && grep -q 'torn last row' "$tmp/err" && grep -q 
     "--resume cuts off a torn row and runs only the 5 missing cases" "exit $code: $(cat "$tmp/err") $(tail -n 2 "$tmp/out")"
 result "$(yes_if [ "$(keys "$tmp/part.csv")" = "$(keys "$tmp/full.csv")" ] && [ "$(dups "$tmp/part.csv")" = 0 ])" \
     "the resumed CSV has every case once" "$(cat "$tmp/part.csv")"
+
+# Killed between the JSON and the CSV: the JSON holds all 8 cases, the CSV 3.
+# Resuming reruns the 5 and must not count them twice.
+head -n 4 "$tmp/full.csv" >"$tmp/ahead.csv"
+cp "$tmp/full.json" "$tmp/ahead.json"
+"$bin" $args --csv "$tmp/ahead.csv" --json "$tmp/ahead.json" --resume >/dev/null 2>"$tmp/err"
+"$py" - "$tmp/ahead.json" >"$tmp/py" 2>&1 <<'PY'
+import json, sys
+names = [b["name"] for b in json.load(open(sys.argv[1]))["benchmarks"]
+         if b["run_type"] == "aggregate" and b["aggregate_name"] == "median"]
+assert len(names) == 8 and len(set(names)) == 8, names
+print("json ok")
+PY
+result "$(yes_if grep -q 'json ok' "$tmp/py")" \
+    "--resume drops JSON entries the CSV lacks and reruns them: every case once" "$(cat "$tmp/py" "$tmp/err")"
 
 # Real interruptions: SIGTERM, then SIGKILL, each once some rows are in.
 big="--backend=naive --seq 64:512:x2 --heads 1,2,4 --dk 16 --reps 3 --min-time 0.05"

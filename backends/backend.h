@@ -124,10 +124,6 @@ static inline attn_status attn_host_read(const attn_problem *p, const float *o, 
     return ATTN_OK;
 }
 
-/* A registry entry for a backend whose dependency was not found at configure time. */
-#define ATTN_BACKEND_NOT_BUILT(sym, nm, sum, why) \
-    const attn_backend sym = { .name = (nm), .summary = (sum), .not_built = (why) }
-
 size_t attn_backend_count(void);
 const attn_backend *attn_backend_get(size_t i);
 const attn_backend *attn_backend_find(const char *name);

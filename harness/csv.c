@@ -17,11 +17,6 @@ static const char header[] =
     "flops,flops_dense,gflops,gflops_dense,peak_gflops,pct_peak,workspace_bytes,"
     "workspace_predicted_bytes,rss_peak_bytes,device_bytes,score_matrix_bytes,device,repro";
 
-const char *attn_csv_header(void)
-{
-    return header;
-}
-
 #define fail(...) attn_error(ATTN_EXIT_USAGE, __VA_ARGS__)
 
 static bool write_all(int fd, const char *buf, size_t n)

@@ -24,7 +24,4 @@ bool attn_csv_has(const attn_csv *c, const char *key);
 int attn_csv_append(attn_csv *c, const attn_result *r, const attn_setup *s, double peak_gflops);
 void attn_csv_close(attn_csv *c);
 
-/* The header line, without the newline (for the README and tests). */
-const char *attn_csv_header(void);
-
 #endif

@@ -116,11 +116,6 @@ void attn_tracker_destroy(attn_tracker *t)
     pthread_mutex_destroy(&t->lock);
 }
 
-void attn_tracker_reset_peak(attn_tracker *t)
-{
-    atomic_store(&t->peak, atomic_load(&t->current));
-}
-
 uint64_t attn_mem_available(void)
 {
     FILE *f = fopen("/proc/meminfo", "r");

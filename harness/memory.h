@@ -14,7 +14,7 @@
 typedef struct attn_tracker {
     attn_allocator iface;        /* hand &iface to backends */
     atomic_size_t current;       /* bytes live */
-    atomic_size_t peak;          /* high-water mark of current since the last reset */
+    atomic_size_t peak;          /* high-water mark of current */
     atomic_size_t calls;         /* allocation calls, successful or not */
     atomic_size_t live;          /* blocks not yet freed */
     atomic_size_t corrupt;       /* blocks whose tail canary was overwritten at free */
@@ -28,8 +28,6 @@ void attn_tracker_init(attn_tracker *t);
 size_t attn_tracker_reclaim(attn_tracker *t);
 /* Reclaims what is left and tears the tracker down. */
 void attn_tracker_destroy(attn_tracker *t);
-/* Start a new peak measurement from the bytes live now. */
-void attn_tracker_reset_peak(attn_tracker *t);
 
 /* Bytes the kernel says can be allocated without swapping (MemAvailable),
  * or 0 when it cannot be read. */

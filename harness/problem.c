@@ -48,7 +48,8 @@ bool attn_problem_sizes(const attn_problem *p, attn_sizes *s)
     return mul(&s->inputs, sizeof(float)) && mul(&s->output, sizeof(float));
 }
 
-double attn_problem_visible(const attn_problem *p)
+/* Score entries left visible by the masks, summed over batch and heads. */
+static double visible_entries(const attn_problem *p)
 {
     double pairs = 0;
     for (int b = 0; b < p->batch; b++)
@@ -59,7 +60,7 @@ double attn_problem_visible(const attn_problem *p)
 
 double attn_problem_flops(const attn_problem *p)
 {
-    return 2.0 * (p->d_k + p->d_v) * attn_problem_visible(p);
+    return 2.0 * (p->d_k + p->d_v) * visible_entries(p);
 }
 
 double attn_problem_flops_dense(const attn_problem *p)

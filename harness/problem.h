@@ -37,9 +37,6 @@ typedef struct attn_sizes {
 /* false when a size overflows size_t. */
 bool attn_problem_sizes(const attn_problem *p, attn_sizes *s);
 
-/* Score entries left visible by the masks, summed over batch and heads. */
-double attn_problem_visible(const attn_problem *p);
-
 /* Floating-point operations: 2*dk (Q.K) + 2*dv (P.V) per visible score entry. */
 double attn_problem_flops(const attn_problem *p);
 /* The same for every score entry, masked or not: the dense-formula count. */

@@ -64,6 +64,7 @@ typedef struct attn_allocator {
 typedef struct attn_config {
     int threads;                 /* >= 1 */
     const attn_allocator *alloc;
+    int tile_q, tile_kv;         /* block sizes for experiments; 0: the backend's choice */
 } attn_config;
 
 /* Dense masks leave each query row a prefix of the keys: query i of batch b

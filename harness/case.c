@@ -173,7 +173,8 @@ void attn_case_run(attn_result *r, const attn_backend *be, const attn_problem *p
 
     attn_tracker tr;
     attn_tracker_init(&tr);
-    const attn_config cfg = { .threads = s->threads, .alloc = &tr.iface };
+    const attn_config cfg = { .threads = s->threads, .alloc = &tr.iface,
+                              .tile_q = s->tile_q, .tile_kv = s->tile_kv };
     r->ws_predicted = be->workspace(p, &cfg);
     attn_sizes sz;
     attn_problem_sizes(p, &sz);

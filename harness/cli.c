@@ -12,13 +12,13 @@
 
 enum {
     MAX_BATCH = 65536, MAX_HEADS = 4096, MAX_SEQ = 1 << 24, MAX_DIM = 4096,
-    MAX_THREADS = 1024, MAX_WARMUP = 1000, MAX_LIST = 4096,
+    MAX_THREADS = 1024, MAX_WARMUP = 1000, MAX_LIST = 4096, MAX_TILE = 4096,
 };
 
 typedef enum opt_id {
     O_BACKEND, O_BATCH, O_HEADS, O_SEQ, O_SEQ_KV, O_DK, O_DV, O_SCALE, O_CAUSAL, O_KV_LEN,
     O_FILL, O_SEED, O_THREADS, O_PIN, O_REPS, O_WARMUP, O_MIN_TIME, O_MAX_TIME, O_CHECK_ROWS,
-    O_MAX_MEM, O_CSV, O_JSON, O_RESUME, O_PEAK, O_LIST, O_HELP, O_VERSION,
+    O_MAX_MEM, O_TILE, O_CSV, O_JSON, O_RESUME, O_PEAK, O_LIST, O_HELP, O_VERSION,
 } opt_id;
 
 enum { ARG_NONE, ARG_REQUIRED, ARG_OPTIONAL /* only as --opt=value */ };
@@ -41,7 +41,7 @@ static const struct option_def {
     { "csv", O_CSV, ARG_REQUIRED },           { "json", O_JSON, ARG_REQUIRED },
     { "resume", O_RESUME, ARG_NONE },         { "peak", O_PEAK, ARG_NONE },
     { "list", O_LIST, ARG_NONE },             { "help", O_HELP, ARG_NONE },
-    { "version", O_VERSION, ARG_NONE },
+    { "version", O_VERSION, ARG_NONE },       { "tile", O_TILE, ARG_REQUIRED },
 };
 
 int attn_error(int code, const char *fmt, ...)
@@ -78,6 +78,26 @@ static int parse_int_opt(const char *name, const char *val, long lo, long hi, in
         return usage_error("--%s: '%s' is not an integer in [%ld, %ld]", name, val, lo, hi);
     *dst = (int)v;
     return -1;
+}
+
+/* "BRxBC": query and key block sizes of the tiled backend, each 1..MAX_TILE. */
+static int parse_tile(const char *val, int *tq, int *tkv)
+{
+    char buf[32];
+    const char *x = strchr(val, 'x');
+    long a, b;
+    if (!x || (size_t)(x - val) >= sizeof(buf))
+        goto bad;
+    memcpy(buf, val, (size_t)(x - val));
+    buf[x - val] = '\0';
+    if (!parse_long(buf, 1, MAX_TILE, &a) || !parse_long(x + 1, 1, MAX_TILE, &b))
+        goto bad;
+    *tq = (int)a;
+    *tkv = (int)b;
+    return -1;
+bad:
+    return usage_error("--tile: '%s' is not BRxBC with both in [1, %d] (e.g. 64x128)", val,
+                       MAX_TILE);
 }
 
 static int parse_seed(const char *val, uint64_t *dst)
@@ -327,6 +347,7 @@ static int apply(attn_opts *o, opt_id id, const char *name, const char *val)
     case O_REPS:    return parse_int_opt(name, val, 0, ATTN_MAX_REPS, &o->setup.timer.reps);
     case O_WARMUP:  return parse_int_opt(name, val, 1, MAX_WARMUP, &o->setup.timer.warmup);
     case O_MAX_MEM: return parse_bytes(val, &o->setup.max_mem);
+    case O_TILE:    return parse_tile(val, &o->setup.tile_q, &o->setup.tile_kv);
     case O_CSV:     o->csv = val; return -1;
     case O_JSON:    o->json = val; return -1;
     case O_PIN:     o->pin = true; return -1;
@@ -520,6 +541,8 @@ void attn_cli_usage(FILE *f, const char *prog)
 "  --check-rows R   rows the reference checks: auto (default: all when cheap, else a\n"
 "                   seeded sample), all, or a count\n"
 "  --max-mem SIZE   skip cases needing more than SIZE (e.g. 8G); MemAvailable always applies\n"
+"  --tile BRxBC     query x key block sizes for the tiled backend, for experiments\n"
+"                   (default: chosen from d and the L1 cache)\n"
 "  --csv FILE       append one row per finished case to FILE (flushed to disk at once)\n"
 "  --resume         with --csv: skip the cases FILE already holds, append the rest\n"
 "  --json FILE      write Google-Benchmark-shaped JSON (rewritten after every case)\n"

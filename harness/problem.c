@@ -121,6 +121,8 @@ void attn_repro(char *buf, size_t len, const char *prog, const char *backend,
     at = cat_kv_len(buf, len, at, p, " --kv-len ", ",");
     if (s->fill != ATTN_FILL_NORMAL)
         at = cat(buf, len, at, " --fill %s", attn_fill_name(s->fill));
+    if (s->tile_q)
+        at = cat(buf, len, at, " --tile %dx%d", s->tile_q, s->tile_kv);
     if (s->check_rows)
         at = s->check_rows < 0 ? cat(buf, len, at, " --check-rows all")
                                : cat(buf, len, at, " --check-rows %ld", s->check_rows);
@@ -136,7 +138,9 @@ void attn_case_name(char *buf, size_t len, const char *backend, const attn_probl
     if (!default_scale(p))
         at = cat(buf, len, at, "/scale:%.9g", p->scale);
     if (s->fill != ATTN_FILL_NORMAL)
-        cat(buf, len, at, "/fill:%s", attn_fill_name(s->fill));
+        at = cat(buf, len, at, "/fill:%s", attn_fill_name(s->fill));
+    if (s->tile_q)
+        cat(buf, len, at, "/tile:%dx%d", s->tile_q, s->tile_kv);
 }
 
 void attn_case_key(char *buf, size_t len, const char *backend, const attn_problem *p,

@@ -23,6 +23,7 @@ typedef struct attn_setup {
     long check_rows;        /* rows the reference checks: 0 automatic, -1 all */
     attn_timer_opts timer;  /* timer.reps == 0: check only, no timing */
     uint64_t max_mem;       /* bytes a case may take; 0: no limit beyond MemAvailable */
+    int tile_q, tile_kv;    /* --tile; 0: each backend's own choice */
 } attn_setup;
 
 typedef struct attn_sizes {

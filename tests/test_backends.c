@@ -83,27 +83,55 @@ static void thread_invariance(const attn_backend *be)
     }
     attn_sizes sz;
     attn_problem_sizes(&p, &sz);
-    float *buf = attn_host_alloc((sz.q + sz.k + sz.v + 2 * sz.o) * sizeof(float));
+    float *buf = attn_host_alloc((sz.q + sz.k + sz.v + 3 * sz.o) * sizeof(float));
     if (!buf) {
         printf("Bail out! out of memory\n");
         exit(2);
     }
-    float *q = buf, *k = q + sz.q, *v = k + sz.k, *o1 = v + sz.v, *o3 = o1 + sz.o;
+    float *q = buf, *k = q + sz.q, *v = k + sz.k, *o1 = v + sz.v, *o2 = o1 + sz.o,
+          *o3 = o2 + sz.o;
     attn_fill(q, sz.q, ATTN_FILL_NORMAL, 5, ATTN_TENSOR_Q, 1);
     attn_fill(k, sz.k, ATTN_FILL_NORMAL, 5, ATTN_TENSOR_K, 1);
     attn_fill(v, sz.v, ATTN_FILL_NORMAL, 5, ATTN_TENSOR_V, 1);
     const attn_tensors in = { .q = q, .k = k, .v = v };
-    const bool ran = output_with_threads(be, &p, &in, 1, o1) && output_with_threads(be, &p, &in, 3, o3);
-    tap_ok(ran && !memcmp(o1, o3, sz.o * sizeof(float)),
-           "%s: output bitwise identical with 1 and 3 threads", be->name);
+    const bool ran = output_with_threads(be, &p, &in, 1, o1) &&
+                     output_with_threads(be, &p, &in, 2, o2) &&
+                     output_with_threads(be, &p, &in, 3, o3);
+    tap_ok(ran && !memcmp(o1, o2, sz.o * sizeof(float)) && !memcmp(o1, o3, sz.o * sizeof(float)),
+           "%s: output bitwise identical with 1, 2 and 3 threads", be->name);
     attn_host_free(buf);
+}
+
+/* Block sizes that do not divide anything, single rows and columns, and
+ * blocks larger than the problem: every tail of the tiled loop nest. */
+static const int tiles[][2] = { { 1, 1 }, { 5, 7 }, { 17, 33 }, { 64, 48 }, { 200, 300 } };
+#define NTILES (int)(sizeof(tiles) / sizeof(tiles[0]))
+
+static void tile_sizes(const attn_backend *be)
+{
+    static const int kv[] = { 129, 40 };
+    const attn_problem p = { .batch = 2, .heads = 2, .seq_q = 77, .seq_kv = 129, .d_k = 33,
+                             .d_v = 65, .scale = 0.17f, .causal = true, .kv_len = kv };
+    if (strcmp(be->name, "tiled"))
+        return;
+    for (int t = 0; t < NTILES; t++) {
+        attn_result r;
+        const attn_verdict v = run_case_tiled(be, &p, ATTN_FILL_EXTREME, 0, tiles[t][0],
+                                              tiles[t][1], &r);
+        if (!tap_ok(v == ATTN_PASSED, "tiled with --tile %dx%d, causal, padded, cross, dk != dv",
+                    tiles[t][0], tiles[t][1]))
+            tap_diag("%s: %s | %s", attn_verdict_str(v), r.why, r.repro);
+    }
 }
 
 int main(void)
 {
     grid_case grid[64];
     const size_t ncases = build_grid(grid);
-    tap_plan((int)(attn_backend_count() * (ncases + 1)));
+    int extra = 0;
+    for (size_t i = 0; i < attn_backend_count(); i++)
+        extra += !strcmp(attn_backend_get(i)->name, "tiled") ? NTILES : 0;
+    tap_plan((int)(attn_backend_count() * (ncases + 1)) + extra);
 
     for (size_t i = 0; i < attn_backend_count(); i++) {
         const attn_backend *be = attn_backend_get(i);
@@ -135,6 +163,7 @@ int main(void)
                 tap_diag("%s: %s | %s | %s", attn_verdict_str(v), r.why, desc, r.repro);
         }
         thread_invariance(be);
+        tile_sizes(be);
     }
     return 0;
 }

@@ -76,6 +76,10 @@ refused 2 "--min-time: '0' is not a finite number" --min-time 0
 refused 2 "--max-time: '-1' is not a finite number" --max-time -1
 refused 2 "--warmup: '0' is not an integer in [1, 1000]" --warmup 0
 refused 2 "--reps: '101' is not an integer in [0, 100]" --reps 101
+refused 2 "--tile: '64' is not BRxBC with both in [1, 4096]" --tile 64
+refused 2 "--tile: '0x48' is not BRxBC" --tile 0x48
+refused 2 "--tile: '64x' is not BRxBC" --tile 64x
+refused 2 "--tile: '64x4097' is not BRxBC" --tile 64x4097
 if "$bin" --threads 2 --list >/dev/null 2>&1; then
     refused 2 "--pin: --threads 1024, but only" --pin --threads 1024
 else
@@ -101,6 +105,9 @@ runs 0 "12 cases run: 12 passed, 0 failed, 0 skipped, 0 errors" --backend=naive 
 runs 0 "== B=2 H=3 Nq=5 Nk=9 dk=4 dv=6 causal kv_len=7,7" --backend=naive --batch 2 --heads 3 --seq 5 --seq-kv 9 --dk 4 --dv 6 --causal=both --kv-len 7 --reps 1 --min-time 0.001 --seq 5,6
 runs 0 "needs" --backend=naive --seq 8,16777216 --heads 1 --dk 4096 --reps 1 --min-time 0.001
 runs 0 "1 passed, 0 failed, 1 skipped" --backend=naive --seq 8,16777216 --heads 1 --dk 4096 --reps 1 --min-time 0.001
+runs 0 "tiled          PASSED" --backend=tiled --seq 100 --seq-kv 70 --dk 24 --dv 40 --causal --tile 16x20 --reps 1
+runs 0 "--tile 16x20" --backend=tiled --seq 100 --dk 24 --tile 16x20 --reps 1
+runs 0 "tiled (" --backend=tiled --seq 16 --dk 8 --reps 1
 runs 0 "pinned to CPUs 0" --backend=naive --seq 8 --dk 8 --threads 1 --pin --reps 1
 
 # The repro line printed for a case reruns that case alone, with the same result.

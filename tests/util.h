@@ -11,8 +11,10 @@
 #include "fill.h"
 #include "memory.h"
 
-static inline attn_verdict run_case(const attn_backend *be, const attn_problem *p,
-                                    attn_fill_kind fill, long check_rows, attn_result *r)
+/* tile_q, tile_kv: --tile for the case (0, 0: the backend's own choice). */
+static inline attn_verdict run_case_tiled(const attn_backend *be, const attn_problem *p,
+                                          attn_fill_kind fill, long check_rows, int tile_q,
+                                          int tile_kv, attn_result *r)
 {
     attn_sizes sz;
     if (!attn_problem_sizes(p, &sz)) {
@@ -21,7 +23,8 @@ static inline attn_verdict run_case(const attn_backend *be, const attn_problem *
     }
     const attn_setup s = { .threads = ATTN_HAVE_OPENMP ? 2 : 1, .seed = 7, .fill = fill,
                            .check_rows = check_rows,
-                           .timer = { .warmup = 1, .reps = 2, .min_time = 1e-4 } };
+                           .timer = { .warmup = 1, .reps = 2, .min_time = 1e-4 },
+                           .tile_q = tile_q, .tile_kv = tile_kv };
     float *q = attn_host_alloc(sz.q * sizeof(float));
     float *k = attn_host_alloc(sz.k * sizeof(float));
     float *v = attn_host_alloc(sz.v * sizeof(float));
@@ -44,6 +47,12 @@ static inline attn_verdict run_case(const attn_backend *be, const attn_problem *
     attn_host_free(k);
     attn_host_free(v);
     return r->verdict;
+}
+
+static inline attn_verdict run_case(const attn_backend *be, const attn_problem *p,
+                                    attn_fill_kind fill, long check_rows, attn_result *r)
+{
+    return run_case_tiled(be, p, fill, check_rows, 0, 0, r);
 }
 
 #endif

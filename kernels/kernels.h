@@ -1,0 +1,99 @@
+/* The micro-kernels of the fused (tiled) attention, one macro-declared
+ * signature each, in a portable C version and in AVX2 and AVX-512 versions
+ * chosen at run time from the CPU's flags (the ISA is the suffix of the name).
+ *
+ * The tile layout is transposed on purpose: a score tile S^T holds keys as
+ * rows and queries as columns, so that
+ *   - Q.K^T is a register-blocked outer product of rows of K (broadcast, read
+ *     in place) and rows of the packed Q^T (vector loads), with no K packing;
+ *   - the online-softmax statistics of a query (running max m, sum l) live in
+ *     one vector lane: column max and column sum are vertical operations;
+ *   - P.V broadcasts P^T[j][i] (queries of one key are contiguous) against
+ *     rows of V read in place.
+ * Scores are in log2 units (Q is pre-scaled by scale*log2(e)), so the softmax
+ * uses exp2. Every kernel handles any tail size itself and touches nothing
+ * outside the nq x nk (or nq x dv) region it is given. */
+#ifndef ATTN_KERNELS_H
+#define ATTN_KERNELS_H
+
+#include <stddef.h>
+
+/* S^T[j][i] = sum_c k[j][c] * qt[c][i]  for j < nk, i < nq. */
+#define decl_qk_fn(name) void (name)(float *restrict st, ptrdiff_t st_stride, \
+    const float *restrict k, ptrdiff_t k_stride, const float *restrict qt, ptrdiff_t qt_stride, \
+    int nk, int nq, int dk)
+
+/* One online-softmax step over a tile of log2-scaled scores S^T (nk keys x nq
+ * queries). Key j is visible to query i iff end == NULL or j < end[i]. Per query:
+ *   mx = max of its visible scores; m' = max(m, mx);
+ *   alpha = exp2(m - m') (0 while nothing was visible yet);
+ *   S^T[j][i] <- exp2(S^T[j][i] - m') where visible, else 0;
+ *   l <- l*alpha + sum_j S^T[j][i];  m <- m'.
+ * A query that has seen no visible key keeps m = -inf and l = 0. */
+#define decl_softmax_fn(name) void (name)(float *restrict st, ptrdiff_t st_stride, \
+    int nk, int nq, const int *restrict end, float *restrict m, float *restrict l, \
+    float *restrict alpha)
+
+/* o[i][c] = alpha[i] * o[i][c] + sum_j pt[j][i] * v[j][c]  for i < nq, c < dv. */
+#define decl_pv_fn(name) void (name)(float *restrict o, ptrdiff_t o_stride, \
+    const float *restrict pt, ptrdiff_t pt_stride, const float *restrict v, ptrdiff_t v_stride, \
+    const float *restrict alpha, int nq, int nk, int dv)
+
+/* y[i] = 2^x[i]: the exp the softmax kernel uses, exposed so that its accuracy
+ * can be measured. x <= 0 is the range that matters (max-subtracted scores). */
+#define decl_exp2_fn(name) void (name)(float *restrict y, const float *restrict x, int n)
+
+typedef decl_qk_fn(attn_qk_fn);
+typedef decl_softmax_fn(attn_softmax_fn);
+typedef decl_pv_fn(attn_pv_fn);
+typedef decl_exp2_fn(attn_exp2_fn);
+
+typedef enum attn_isa {
+    ATTN_ISA_C = 0,
+    ATTN_ISA_AVX2,      /* AVX2 + FMA */
+    ATTN_ISA_AVX512,    /* AVX-512 F, BW, VL, DQ */
+    ATTN_ISA_COUNT
+} attn_isa;
+
+typedef struct attn_kernels {
+    attn_isa isa;
+    attn_qk_fn *qk;
+    attn_softmax_fn *softmax;
+    attn_pv_fn *pv;
+    attn_exp2_fn *exp2;
+} attn_kernels;
+
+const char *attn_isa_name(attn_isa isa);
+
+/* Whether this build has kernels for isa and this CPU can run them. */
+int attn_isa_usable(attn_isa isa);
+
+/* The kernel table of exactly isa; NULL when !attn_isa_usable(isa). */
+const attn_kernels *attn_kernels_for(attn_isa isa);
+
+/* The widest usable ISA's table. */
+const attn_kernels *attn_kernels_best(void);
+
+/* 2^x = 2^n * 2^f with n = floor(x), f in [0, 1): a relative-error minimax
+ * polynomial of degree 6 for 2^f (1.9e-9 in exact arithmetic; evaluated in
+ * float, about 1.3 ulp). Every version uses these coefficients and the same
+ * reduction, so they differ only by rounding (FMA or not).
+ * Below ATTN_EXP2_LO the result is some value in [0, 2^-126] (C: 0; it is
+ * far below anything a softmax sum of at least 1 can notice); above
+ * ATTN_EXP2_HI it overflows (never reached by max-subtracted scores). */
+#define ATTN_EXP2_C0 1.0f
+#define ATTN_EXP2_C1 0.693147004f
+#define ATTN_EXP2_C2 0.240229830f
+#define ATTN_EXP2_C3 0.0554833412f
+#define ATTN_EXP2_C4 0.00967884064f
+#define ATTN_EXP2_C5 0.00124396884f
+#define ATTN_EXP2_C6 0.000217022549f
+#define ATTN_EXP2_LO (-126.0f)
+#define ATTN_EXP2_HI 127.0f
+
+/* Per-ISA tables, filled by each ISA's file. */
+void attn_kernels_init_c(attn_kernels *k);
+void attn_kernels_init_avx2(attn_kernels *k);
+void attn_kernels_init_avx512(attn_kernels *k);
+
+#endif

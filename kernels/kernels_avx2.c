@@ -1,0 +1,255 @@
+/* AVX2 + FMA versions. This file alone is compiled with -mavx2 -mfma;
+ * nothing here runs unless the CPU reports both.
+ *
+ * With 16 ymm registers the tiles are 6 x 16: 12 accumulators, 2 vector
+ * loads and one broadcast per step. Tails use maskload/maskstore lanes. */
+#include <immintrin.h>
+#include <math.h>
+
+#include "kernels.h"
+
+#define ROWS 6
+#define VECS 2   /* ymm per tile row: 16 floats */
+
+#define INLINE static inline __attribute__((always_inline))
+
+/* All-ones in the first n lanes (n in [0, 8]). */
+INLINE __m256i lanes(int n)
+{
+    const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), idx);
+}
+
+INLINE __m256 load(const float *p, __m256i mask, int full)
+{
+    return full ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, mask);
+}
+
+INLINE void store(float *p, __m256i mask, int full, __m256 x)
+{
+    if (full)
+        _mm256_storeu_ps(p, x);
+    else
+        _mm256_maskstore_ps(p, mask, x);
+}
+
+INLINE void qk_tile(float *restrict st, ptrdiff_t ss, const float *restrict k, ptrdiff_t ks,
+                    const float *restrict qt, ptrdiff_t qs, int dk,
+                    const int R, const int NV, const int FULL, __m256i tail)
+{
+    __m256 acc[ROWS][VECS];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 2
+        for (int v = 0; v < NV; v++)
+            acc[r][v] = _mm256_setzero_ps();
+    for (int c = 0; c < dk; c++) {
+        __m256 b[VECS];
+#pragma GCC unroll 2
+        for (int v = 0; v < NV; v++)
+            b[v] = load(qt + c * qs + 8 * v, tail, v < NV - 1 || FULL);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) {
+            const __m256 a = _mm256_broadcast_ss(k + r * ks + c);
+#pragma GCC unroll 2
+            for (int v = 0; v < NV; v++)
+                acc[r][v] = _mm256_fmadd_ps(a, b[v], acc[r][v]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 2
+        for (int v = 0; v < NV; v++)
+            store(st + r * ss + 8 * v, tail, v < NV - 1 || FULL, acc[r][v]);
+}
+
+#define QK_TILE(R) do {                                                        \
+        if (nv == 2 && full) qk_tile(s, ss, kr, ks, q, qs, dk, R, 2, 1, tail); \
+        else if (nv == 2)    qk_tile(s, ss, kr, ks, q, qs, dk, R, 2, 0, tail); \
+        else                 qk_tile(s, ss, kr, ks, q, qs, dk, R, 1, 0, tail); \
+    } while (0)
+
+static decl_qk_fn(qk_avx2)
+{
+    const ptrdiff_t ss = st_stride, ks = k_stride, qs = qt_stride;
+    for (int i0 = 0; i0 < nq; i0 += 8 * VECS) {
+        const int w = nq - i0 < 8 * VECS ? nq - i0 : 8 * VECS;
+        const int nv = (w + 7) / 8;
+        const int full = w == 8 * VECS;
+        const __m256i tail = lanes(w - 8 * (nv - 1));
+        const float *q = qt + i0;
+        int j = 0;
+        for (; j + ROWS <= nk; j += ROWS) {
+            float *s = st + j * ss + i0;
+            const float *kr = k + j * ks;
+            QK_TILE(ROWS);
+        }
+        float *s = st + j * ss + i0;
+        const float *kr = k + j * ks;
+        switch (nk - j) {
+        case 1: QK_TILE(1); break;
+        case 2: QK_TILE(2); break;
+        case 3: QK_TILE(3); break;
+        case 4: QK_TILE(4); break;
+        case 5: QK_TILE(5); break;
+        default: break;
+        }
+    }
+}
+
+/* 2^x as in kernels_c.c. The clamps keep the exponent field valid (below
+ * LO the result is 2^-126); NaN passes through them (MINPS and MAXPS return
+ * their second operand when one is NaN). */
+INLINE __m256 exp2_ps(__m256 x)
+{
+    x = _mm256_min_ps(_mm256_set1_ps(ATTN_EXP2_HI), x);
+    x = _mm256_max_ps(_mm256_set1_ps(ATTN_EXP2_LO), x);
+    const __m256 n = _mm256_floor_ps(x);
+    const __m256 f = _mm256_sub_ps(x, n);
+    __m256 p = _mm256_set1_ps(ATTN_EXP2_C6);
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(ATTN_EXP2_C5));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(ATTN_EXP2_C4));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(ATTN_EXP2_C3));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(ATTN_EXP2_C2));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(ATTN_EXP2_C1));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(ATTN_EXP2_C0));
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n),
+                                                         _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+static decl_exp2_fn(exp2_avx2)
+{
+    for (int i = 0; i < n; i += 8) {
+        const int full = n - i >= 8;
+        const __m256i t = lanes(n - i);
+        store(y + i, t, full, exp2_ps(load(x + i, t, full)));
+    }
+}
+
+INLINE void softmax_strip(float *restrict st, ptrdiff_t ss, int nk, const int *restrict end,
+                          float *restrict m, float *restrict l, float *restrict alpha,
+                          __m256i t, const int full, const int masked)
+{
+    const __m256i e = masked ? (full ? _mm256_loadu_si256((const __m256i *)end)
+                                     : _mm256_maskload_epi32(end, t))
+                             : _mm256_setzero_si256();
+    const __m256 ninf = _mm256_set1_ps(-INFINITY);
+    /* Four running maxima: one would wait on the max latency every key. */
+    __m256 mx4[4] = { ninf, ninf, ninf, ninf };
+    for (int j = 0; j < nk; j++) {
+        __m256 s = load(st + j * ss, t, full);
+        if (masked)
+            s = _mm256_blendv_ps(ninf, s, _mm256_castsi256_ps(
+                    _mm256_cmpgt_epi32(e, _mm256_set1_epi32(j))));
+        mx4[j & 3] = _mm256_max_ps(s, mx4[j & 3]);
+    }
+    const __m256 mx = _mm256_max_ps(_mm256_max_ps(mx4[0], mx4[1]), _mm256_max_ps(mx4[2], mx4[3]));
+    const __m256 mold = load(m, t, full);
+    const __m256 mnew = _mm256_max_ps(mx, mold);
+    const __m256 muse = _mm256_andnot_ps(_mm256_cmp_ps(mnew, ninf, _CMP_EQ_OQ), mnew);
+    const __m256 a = exp2_ps(_mm256_sub_ps(mold, muse));
+    __m256 sum = _mm256_mul_ps(load(l, t, full), a);
+    for (int j = 0; j < nk; j++) {
+        float *s = st + j * ss;
+        __m256 p = exp2_ps(_mm256_sub_ps(load(s, t, full), muse));
+        if (masked)
+            p = _mm256_and_ps(p, _mm256_castsi256_ps(_mm256_cmpgt_epi32(e, _mm256_set1_epi32(j))));
+        store(s, t, full, p);
+        sum = _mm256_add_ps(sum, p);
+    }
+    store(m, t, full, mnew);
+    store(l, t, full, sum);
+    store(alpha, t, full, a);
+}
+
+static decl_softmax_fn(softmax_avx2)
+{
+    for (int i = 0; i < nq; i += 8) {
+        const int full = nq - i >= 8;
+        const __m256i t = lanes(nq - i);
+        if (end && full)
+            softmax_strip(st + i, st_stride, nk, end + i, m + i, l + i, alpha + i, t, 1, 1);
+        else if (end)
+            softmax_strip(st + i, st_stride, nk, end + i, m + i, l + i, alpha + i, t, 0, 1);
+        else if (full)
+            softmax_strip(st + i, st_stride, nk, NULL, m + i, l + i, alpha + i, t, 1, 0);
+        else
+            softmax_strip(st + i, st_stride, nk, NULL, m + i, l + i, alpha + i, t, 0, 0);
+    }
+}
+
+INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, ptrdiff_t ps,
+                    const float *restrict v, ptrdiff_t vs, const float *restrict alpha, int nk,
+                    const int R, const int NV, const int FULL, __m256i tail)
+{
+    __m256 acc[ROWS][VECS];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+        const __m256 a = _mm256_broadcast_ss(alpha + r);
+#pragma GCC unroll 2
+        for (int c = 0; c < NV; c++)
+            acc[r][c] = _mm256_mul_ps(a, load(o + r * os + 8 * c, tail, c < NV - 1 || FULL));
+    }
+    for (int j = 0; j < nk; j++) {
+        __m256 b[VECS];
+#pragma GCC unroll 2
+        for (int c = 0; c < NV; c++)
+            b[c] = load(v + j * vs + 8 * c, tail, c < NV - 1 || FULL);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) {
+            const __m256 p = _mm256_broadcast_ss(pt + j * ps + r);
+#pragma GCC unroll 2
+            for (int c = 0; c < NV; c++)
+                acc[r][c] = _mm256_fmadd_ps(p, b[c], acc[r][c]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 2
+        for (int c = 0; c < NV; c++)
+            store(o + r * os + 8 * c, tail, c < NV - 1 || FULL, acc[r][c]);
+}
+
+#define PV_TILE(R) do {                                                           \
+        if (nv == 2 && full) pv_tile(out, os, p, ps, vc, vs, a, nk, R, 2, 1, tail);  \
+        else if (nv == 2)    pv_tile(out, os, p, ps, vc, vs, a, nk, R, 2, 0, tail);  \
+        else                 pv_tile(out, os, p, ps, vc, vs, a, nk, R, 1, 0, tail);  \
+    } while (0)
+
+static decl_pv_fn(pv_avx2)
+{
+    const ptrdiff_t os = o_stride, ps = pt_stride, vs = v_stride;
+    for (int c0 = 0; c0 < dv; c0 += 8 * VECS) {
+        const int w = dv - c0 < 8 * VECS ? dv - c0 : 8 * VECS;
+        const int nv = (w + 7) / 8;
+        const int full = w == 8 * VECS;
+        const __m256i tail = lanes(w - 8 * (nv - 1));
+        const float *vc = v + c0;
+        int i = 0;
+        for (; i + ROWS <= nq; i += ROWS) {
+            float *out = o + i * os + c0;
+            const float *p = pt + i, *a = alpha + i;
+            PV_TILE(ROWS);
+        }
+        float *out = o + i * os + c0;
+        const float *p = pt + i, *a = alpha + i;
+        switch (nq - i) {
+        case 1: PV_TILE(1); break;
+        case 2: PV_TILE(2); break;
+        case 3: PV_TILE(3); break;
+        case 4: PV_TILE(4); break;
+        case 5: PV_TILE(5); break;
+        default: break;
+        }
+    }
+}
+
+void attn_kernels_init_avx2(attn_kernels *k)
+{
+    k->isa = ATTN_ISA_AVX2;
+    k->qk = qk_avx2;
+    k->softmax = softmax_avx2;
+    k->pv = pv_avx2;
+    k->exp2 = exp2_avx2;
+}

@@ -1,0 +1,266 @@
+/* AVX-512 (F, BW, VL, DQ) versions. This file alone is compiled with the
+ * AVX-512 flags; nothing here runs unless the CPU reports them.
+ *
+ * Register tiles: Q.K^T and P.V both keep a 6 x 64 block of results in 24
+ * zmm accumulators (6 broadcast scalars against 4 vector loads per step), so
+ * 24 FMAs share 10 loads. Tails are masked lanes and smaller row counts of
+ * the same inlined tile, instantiated for each constant size. */
+#include <immintrin.h>
+#include <math.h>
+
+#include "kernels.h"
+
+#define ROWS 6   /* broadcast rows per register tile */
+#define VECS 4   /* zmm per tile row: 64 floats */
+
+#define INLINE static inline __attribute__((always_inline))
+
+INLINE __mmask16 lanes(int n)
+{
+    return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);
+}
+
+/* Vector v of a tile row of NV vectors: the last one may be partial. FULL
+ * (a constant) says it is not, so the common case has no masked accesses. */
+INLINE __m512 load_v(const float *p, int v, int NV, int FULL, __mmask16 tail)
+{
+    return v < NV - 1 || FULL ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(tail, p);
+}
+
+INLINE void store_v(float *p, int v, int NV, int FULL, __mmask16 tail, __m512 x)
+{
+    if (v < NV - 1 || FULL)
+        _mm512_storeu_ps(p, x);
+    else
+        _mm512_mask_storeu_ps(p, tail, x);
+}
+
+INLINE void qk_tile(float *restrict st, ptrdiff_t ss, const float *restrict k, ptrdiff_t ks,
+                    const float *restrict qt, ptrdiff_t qs, int dk,
+                    const int R, const int NV, const int FULL, __mmask16 tail)
+{
+    __m512 acc[ROWS][VECS];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++)
+            acc[r][v] = _mm512_setzero_ps();
+    for (int c = 0; c < dk; c++) {
+        __m512 b[VECS];
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++)
+            b[v] = load_v(qt + c * qs + 16 * v, v, NV, FULL, tail);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) {
+            const __m512 a = _mm512_set1_ps(k[r * ks + c]);
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++)
+                acc[r][v] = _mm512_fmadd_ps(a, b[v], acc[r][v]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++)
+            store_v(st + r * ss + 16 * v, v, NV, FULL, tail, acc[r][v]);
+}
+
+#define QK_TILE(R) do {                                                        \
+        switch (tail == 0xffff ? nv + 4 : nv) {                                \
+        case 1: qk_tile(s, ss, kr, ks, q, qs, dk, R, 1, 0, tail); break;       \
+        case 2: qk_tile(s, ss, kr, ks, q, qs, dk, R, 2, 0, tail); break;       \
+        case 3: qk_tile(s, ss, kr, ks, q, qs, dk, R, 3, 0, tail); break;       \
+        case 4: qk_tile(s, ss, kr, ks, q, qs, dk, R, 4, 0, tail); break;       \
+        case 5: qk_tile(s, ss, kr, ks, q, qs, dk, R, 1, 1, tail); break;       \
+        case 6: qk_tile(s, ss, kr, ks, q, qs, dk, R, 2, 1, tail); break;       \
+        case 7: qk_tile(s, ss, kr, ks, q, qs, dk, R, 3, 1, tail); break;       \
+        default: qk_tile(s, ss, kr, ks, q, qs, dk, R, 4, 1, tail); break;      \
+        }                                                                      \
+    } while (0)
+
+static decl_qk_fn(qk_avx512)
+{
+    const ptrdiff_t ss = st_stride, ks = k_stride, qs = qt_stride;
+    for (int i0 = 0; i0 < nq; i0 += 16 * VECS) {
+        const int w = nq - i0 < 16 * VECS ? nq - i0 : 16 * VECS;
+        const int nv = (w + 15) / 16;
+        const __mmask16 tail = lanes(w - 16 * (nv - 1));
+        const float *q = qt + i0;
+        int j = 0;
+        for (; j + ROWS <= nk; j += ROWS) {
+            float *s = st + j * ss + i0;
+            const float *kr = k + j * ks;
+            QK_TILE(ROWS);
+        }
+        float *s = st + j * ss + i0;
+        const float *kr = k + j * ks;
+        switch (nk - j) {
+        case 1: QK_TILE(1); break;
+        case 2: QK_TILE(2); break;
+        case 3: QK_TILE(3); break;
+        case 4: QK_TILE(4); break;
+        case 5: QK_TILE(5); break;
+        default: break;
+        }
+    }
+}
+
+/* 2^x as in kernels_c.c, in 9 instructions: VREDUCEPS gives f = x - floor(x)
+ * and VSCALEFPS multiplies by 2^floor(x) itself, so n is never formed. The
+ * clamp turns -inf into a tiny value instead of the NaN -inf - -inf would
+ * give; NaN passes through it (MAXPS returns its second operand). */
+INLINE __m512 exp2_ps(__m512 x)
+{
+    x = _mm512_max_ps(_mm512_set1_ps(ATTN_EXP2_LO - 1.0f), x);
+    const __m512 f = _mm512_reduce_ps(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    __m512 p = _mm512_set1_ps(ATTN_EXP2_C6);
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(ATTN_EXP2_C5));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(ATTN_EXP2_C4));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(ATTN_EXP2_C3));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(ATTN_EXP2_C2));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(ATTN_EXP2_C1));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(ATTN_EXP2_C0));
+    return _mm512_scalef_ps(p, x);
+}
+
+static decl_exp2_fn(exp2_avx512)
+{
+    for (int i = 0; i < n; i += 16) {
+        const __mmask16 t = lanes(n - i);
+        _mm512_mask_storeu_ps(y + i, t, exp2_ps(_mm512_maskz_loadu_ps(t, x + i)));
+    }
+}
+
+/* One 16-query column strip of the softmax step; masked is a constant so
+ * the unmasked common case carries no visibility compares. */
+INLINE void softmax_strip(float *restrict st, ptrdiff_t ss, int nk, const int *restrict end,
+                          float *restrict m, float *restrict l, float *restrict alpha,
+                          __mmask16 t, const int masked)
+{
+    const __m512i e = masked ? _mm512_maskz_loadu_epi32(t, end) : _mm512_setzero_si512();
+    /* Four running maxima: one would wait on the max latency every key. */
+    __m512 mx4[4];
+    for (int u = 0; u < 4; u++)
+        mx4[u] = _mm512_set1_ps(-INFINITY);
+    int j = 0;
+    for (; j + 4 <= nk; j += 4)
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; u++) {
+            const __mmask16 vis = masked ? _mm512_mask_cmpgt_epi32_mask(t, e, _mm512_set1_epi32(j + u)) : t;
+            mx4[u] = _mm512_mask_max_ps(mx4[u], vis, mx4[u], _mm512_maskz_loadu_ps(t, st + (j + u) * ss));
+        }
+    for (; j < nk; j++) {
+        const __mmask16 vis = masked ? _mm512_mask_cmpgt_epi32_mask(t, e, _mm512_set1_epi32(j)) : t;
+        mx4[0] = _mm512_mask_max_ps(mx4[0], vis, mx4[0], _mm512_maskz_loadu_ps(t, st + j * ss));
+    }
+    const __m512 mx = _mm512_max_ps(_mm512_max_ps(mx4[0], mx4[1]), _mm512_max_ps(mx4[2], mx4[3]));
+    const __m512 mold = _mm512_maskz_loadu_ps(t, m);
+    const __m512 mnew = _mm512_max_ps(mx, mold);
+    const __m512 ninf = _mm512_set1_ps(-INFINITY);
+    const __m512 muse = _mm512_mask_mov_ps(mnew, _mm512_cmp_ps_mask(mnew, ninf, _CMP_EQ_OQ),
+                                           _mm512_setzero_ps());
+    const __m512 a = exp2_ps(_mm512_sub_ps(mold, muse));
+    __m512 sum = _mm512_mul_ps(_mm512_maskz_loadu_ps(t, l), a);
+    for (j = 0; j < nk; j++) {
+        const __mmask16 vis = masked ? _mm512_mask_cmpgt_epi32_mask(t, e, _mm512_set1_epi32(j)) : t;
+        float *s = st + j * ss;
+        const __m512 p = _mm512_maskz_mov_ps(vis, exp2_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(t, s), muse)));
+        _mm512_mask_storeu_ps(s, t, p);
+        sum = _mm512_add_ps(sum, p);
+    }
+    _mm512_mask_storeu_ps(m, t, mnew);
+    _mm512_mask_storeu_ps(l, t, sum);
+    _mm512_mask_storeu_ps(alpha, t, a);
+}
+
+static decl_softmax_fn(softmax_avx512)
+{
+    for (int i = 0; i < nq; i += 16) {
+        const __mmask16 t = lanes(nq - i);
+        if (end)
+            softmax_strip(st + i, st_stride, nk, end + i, m + i, l + i, alpha + i, t, 1);
+        else
+            softmax_strip(st + i, st_stride, nk, NULL, m + i, l + i, alpha + i, t, 0);
+    }
+}
+
+INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, ptrdiff_t ps,
+                    const float *restrict v, ptrdiff_t vs, const float *restrict alpha, int nk,
+                    const int R, const int NV, const int FULL, __mmask16 tail)
+{
+    __m512 acc[ROWS][VECS];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+        const __m512 a = _mm512_set1_ps(alpha[r]);
+#pragma GCC unroll 4
+        for (int c = 0; c < NV; c++)
+            acc[r][c] = _mm512_mul_ps(a, load_v(o + r * os + 16 * c, c, NV, FULL, tail));
+    }
+    for (int j = 0; j < nk; j++) {
+        __m512 b[VECS];
+#pragma GCC unroll 4
+        for (int c = 0; c < NV; c++)
+            b[c] = load_v(v + j * vs + 16 * c, c, NV, FULL, tail);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) {
+            const __m512 p = _mm512_set1_ps(pt[j * ps + r]);
+#pragma GCC unroll 4
+            for (int c = 0; c < NV; c++)
+                acc[r][c] = _mm512_fmadd_ps(p, b[c], acc[r][c]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < NV; c++)
+            store_v(o + r * os + 16 * c, c, NV, FULL, tail, acc[r][c]);
+}
+
+#define PV_TILE(R) do {                                                        \
+        switch (tail == 0xffff ? nv + 4 : nv) {                                \
+        case 1: pv_tile(out, os, p, ps, vc, vs, a, nk, R, 1, 0, tail); break;  \
+        case 2: pv_tile(out, os, p, ps, vc, vs, a, nk, R, 2, 0, tail); break;  \
+        case 3: pv_tile(out, os, p, ps, vc, vs, a, nk, R, 3, 0, tail); break;  \
+        case 4: pv_tile(out, os, p, ps, vc, vs, a, nk, R, 4, 0, tail); break;  \
+        case 5: pv_tile(out, os, p, ps, vc, vs, a, nk, R, 1, 1, tail); break;  \
+        case 6: pv_tile(out, os, p, ps, vc, vs, a, nk, R, 2, 1, tail); break;  \
+        case 7: pv_tile(out, os, p, ps, vc, vs, a, nk, R, 3, 1, tail); break;  \
+        default: pv_tile(out, os, p, ps, vc, vs, a, nk, R, 4, 1, tail); break; \
+        }                                                                      \
+    } while (0)
+
+static decl_pv_fn(pv_avx512)
+{
+    const ptrdiff_t os = o_stride, ps = pt_stride, vs = v_stride;
+    for (int c0 = 0; c0 < dv; c0 += 16 * VECS) {
+        const int w = dv - c0 < 16 * VECS ? dv - c0 : 16 * VECS;
+        const int nv = (w + 15) / 16;
+        const __mmask16 tail = lanes(w - 16 * (nv - 1));
+        const float *vc = v + c0;
+        int i = 0;
+        for (; i + ROWS <= nq; i += ROWS) {
+            float *out = o + i * os + c0;
+            const float *p = pt + i, *a = alpha + i;
+            PV_TILE(ROWS);
+        }
+        float *out = o + i * os + c0;
+        const float *p = pt + i, *a = alpha + i;
+        switch (nq - i) {
+        case 1: PV_TILE(1); break;
+        case 2: PV_TILE(2); break;
+        case 3: PV_TILE(3); break;
+        case 4: PV_TILE(4); break;
+        case 5: PV_TILE(5); break;
+        default: break;
+        }
+    }
+}
+
+void attn_kernels_init_avx512(attn_kernels *k)
+{
+    k->isa = ATTN_ISA_AVX512;
+    k->qk = qk_avx512;
+    k->softmax = softmax_avx512;
+    k->pv = pv_avx512;
+    k->exp2 = exp2_avx512;
+}

@@ -1,0 +1,117 @@
+/* The portable versions: the definition of each kernel, and the baseline the
+ * ISA versions are checked against. Plain loops in the same summation order
+ * as the SIMD versions (c ascending in Q.K^T, j ascending in the softmax sum
+ * and in P.V); the build's ISO C mode does not contract a*b + c into FMA. */
+#include <math.h>
+
+#include "kernels.h"
+
+static decl_qk_fn(qk_c)
+{
+    for (int j = 0; j < nk; j++) {
+        float *s = st + j * st_stride;
+        for (int i = 0; i < nq; i++)
+            s[i] = 0.0f;
+        for (int c = 0; c < dk; c++) {
+            const float a = k[j * k_stride + c];
+            const float *b = qt + c * qt_stride;
+            for (int i = 0; i < nq; i++)
+                s[i] += a * b[i];
+        }
+    }
+}
+
+/* 2^x by range reduction x = n + f, n = floor(x), f in [0, 1), a
+ * polynomial for 2^f and n added to the exponent. */
+static inline float exp2_one(float x)
+{
+    if (x != x)
+        return x;
+    if (x < ATTN_EXP2_LO)
+        return 0.0f;
+    if (x > ATTN_EXP2_HI)
+        x = ATTN_EXP2_HI;
+    float n = (float)(int)x;   /* truncation; floor below */
+    if (n > x)
+        n -= 1.0f;
+    const float f = x - n;
+    float p = ATTN_EXP2_C6;
+    p = p * f + ATTN_EXP2_C5;
+    p = p * f + ATTN_EXP2_C4;
+    p = p * f + ATTN_EXP2_C3;
+    p = p * f + ATTN_EXP2_C2;
+    p = p * f + ATTN_EXP2_C1;
+    p = p * f + ATTN_EXP2_C0;
+    union { unsigned u; float f; } scale = { .u = (unsigned)((int)n + 127) << 23 };
+    return p * scale.f;
+}
+
+static decl_exp2_fn(exp2_c)
+{
+    for (int i = 0; i < n; i++)
+        y[i] = exp2_one(x[i]);
+}
+
+/* What a query's scores are shifted by: its running max, or 0 while it has
+ * seen no visible key (m = -inf), so that no -inf - -inf appears; then every
+ * P is 0 and alpha = exp2(-inf) = 0 multiplies an O and an l that are 0. */
+static inline float subtrahend(float m)
+{
+    return m == -INFINITY ? 0.0f : m;
+}
+
+static inline int visible(const int *end, int i, int j)
+{
+    return !end || j < end[i];
+}
+
+static decl_softmax_fn(softmax_c)
+{
+    float *mx = alpha;   /* the column max lives in alpha until alpha is known */
+    for (int i = 0; i < nq; i++)
+        mx[i] = -INFINITY;
+    for (int j = 0; j < nk; j++) {
+        const float *s = st + j * st_stride;
+        for (int i = 0; i < nq; i++)
+            if (visible(end, i, j) && s[i] > mx[i])
+                mx[i] = s[i];
+    }
+    for (int i = 0; i < nq; i++) {
+        const float mnew = mx[i] > m[i] ? mx[i] : m[i];
+        alpha[i] = exp2_one(m[i] - subtrahend(mnew));
+        l[i] *= alpha[i];
+        m[i] = mnew;
+    }
+    for (int j = 0; j < nk; j++) {
+        float *s = st + j * st_stride;
+        for (int i = 0; i < nq; i++) {
+            const float p = visible(end, i, j) ? exp2_one(s[i] - subtrahend(m[i])) : 0.0f;
+            s[i] = p;
+            l[i] += p;
+        }
+    }
+}
+
+static decl_pv_fn(pv_c)
+{
+    for (int i = 0; i < nq; i++) {
+        float *out = o + i * o_stride;
+        for (int c = 0; c < dv; c++)
+            out[c] *= alpha[i];
+        for (int j = 0; j < nk; j++) {
+            const float w = pt[j * pt_stride + i];
+            const float *row = v + j * v_stride;
+            for (int c = 0; c < dv; c++)
+                out[c] += w * row[c];
+        }
+    }
+}
+
+void attn_kernels_init_c(attn_kernels *k)
+{
+    k->isa = ATTN_ISA_C;
+    k->qk = qk_c;
+    k->softmax = softmax_c;
+    k->pv = pv_c;
+    k->exp2 = exp2_c;
+}

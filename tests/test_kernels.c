@@ -1,0 +1,542 @@
+/* The kernels of kernels/, checkasm style: every ISA version against the C
+ * one on random and edge-case inputs, over every tail size, with outputs in
+ * guarded strided buffers (the lanes past the tile and the rows around it
+ * hold a canary that must survive). The exp2 of each version is measured
+ * against double-precision exp2 in ulp.
+ *
+ *   test_kernels          the TAP test
+ *   test_kernels --bench  the speed of each kernel per ISA on the tiled
+ *                         backend's shapes (not a test; prints a table) */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "memory.h"
+#include "tap.h"
+#include "timer.h"
+
+#define CANARY 0x7fa5a5a5u      /* a NaN no arithmetic produces */
+#define GUARD 32                /* floats of canary before and after a buffer */
+#define PAD 19                  /* extra floats per row, beyond the widest tile */
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static uint32_t next32(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng >> 32);
+}
+
+static float uniform(float lo, float hi)
+{
+    return lo + (hi - lo) * (float)(next32() >> 8) * (1.0f / 16777216.0f);
+}
+
+static float canary(void)
+{
+    const union { uint32_t u; float f; } c = { .u = CANARY };
+    return c.f;
+}
+
+static bool is_canary(float x)
+{
+    union { float f; uint32_t u; } c = { .f = x };
+    return c.u == CANARY;
+}
+
+/* rows x stride floats plus guards, all canary; returns the first row. */
+typedef struct guarded {
+    float *base, *data;
+    size_t n;          /* floats between the guards */
+} guarded;
+
+static guarded guarded_new(size_t n)
+{
+    guarded g;
+    g.n = n;
+    g.base = attn_host_alloc((n + 2 * GUARD) * sizeof(float));
+    if (!g.base) {
+        printf("Bail out! out of memory\n");
+        exit(2);
+    }
+    for (size_t i = 0; i < n + 2 * GUARD; i++)
+        g.base[i] = canary();
+    g.data = g.base + GUARD;
+    return g;
+}
+
+/* The region rows x cols at the given stride is the only one that may change. */
+static bool guarded_intact(const guarded *g, int rows, int cols, ptrdiff_t stride)
+{
+    for (size_t i = 0; i < g->n + 2 * GUARD; i++) {
+        const ptrdiff_t at = (ptrdiff_t)i - GUARD;
+        const bool inside = at >= 0 && at / stride < rows && at % stride < cols;
+        if (!inside && !is_canary(g->base[i]))
+            return false;
+    }
+    return true;
+}
+
+static void copy_region(guarded *dst, const guarded *src)
+{
+    memcpy(dst->base, src->base, (src->n + 2 * GUARD) * sizeof(float));
+}
+
+/* |a - b| within tol, or both the same NaN-ness. */
+static bool close(float a, float b, double tol)
+{
+    if (isnan(a) || isnan(b))
+        return isnan(a) && isnan(b);
+    return fabs((double)a - (double)b) <= tol;
+}
+
+static double ulp_of(double x)
+{
+    int e;
+    frexp(x, &e);
+    return ldexp(1.0, (e - 24 < -149 ? -149 : e - 24));
+}
+
+/* ---- Q.K^T ---------------------------------------------------------------- */
+
+static bool check_qk(const attn_kernels *kr, const attn_kernels *c, int nk, int nq, int dk,
+                     char *why, size_t len)
+{
+    const ptrdiff_t ks = dk + 3, qs = nq + PAD, ss = nq + PAD;
+    float *k = attn_host_alloc((size_t)nk * ks * sizeof(float));
+    float *qt = attn_host_alloc((size_t)dk * qs * sizeof(float));
+    guarded ref = guarded_new((size_t)nk * ss), got = guarded_new((size_t)nk * ss);
+    for (ptrdiff_t i = 0; i < nk * ks; i++)
+        k[i] = uniform(-2, 2);
+    for (ptrdiff_t i = 0; i < dk * qs; i++)
+        qt[i] = uniform(-2, 2);
+    c->qk(ref.data, ss, k, ks, qt, qs, nk, nq, dk);
+    kr->qk(got.data, ss, k, ks, qt, qs, nk, nq, dk);
+    bool ok = guarded_intact(&got, nk, nq, ss);
+    if (!ok)
+        snprintf(why, len, "wrote outside the %dx%d tile", nk, nq);
+    for (int j = 0; ok && j < nk; j++)
+        for (int i = 0; ok && i < nq; i++) {
+            double mag = 0;
+            for (int x = 0; x < dk; x++)
+                mag += fabs((double)k[j * ks + x] * qt[x * qs + i]);
+            const double tol = 2.0 * dk * 0x1p-24 * mag + 1e-30;
+            if (!close(got.data[j * ss + i], ref.data[j * ss + i], tol)) {
+                snprintf(why, len, "S[%d][%d] = %.9g, C says %.9g (tol %.3g)", j, i,
+                         got.data[j * ss + i], ref.data[j * ss + i], tol);
+                ok = false;
+            }
+        }
+    attn_host_free(k);
+    attn_host_free(qt);
+    attn_host_free(ref.base);
+    attn_host_free(got.base);
+    return ok;
+}
+
+/* ---- online softmax step ---------------------------------------------------- */
+
+typedef enum { FIRST_BLOCK, LATER_BLOCK, EXTREME } sm_kind;
+
+static bool check_softmax(const attn_kernels *kr, const attn_kernels *c, int nk, int nq,
+                          bool masked, sm_kind kind, char *why, size_t len)
+{
+    const ptrdiff_t ss = nq + PAD;
+    guarded s0 = guarded_new((size_t)nk * ss), ref = guarded_new((size_t)nk * ss),
+            got = guarded_new((size_t)nk * ss);
+    guarded stat[2][3];
+    for (int v = 0; v < 2; v++)
+        for (int x = 0; x < 3; x++)
+            stat[v][x] = guarded_new((size_t)nq);
+    int *end = masked ? malloc((size_t)nq * sizeof(int)) : NULL;
+    const float span = kind == EXTREME ? 1.5e4f : 8.0f;
+    for (int j = 0; j < nk; j++)
+        for (int i = 0; i < nq; i++)
+            s0.data[j * ss + i] = uniform(-span, span * 0.1f);
+    for (int i = 0; i < nq; i++) {
+        const bool fresh = kind == FIRST_BLOCK || (kind == EXTREME && i % 3 == 0);
+        stat[0][0].data[i] = fresh ? -INFINITY : uniform(-span, span * 0.1f);   /* m */
+        stat[0][1].data[i] = fresh ? 0.0f : uniform(1.0f, 50.0f);              /* l */
+        if (end)   /* every case: none visible, some, all, past the tile */
+            end[i] = (int)(next32() % (uint32_t)(nk + 5)) - 2;
+    }
+    copy_region(&ref, &s0);
+    copy_region(&got, &s0);
+    for (int x = 0; x < 3; x++)
+        copy_region(&stat[1][x], &stat[0][x]);
+    c->softmax(ref.data, ss, nk, nq, end, stat[0][0].data, stat[0][1].data, stat[0][2].data);
+    kr->softmax(got.data, ss, nk, nq, end, stat[1][0].data, stat[1][1].data, stat[1][2].data);
+
+    bool ok = guarded_intact(&got, nk, nq, ss);
+    for (int x = 0; ok && x < 3; x++)
+        ok = guarded_intact(&stat[1][x], 1, nq, nq);
+    if (!ok)
+        snprintf(why, len, "wrote outside the %dx%d tile or its statistics", nk, nq);
+    /* m is a max: exact. P and alpha are exp2 values within a few ulp of
+     * each other; masked P must be exactly 0 in both. l sums nk of them. */
+    for (int i = 0; ok && i < nq; i++) {
+        const float m0 = stat[0][0].data[i], m1 = stat[1][0].data[i];
+        if (!(m0 == m1 || (isnan(m0) && isnan(m1)))) {
+            snprintf(why, len, "m[%d] = %.9g, C says %.9g", i, m1, m0);
+            ok = false;
+        }
+        const float a0 = stat[0][2].data[i], a1 = stat[1][2].data[i];
+        if (ok && !close(a1, a0, 8 * ulp_of(a0) + 1e-37)) {
+            snprintf(why, len, "alpha[%d] = %.9g, C says %.9g", i, a1, a0);
+            ok = false;
+        }
+        const float l0 = stat[0][1].data[i], l1 = stat[1][1].data[i];
+        if (ok && !close(l1, l0, (nk + 8) * 4 * ulp_of(l0) + 1e-37)) {
+            snprintf(why, len, "l[%d] = %.9g, C says %.9g", i, l1, l0);
+            ok = false;
+        }
+        for (int j = 0; ok && j < nk; j++) {
+            const float p0 = ref.data[j * ss + i], p1 = got.data[j * ss + i];
+            const bool vis = !end || j < end[i];
+            if (vis ? !close(p1, p0, 8 * ulp_of(p0) + 1e-37) : (p0 != 0.0f || p1 != 0.0f)) {
+                snprintf(why, len, "P[%d][%d] = %.9g, C says %.9g (%s)", j, i, p1, p0,
+                         vis ? "visible" : "masked");
+                ok = false;
+            }
+        }
+    }
+    attn_host_free(s0.base);
+    attn_host_free(ref.base);
+    attn_host_free(got.base);
+    for (int v = 0; v < 2; v++)
+        for (int x = 0; x < 3; x++)
+            attn_host_free(stat[v][x].base);
+    free(end);
+    return ok;
+}
+
+/* ---- P.V --------------------------------------------------------------------- */
+
+static bool check_pv(const attn_kernels *kr, const attn_kernels *c, int nq, int nk, int dv,
+                     char *why, size_t len)
+{
+    const ptrdiff_t os = dv + PAD, ps = nq + PAD, vs = dv + 5;
+    float *pt = attn_host_alloc((size_t)nk * ps * sizeof(float));
+    float *v = attn_host_alloc((size_t)nk * vs * sizeof(float));
+    float *alpha = attn_host_alloc((size_t)nq * sizeof(float));
+    guarded o0 = guarded_new((size_t)nq * os), ref = guarded_new((size_t)nq * os),
+            got = guarded_new((size_t)nq * os);
+    for (ptrdiff_t i = 0; i < nk * ps; i++)
+        pt[i] = uniform(0, 1);
+    for (ptrdiff_t i = 0; i < nk * vs; i++)
+        v[i] = uniform(-3, 3);
+    for (int i = 0; i < nq; i++) {
+        alpha[i] = i % 4 == 0 ? 0.0f : uniform(0, 1);
+        for (int x = 0; x < dv; x++)
+            o0.data[i * os + x] = uniform(-10, 10);
+    }
+    copy_region(&ref, &o0);
+    copy_region(&got, &o0);
+    c->pv(ref.data, os, pt, ps, v, vs, alpha, nq, nk, dv);
+    kr->pv(got.data, os, pt, ps, v, vs, alpha, nq, nk, dv);
+    bool ok = guarded_intact(&got, nq, dv, os);
+    if (!ok)
+        snprintf(why, len, "wrote outside the %dx%d output tile", nq, dv);
+    for (int i = 0; ok && i < nq; i++)
+        for (int x = 0; ok && x < dv; x++) {
+            double mag = fabs((double)alpha[i] * o0.data[i * os + x]);
+            for (int j = 0; j < nk; j++)
+                mag += fabs((double)pt[j * ps + i] * v[j * vs + x]);
+            const double tol = 2.0 * (nk + 1) * 0x1p-24 * mag + 1e-30;
+            if (!close(got.data[i * os + x], ref.data[i * os + x], tol)) {
+                snprintf(why, len, "O[%d][%d] = %.9g, C says %.9g (tol %.3g)", i, x,
+                         got.data[i * os + x], ref.data[i * os + x], tol);
+                ok = false;
+            }
+        }
+    attn_host_free(pt);
+    attn_host_free(v);
+    attn_host_free(alpha);
+    attn_host_free(o0.base);
+    attn_host_free(ref.base);
+    attn_host_free(got.base);
+    return ok;
+}
+
+/* ---- exp2 accuracy -------------------------------------------------------------- */
+
+/* Every float in [lo, hi) at a step of 1/2^13 plus 2^20 random ones: the
+ * largest error against exp2 in double, in ulp of the true value. */
+static double exp2_max_ulp(const attn_kernels *kr, float lo, float hi, float *worst_x)
+{
+    enum { N = 1 << 16 };
+    static float x[N], y[N];
+    double worst = 0;
+    long done = 0;
+    const long grid = (long)((hi - lo) * 8192.0f);
+    while (done < grid + (1L << 20)) {
+        int n = 0;
+        for (; n < N && done < grid + (1L << 20); n++, done++)
+            x[n] = done < grid ? lo + (float)done / 8192.0f : uniform(lo, hi);
+        kr->exp2(y, x, n);
+        for (int i = 0; i < n; i++) {
+            const double t = exp2((double)x[i]);
+            const double e = fabs((double)y[i] - t) / ulp_of(t);
+            if (e > worst) {
+                worst = e;
+                *worst_x = x[i];
+            }
+        }
+    }
+    return worst;
+}
+
+static bool exp2_edges(const attn_kernels *kr, char *why, size_t len)
+{
+    static const float in[] = { 0.0f, -0.0f, -126.0f, -126.5f, -127.0f, -1e4f, -INFINITY,
+                                NAN, 1.0f, 3.0f, -1.0f, -0.5f, 0.5f, -16.0f, -150.0f, -1e30f,
+                                -3.0f };
+    enum { N = sizeof(in) / sizeof(in[0]) };
+    float out[N];
+    kr->exp2(out, in, N);
+    for (int i = 0; i < N; i++) {
+        const float x = in[i], y = out[i];
+        bool ok;
+        if (isnan(x))
+            ok = isnan(y);
+        else if (x < ATTN_EXP2_LO)
+            ok = y >= 0.0f && y <= 0x1p-126f;
+        else if (x == floorf(x))   /* integer powers of two are exact */
+            ok = y == ldexpf(1.0f, (int)x);
+        else
+            ok = fabs((double)y - exp2((double)x)) <= 4 * ulp_of(exp2((double)x));
+        if (!ok) {
+            snprintf(why, len, "exp2(%g) = %.9g", x, y);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* ---- driver ---------------------------------------------------------------------- */
+
+static void test_isa(const attn_kernels *kr, const attn_kernels *c)
+{
+    const char *name = attn_isa_name(kr->isa);
+    char why[256] = "";
+    bool ok = true;
+
+    /* Rows 1..13 cover two register tiles and every remainder; queries
+     * 1..81 every lane tail of 8- and 16-wide vectors and of 64-wide tiles. */
+    static const int dks[] = { 1, 3, 16, 64 };
+    for (int nk = 1; ok && nk <= 13; nk++)
+        for (int nq = 1; ok && nq <= 81; nq++)
+            for (size_t d = 0; ok && d < 4; d++)
+                ok = check_qk(kr, c, nk, nq, dks[d], why, sizeof(why));
+    if (!tap_ok(ok, "qk_%s matches qk_c, every tail, guarded", name))
+        tap_diag("%s", why);
+
+    ok = true;
+    for (int nk = 1; ok && nk <= 13; nk++)
+        for (int nq = 1; ok && nq <= 81; nq++)
+            for (int kind = FIRST_BLOCK; ok && kind <= EXTREME; kind++)
+                for (int masked = 0; ok && masked < 2; masked++)
+                    ok = check_softmax(kr, c, nk, nq, masked, (sm_kind)kind, why, sizeof(why));
+    if (!tap_ok(ok, "softmax_%s matches softmax_c: masks, first and later blocks, "
+                "logits to 1.5e4, guarded", name))
+        tap_diag("%s", why);
+
+    ok = true;
+    static const int nks[] = { 1, 5, 17 };
+    for (int nq = 1; ok && nq <= 13; nq++)
+        for (int dv = 1; ok && dv <= 81; dv++)
+            for (size_t j = 0; ok && j < 3; j++)
+                ok = check_pv(kr, c, nq, nks[j], dv, why, sizeof(why));
+    if (!tap_ok(ok, "pv_%s matches pv_c, every tail, guarded", name))
+        tap_diag("%s", why);
+}
+
+/* exp2 of one version: the edge cases exactly, the rest within 4 ulp
+ * (a degree-6 minimax polynomial evaluated in float). */
+static void test_exp2(const attn_kernels *kr)
+{
+    const char *name = attn_isa_name(kr->isa);
+    char why[256] = "";
+    tap_ok(exp2_edges(kr, why, sizeof(why)), "exp2_%s: 0, integers exactly, x < -126 and -inf to [0, 2^-126], NaN%s%s",
+           name, why[0] ? ": " : "", why);
+    float wx = 0;
+    const double e = exp2_max_ulp(kr, -126.0f, 0.0f, &wx);
+    tap_ok(e <= 4.0, "exp2_%s within 4 ulp on [-126, 0]", name);
+    tap_diag("exp2_%s: max error %.2f ulp (at x = %.9g)", name, e, wx);
+}
+
+/* A planted bug must be caught: a qk that drops the last query of a tile. */
+static decl_qk_fn(qk_drops_last_query)
+{
+    attn_kernels_for(ATTN_ISA_C)->qk(st, st_stride, k, k_stride, qt, qt_stride, nk,
+                                     nq > 1 ? nq - 1 : nq, dk);
+}
+
+/* ... and one that writes one lane past the tile. */
+static decl_pv_fn(pv_writes_past)
+{
+    attn_kernels_for(ATTN_ISA_C)->pv(o, o_stride, pt, pt_stride, v, v_stride, alpha, nq, nk, dv);
+    o[(ptrdiff_t)(nq - 1) * o_stride + dv] = 0.0f;
+}
+
+/* ... and a softmax that ignores the visibility mask. */
+static decl_softmax_fn(softmax_ignores_mask)
+{
+    (void)end;
+    attn_kernels_for(ATTN_ISA_C)->softmax(st, st_stride, nk, nq, NULL, m, l, alpha);
+}
+
+static void test_planted(const attn_kernels *c)
+{
+    char why[256];
+    attn_kernels bad = *c;
+    bad.qk = qk_drops_last_query;
+    tap_ok(!check_qk(&bad, c, 7, 33, 16, why, sizeof(why)),
+           "the checker rejects a qk that leaves a query out");
+    bad = *c;
+    bad.pv = pv_writes_past;
+    tap_ok(!check_pv(&bad, c, 5, 3, 20, why, sizeof(why)),
+           "the checker rejects a pv that writes past its tile");
+    bad = *c;
+    bad.softmax = softmax_ignores_mask;
+    tap_ok(!check_softmax(&bad, c, 9, 20, true, LATER_BLOCK, why, sizeof(why)),
+           "the checker rejects a softmax that ignores the mask");
+}
+
+/* ---- --bench ----------------------------------------------------------------------- */
+
+static double best_seconds(void (*fn)(const attn_kernels *, void *), const attn_kernels *kr,
+                           void *ctx)
+{
+    long iters = 1;
+    for (;;) {
+        const double t0 = attn_now();
+        for (long i = 0; i < iters; i++)
+            fn(kr, ctx);
+        if (attn_now() - t0 > 0.02 || iters > (1L << 24))
+            break;
+        iters *= 2;
+    }
+    double best = 1e30;
+    for (int r = 0; r < 7; r++) {
+        const double t0 = attn_now();
+        for (long i = 0; i < iters; i++)
+            fn(kr, ctx);
+        const double t = (attn_now() - t0) / (double)iters;
+        best = t < best ? t : best;
+    }
+    return best;
+}
+
+typedef struct bench_ctx {
+    int nk, nq, d;
+    float *st, *k, *qt, *v, *o, *m, *l, *alpha, *x;
+} bench_ctx;
+
+static void run_qk(const attn_kernels *kr, void *p)
+{
+    bench_ctx *b = p;
+    kr->qk(b->st, b->nq, b->k, b->d, b->qt, b->nq, b->nk, b->nq, b->d);
+}
+
+static void run_softmax(const attn_kernels *kr, void *p)
+{
+    bench_ctx *b = p;
+    /* Scores drift down by one per call; m stays where it was. */
+    kr->softmax(b->st, b->nq, b->nk, b->nq, NULL, b->m, b->l, b->alpha);
+}
+
+static void run_pv(const attn_kernels *kr, void *p)
+{
+    bench_ctx *b = p;
+    kr->pv(b->o, b->d, b->st, b->nq, b->v, b->d, b->alpha, b->nq, b->nk, b->d);
+}
+
+static void run_exp2(const attn_kernels *kr, void *p)
+{
+    bench_ctx *b = p;
+    kr->exp2(b->alpha, b->x, b->nk * b->nq);
+}
+
+static int bench(void)
+{
+    static const struct { const char *name; void (*fn)(const attn_kernels *, void *); int flops; }
+        ks[] = { { "qk", run_qk, 1 }, { "softmax", run_softmax, 0 }, { "pv", run_pv, 1 },
+                 { "exp2", run_exp2, 0 } };
+    printf("kernel speed on one thread, tiles of the tiled backend (Br = 64 queries,\n"
+           "Bc = 64 keys); best of 7 repetitions. GFLOP/s counts 2*d per score entry.\n\n");
+    printf("%-8s %4s %-8s %12s %10s %9s\n", "kernel", "d", "isa", "ns/call", "GFLOP/s", "vs c");
+    for (int d = 64; d <= 128; d *= 2) {
+        bench_ctx b = { .nk = 64, .nq = 64, .d = d };
+        const size_t big = (size_t)64 * 64 + (size_t)64 * d;
+        float *buf = attn_host_alloc(8 * big * sizeof(float));
+        if (!buf)
+            return 2;
+        for (size_t i = 0; i < 8 * big; i++)
+            buf[i] = uniform(-1, 0);
+        b.st = buf; b.k = buf + big; b.qt = buf + 2 * big; b.v = buf + 3 * big;
+        b.o = buf + 4 * big; b.m = buf + 5 * big; b.l = b.m + 64; b.alpha = buf + 6 * big;
+        b.x = buf + 7 * big;
+        for (int i = 0; i < 64; i++) {
+            b.m[i] = 0.0f;
+            b.l[i] = 1.0f;
+        }
+        for (size_t kk = 0; kk < sizeof(ks) / sizeof(ks[0]); kk++) {
+            if (kk == 3 && d != 64)
+                continue;
+            double tc = 0;
+            for (int isa = 0; isa < ATTN_ISA_COUNT; isa++) {
+                const attn_kernels *kr = attn_kernels_for((attn_isa)isa);
+                if (!kr) {
+                    printf("%-8s %4d %-8s %12s   (not usable on this CPU or build)\n", ks[kk].name,
+                           d, attn_isa_name((attn_isa)isa), "-");
+                    continue;
+                }
+                const double t = best_seconds(ks[kk].fn, kr, &b);
+                if (isa == 0)
+                    tc = t;
+                char gf[32] = "-";
+                if (ks[kk].flops)
+                    snprintf(gf, sizeof(gf), "%.1f", 2.0 * 64 * 64 * d / t * 1e-9);
+                printf("%-8s %4d %-8s %12.1f %10s %8.2fx\n", ks[kk].name, d, attn_isa_name((attn_isa)isa),
+                       t * 1e9, gf, tc / t);
+            }
+        }
+        attn_host_free(buf);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && !strcmp(argv[1], "--bench"))
+        return bench();
+    if (argc > 1) {
+        fprintf(stderr, "usage: %s [--bench]\n", argv[0]);
+        return 2;
+    }
+    const attn_kernels *c = attn_kernels_for(ATTN_ISA_C);
+    tap_plan(3 * (ATTN_ISA_COUNT - 1) + 2 * ATTN_ISA_COUNT + 3);
+    test_planted(c);
+    for (int isa = 0; isa < ATTN_ISA_COUNT; isa++) {
+        const attn_kernels *kr = attn_kernels_for((attn_isa)isa);
+        const char *name = attn_isa_name((attn_isa)isa);
+        if (!kr) {
+            const char *why = "this CPU or build lacks it";
+            tap_skip(why, "exp2_%s edge cases", name);
+            tap_skip(why, "exp2_%s accuracy", name);
+            if (isa)
+                for (int t = 0; t < 3; t++)
+                    tap_skip(why, "%s kernel %d against C", name, t);
+            continue;
+        }
+        test_exp2(kr);
+        if (isa)
+            test_isa(kr, c);
+    }
+    return 0;
+}

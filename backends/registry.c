@@ -5,12 +5,14 @@
 
 extern const attn_backend attn_backend_naive;
 extern const attn_backend attn_backend_tiled;
+extern const attn_backend attn_backend_blas;
 
 /* Every backend attnbench knows, built or not, in --list order. Backends whose
  * dependency meson did not find still appear, with the reason. */
 static const attn_backend *const registry[] = {
     &attn_backend_naive,
     &attn_backend_tiled,
+    &attn_backend_blas,
 };
 
 static const char *const status_str[ATTN_STATUS_COUNT] = {

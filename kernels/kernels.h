@@ -39,6 +39,13 @@
     const float *restrict pt, ptrdiff_t pt_stride, const float *restrict v, ptrdiff_t v_stride, \
     const float *restrict alpha, int nq, int nk, int dv)
 
+/* Row softmax of materialized log2-scaled scores, in place: key j of row r
+ * is visible iff j < end[r] (end == NULL: all n). Visible entries become
+ * exp2(s - rowmax) / rowsum, the others 0; a row with no visible key becomes
+ * all 0. For the backends that hold the whole score matrix. */
+#define decl_softmax_rows_fn(name) void (name)(float *restrict s, ptrdiff_t stride, \
+    int rows, int n, const int *restrict end)
+
 /* y[i] = 2^x[i]: the exp the softmax kernel uses, exposed so that its accuracy
  * can be measured. x <= 0 is the range that matters (max-subtracted scores). */
 #define decl_exp2_fn(name) void (name)(float *restrict y, const float *restrict x, int n)
@@ -46,6 +53,7 @@
 typedef decl_qk_fn(attn_qk_fn);
 typedef decl_softmax_fn(attn_softmax_fn);
 typedef decl_pv_fn(attn_pv_fn);
+typedef decl_softmax_rows_fn(attn_softmax_rows_fn);
 typedef decl_exp2_fn(attn_exp2_fn);
 
 typedef enum attn_isa {
@@ -60,6 +68,7 @@ typedef struct attn_kernels {
     attn_qk_fn *qk;
     attn_softmax_fn *softmax;
     attn_pv_fn *pv;
+    attn_softmax_rows_fn *softmax_rows;
     attn_exp2_fn *exp2;
 } attn_kernels;
 

@@ -245,11 +245,65 @@ static decl_pv_fn(pv_avx2)
     }
 }
 
+static float hmax(__m256 x)
+{
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    return _mm_cvtss_f32(m);
+}
+
+static float hsum(__m256 x)
+{
+    __m128 m = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+    m = _mm_add_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_add_ss(m, _mm_movehdup_ps(m));
+    return _mm_cvtss_f32(m);
+}
+
+static decl_softmax_rows_fn(softmax_rows_avx2)
+{
+    const __m256 ninf = _mm256_set1_ps(-INFINITY);
+    for (int r = 0; r < rows; r++) {
+        float *row = s + r * stride;
+        int e = end ? end[r] : n;
+        e = e < 0 ? 0 : e > n ? n : e;
+        __m256 acc[4] = { ninf, ninf, ninf, ninf };
+        for (int j = 0; j < e; j += 8) {
+            const __m256i t = lanes(e - j);
+            const __m256 x = _mm256_blendv_ps(ninf, _mm256_maskload_ps(row + j, t),
+                                              _mm256_castsi256_ps(t));
+            acc[(j >> 3) & 3] = _mm256_max_ps(x, acc[(j >> 3) & 3]);
+        }
+        const __m256 mx = _mm256_set1_ps(hmax(_mm256_max_ps(_mm256_max_ps(acc[0], acc[1]),
+                                                            _mm256_max_ps(acc[2], acc[3]))));
+        for (int u = 0; u < 4; u++)
+            acc[u] = _mm256_setzero_ps();
+        for (int j = 0; j < e; j += 8) {
+            const __m256i t = lanes(e - j);
+            const __m256 p = _mm256_and_ps(_mm256_castsi256_ps(t), exp2_ps(_mm256_sub_ps(
+                                 _mm256_maskload_ps(row + j, t), mx)));
+            _mm256_maskstore_ps(row + j, t, p);
+            acc[(j >> 3) & 3] = _mm256_add_ps(acc[(j >> 3) & 3], p);
+        }
+        const float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]),
+                                             _mm256_add_ps(acc[2], acc[3])));
+        const __m256 inv = _mm256_set1_ps(1.0f / sum);
+        for (int j = 0; j < e; j += 8) {
+            const __m256i t = lanes(e - j);
+            _mm256_maskstore_ps(row + j, t, _mm256_mul_ps(_mm256_maskload_ps(row + j, t), inv));
+        }
+        for (int j = e; j < n; j += 8)
+            _mm256_maskstore_ps(row + j, lanes(n - j), _mm256_setzero_ps());
+    }
+}
+
 void attn_kernels_init_avx2(attn_kernels *k)
 {
     k->isa = ATTN_ISA_AVX2;
     k->qk = qk_avx2;
     k->softmax = softmax_avx2;
     k->pv = pv_avx2;
+    k->softmax_rows = softmax_rows_avx2;
     k->exp2 = exp2_avx2;
 }

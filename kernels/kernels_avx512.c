@@ -256,11 +256,49 @@ static decl_pv_fn(pv_avx512)
     }
 }
 
+/* Four accumulators in each pass, so no pass waits on one dependency chain. */
+static decl_softmax_rows_fn(softmax_rows_avx512)
+{
+    for (int r = 0; r < rows; r++) {
+        float *row = s + r * stride;
+        int e = end ? end[r] : n;
+        e = e < 0 ? 0 : e > n ? n : e;
+        __m512 acc[4];
+        for (int u = 0; u < 4; u++)
+            acc[u] = _mm512_set1_ps(-INFINITY);
+        for (int j = 0; j < e; j += 16)
+            acc[(j >> 4) & 3] = _mm512_mask_max_ps(acc[(j >> 4) & 3], lanes(e - j),
+                                                   acc[(j >> 4) & 3],
+                                                   _mm512_maskz_loadu_ps(lanes(e - j), row + j));
+        const __m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(
+            _mm512_max_ps(_mm512_max_ps(acc[0], acc[1]), _mm512_max_ps(acc[2], acc[3]))));
+        for (int u = 0; u < 4; u++)
+            acc[u] = _mm512_setzero_ps();
+        for (int j = 0; j < e; j += 16) {
+            const __mmask16 t = lanes(e - j);
+            const __m512 p = _mm512_maskz_mov_ps(t, exp2_ps(_mm512_sub_ps(
+                                 _mm512_maskz_loadu_ps(t, row + j), mx)));
+            _mm512_mask_storeu_ps(row + j, t, p);
+            acc[(j >> 4) & 3] = _mm512_add_ps(acc[(j >> 4) & 3], p);
+        }
+        const float sum = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]),
+                                                             _mm512_add_ps(acc[2], acc[3])));
+        const __m512 inv = _mm512_set1_ps(1.0f / sum);
+        for (int j = 0; j < e; j += 16) {
+            const __mmask16 t = lanes(e - j);
+            _mm512_mask_storeu_ps(row + j, t, _mm512_mul_ps(_mm512_maskz_loadu_ps(t, row + j), inv));
+        }
+        for (int j = e; j < n; j += 16)
+            _mm512_mask_storeu_ps(row + j, lanes(n - j), _mm512_setzero_ps());
+    }
+}
+
 void attn_kernels_init_avx512(attn_kernels *k)
 {
     k->isa = ATTN_ISA_AVX512;
     k->qk = qk_avx512;
     k->softmax = softmax_avx512;
     k->pv = pv_avx512;
+    k->softmax_rows = softmax_rows_avx512;
     k->exp2 = exp2_avx512;
 }

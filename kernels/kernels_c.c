@@ -107,11 +107,33 @@ static decl_pv_fn(pv_c)
     }
 }
 
+static decl_softmax_rows_fn(softmax_rows_c)
+{
+    for (int r = 0; r < rows; r++) {
+        float *row = s + r * stride;
+        int e = end ? end[r] : n;
+        e = e < 0 ? 0 : e > n ? n : e;
+        float mx = -INFINITY, sum = 0.0f;
+        for (int j = 0; j < e; j++)
+            mx = row[j] > mx ? row[j] : mx;
+        for (int j = 0; j < e; j++) {
+            row[j] = exp2_one(row[j] - mx);
+            sum += row[j];
+        }
+        const float inv = 1.0f / sum;
+        for (int j = 0; j < e; j++)
+            row[j] *= inv;
+        for (int j = e; j < n; j++)
+            row[j] = 0.0f;
+    }
+}
+
 void attn_kernels_init_c(attn_kernels *k)
 {
     k->isa = ATTN_ISA_C;
     k->qk = qk_c;
     k->softmax = softmax_c;
     k->pv = pv_c;
+    k->softmax_rows = softmax_rows_c;
     k->exp2 = exp2_c;
 }

@@ -1,0 +1,207 @@
+/* blas: attention as most people first write it with a good BLAS. Per
+ * (batch, head): S = scale * Q.K^T with one cblas_sgemm, a row softmax over
+ * the visible keys (kernels/, vectorized), O = P.V with one cblas_sgemm.
+ * The score matrix is materialized on purpose; that is what this backend
+ * measures: Nq x Nk floats per head in flight.
+ *
+ * Threads: OpenMP over (batch, head), one single-threaded sgemm per head.
+ * Measured on the 2-core development machine (README, "blas"), this beats
+ * one head at a time with OpenBLAS's own threads, whose workers spin
+ * between calls and fight OpenMP's for the cores. */
+#include <stdio.h>
+#include <string.h>
+
+#include "backend.h"
+#include "config.h"
+
+#if ATTN_HAVE_OPENBLAS
+
+#include <cblas.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "kernels/kernels.h"
+
+#define LOG2E 1.4426950408889634
+
+/* OpenBLAS's own thread control (not part of CBLAS). */
+void openblas_set_num_threads(int num_threads);
+char *openblas_get_config(void);
+
+typedef struct blas_state {
+    attn_problem p;
+    int *kv_len;                  /* a private copy: the caller's may go away */
+    int threads;
+    const attn_kernels *k;
+    const attn_allocator *alloc;
+    float *scores;                /* [threads][seq_q][seq_kv] */
+    int *end;                     /* [threads][seq_q] visible keys per row */
+    attn_tensors t;
+} blas_state;
+
+static size_t score_elems(const attn_problem *p)
+{
+    return (size_t)p->seq_q * (size_t)p->seq_kv;
+}
+
+static size_t blas_workspace(const attn_problem *p, const attn_config *cfg)
+{
+    size_t bytes = sizeof(blas_state);
+    if (p->kv_len)
+        bytes += (size_t)p->batch * sizeof(int);
+    bytes += (size_t)cfg->threads * score_elems(p) * sizeof(float);
+    bytes += (size_t)cfg->threads * (size_t)p->seq_q * sizeof(int);
+    return bytes;
+}
+
+static attn_status blas_supports(const attn_problem *p, char *why, size_t len)
+{
+    /* cblas_sgemm takes int sizes; ld*rows of S must fit too. */
+    if (score_elems(p) > (size_t)2147483647) {
+        snprintf(why, len, "blas: the %d x %d score matrix exceeds the int range of CBLAS",
+                 p->seq_q, p->seq_kv);
+        return ATTN_EUNSUPPORTED;
+    }
+    return ATTN_OK;
+}
+
+static void blas_release(void *state)
+{
+    blas_state *s = state;
+    if (!s)
+        return;
+    const attn_allocator *a = s->alloc;
+    attn_free(a, s->end);
+    attn_free(a, s->scores);
+    attn_free(a, s->kv_len);
+    attn_free(a, s);
+}
+
+static attn_status blas_prepare(const attn_problem *p, const attn_config *cfg, void **state)
+{
+    blas_state *s = attn_alloc(cfg->alloc, sizeof(*s));
+    if (!s)
+        return ATTN_ENOMEM;
+    memset(s, 0, sizeof(*s));
+    s->alloc = cfg->alloc;
+    s->p = *p;
+    s->threads = cfg->threads;
+    s->k = attn_kernels_best();
+    if (p->kv_len) {
+        s->kv_len = attn_alloc(cfg->alloc, (size_t)p->batch * sizeof(int));
+        if (!s->kv_len)
+            goto fail;
+        memcpy(s->kv_len, p->kv_len, (size_t)p->batch * sizeof(int));
+        s->p.kv_len = s->kv_len;
+    }
+    s->scores = attn_alloc(cfg->alloc, (size_t)cfg->threads * score_elems(p) * sizeof(float));
+    s->end = attn_alloc(cfg->alloc, (size_t)cfg->threads * (size_t)p->seq_q * sizeof(int));
+    if (!s->scores || !s->end)
+        goto fail;
+    /* Each head's sgemm runs on the thread that owns the head. */
+    openblas_set_num_threads(1);
+    *state = s;
+    return ATTN_OK;
+fail:
+    blas_release(s);
+    return ATTN_ENOMEM;
+}
+
+static attn_status blas_bind(void *state, const attn_tensors *t)
+{
+    blas_state *s = state;
+    s->t = *t;
+    return ATTN_OK;
+}
+
+static void blas_head(const blas_state *s, size_t bh, float *sc, int *end)
+{
+    const attn_problem *p = &s->p;
+    const int nq = p->seq_q, nk = p->seq_kv, dk = p->d_k, dv = p->d_v;
+    const int b = (int)(bh / (size_t)p->heads);
+    const float *q = s->t.q + bh * (size_t)nq * dk;
+    const float *k = s->t.k + bh * (size_t)nk * dk;
+    const float *v = s->t.v + bh * (size_t)nk * dv;
+    float *o = s->t.o + bh * (size_t)nq * dv;
+    /* Keys past the padding length are never multiplied: the matrices
+     * shrink to the keys some query can see. */
+    const int kmax = attn_visible_end(p, b, nq - 1);
+    if (kmax == 0) {
+        memset(o, 0, (size_t)nq * dv * sizeof(float));
+        return;
+    }
+    for (int i = 0; i < nq; i++)
+        end[i] = attn_visible_end(p, b, i);
+    /* Scores in log2 units, so that the softmax kernel's exp2 applies. */
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, kmax, dk,
+                (float)((double)p->scale * LOG2E), q, dk, k, dk, 0.0f, sc, nk);
+    s->k->softmax_rows(sc, nk, nq, kmax, end);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, dv, kmax,
+                1.0f, sc, nk, v, dv, 0.0f, o, dv);
+}
+
+static inline int thread_id(void)
+{
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
+/* Heads are independent and each is computed by one thread with the same
+ * calls, so the output does not depend on the thread count. */
+static attn_status blas_run(void *state)
+{
+    blas_state *s = state;
+    const attn_problem *p = &s->p;
+    const long heads = (long)p->batch * p->heads;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(s->threads) schedule(dynamic, 1)
+#endif
+    for (long bh = 0; bh < heads; bh++) {
+        const int tid = thread_id();
+        blas_head(s, (size_t)bh, s->scores + (size_t)tid * score_elems(p),
+                  s->end + (size_t)tid * (size_t)p->seq_q);
+    }
+    return ATTN_OK;
+}
+
+static attn_status blas_read(void *state, float *out)
+{
+    blas_state *s = state;
+    return attn_host_read(&s->p, s->t.o, out);
+}
+
+static const char *blas_version(void)
+{
+    return openblas_get_config();
+}
+
+const attn_backend attn_backend_blas = {
+    .name      = "blas",
+    .summary   = "OpenBLAS sgemm + vectorized row softmax, materialized scores",
+    .caps      = ATTN_CAP_CAUSAL | ATTN_CAP_PADDING | ATTN_CAP_CROSS | ATTN_CAP_DV,
+    .cls       = ATTN_CLASS_EXACT_FP32,
+    .supports  = blas_supports,
+    .prepare   = blas_prepare,
+    .bind      = blas_bind,
+    .run       = blas_run,
+    .read      = blas_read,
+    .release   = blas_release,
+    .workspace = blas_workspace,
+    .version   = blas_version,
+};
+
+#else
+
+const attn_backend attn_backend_blas = {
+    .name      = "blas",
+    .summary   = "OpenBLAS sgemm + vectorized row softmax, materialized scores",
+    .not_built = "OpenBLAS was not found (pkg-config openblas; Debian: libopenblas-dev), "
+                 "or -Dopenblas=disabled",
+};
+
+#endif

@@ -234,11 +234,12 @@ static inline int thread_id(void)
 #endif
 }
 
-/* Work items are (query block, batch, head), the last query blocks first:
- * under a causal mask they are the longest, so handing them out first
- * (dynamic, one at a time) leaves the short ones to fill in at the end.
- * Every item is computed whole by one thread in a fixed order, so the
- * output is bitwise the same for any thread count. */
+/* Work items are (batch, head, query block), head by head so that the two
+ * threads share one head's K and V in the cache, and in each head the last
+ * query blocks first: under a causal mask they are the longest, so handing
+ * them out first (dynamic, one at a time) leaves the short ones to fill in
+ * at the end. Every item is computed whole by one thread in a fixed order,
+ * so the output is bitwise the same for any thread count. */
 static attn_status tiled_run(void *state)
 {
     tiled_state *s = state;
@@ -256,8 +257,8 @@ static attn_status tiled_run(void *state)
 #pragma omp for schedule(dynamic, 1)
 #endif
         for (long it = 0; it < items; it++) {
-            const long qb = nqb - 1 - it / bh;
-            const long r = it % bh;
+            const long qb = nqb - 1 - it % nqb;
+            const long r = it / nqb;
             tiled_block(s, &w, (int)(r / p->heads), (int)(r % p->heads), (int)(qb * s->plan.br));
         }
     }

@@ -26,10 +26,6 @@
 
 #define LOG2E 1.4426950408889634
 
-/* OpenBLAS's own thread control (not part of CBLAS). */
-void openblas_set_num_threads(int num_threads);
-char *openblas_get_config(void);
-
 typedef struct blas_state {
     attn_problem p;
     int *kv_len;                  /* a private copy: the caller's may go away */

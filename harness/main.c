@@ -88,6 +88,13 @@ static int measure_peak(const attn_machine *m, int threads)
         return ATTN_EXIT_ERROR;
     }
     printf("kept in %s\n", path);
+    /* T threads on T separate cores run T times the 1-thread rate; far less
+     * means the cores were shared (SMT siblings, or another process). */
+    if (threads > 1 && pk.fma_t < 0.75 * threads * pk.fma_1)
+        fprintf(stderr, "attnbench: --peak: warning: %d threads reached only %.0f%% of %d times "
+                        "the 1-thread rate; unless they share cores (SMT), another process was "
+                        "running: measure again on a quiet machine\n",
+                threads, 100.0 * pk.fma_t / (threads * pk.fma_1), threads);
     return ATTN_EXIT_OK;
 }
 

@@ -11,16 +11,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backend.h"
+#include "host.h"
 #include "config.h"
 
 #if ATTN_HAVE_OPENBLAS
 
 #include <cblas.h>
-
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "kernels/kernels.h"
 
@@ -45,8 +41,7 @@ static size_t score_elems(const attn_problem *p)
 static size_t blas_workspace(const attn_problem *p, const attn_config *cfg)
 {
     size_t bytes = sizeof(blas_state);
-    if (p->kv_len)
-        bytes += (size_t)p->batch * sizeof(int);
+    bytes += attn_kv_len_bytes(p);
     bytes += (size_t)cfg->threads * score_elems(p) * sizeof(float);
     bytes += (size_t)cfg->threads * (size_t)p->seq_q * sizeof(int);
     return bytes;
@@ -85,13 +80,8 @@ static attn_status blas_prepare(const attn_problem *p, const attn_config *cfg, v
     s->p = *p;
     s->threads = cfg->threads;
     s->k = attn_kernels_best();
-    if (p->kv_len) {
-        s->kv_len = attn_alloc(cfg->alloc, (size_t)p->batch * sizeof(int));
-        if (!s->kv_len)
-            goto fail;
-        memcpy(s->kv_len, p->kv_len, (size_t)p->batch * sizeof(int));
-        s->p.kv_len = s->kv_len;
-    }
+    if (!attn_own_kv_len(cfg->alloc, &s->p, &s->kv_len))
+        goto fail;
     s->scores = attn_alloc(cfg->alloc, (size_t)cfg->threads * score_elems(p) * sizeof(float));
     s->end = attn_alloc(cfg->alloc, (size_t)cfg->threads * (size_t)p->seq_q * sizeof(int));
     if (!s->scores || !s->end)
@@ -138,15 +128,6 @@ static void blas_head(const blas_state *s, size_t bh, float *sc, int *end)
                 1.0f, sc, nk, v, dv, 0.0f, o, dv);
 }
 
-static inline int thread_id(void)
-{
-#ifdef _OPENMP
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
-}
-
 /* Heads are independent and each is computed by one thread with the same
  * calls, so the output does not depend on the thread count. */
 static attn_status blas_run(void *state)
@@ -158,7 +139,7 @@ static attn_status blas_run(void *state)
 #pragma omp parallel for num_threads(s->threads) schedule(dynamic, 1)
 #endif
     for (long bh = 0; bh < heads; bh++) {
-        const int tid = thread_id();
+        const int tid = attn_thread_id();
         blas_head(s, (size_t)bh, s->scores + (size_t)tid * score_elems(p),
                   s->end + (size_t)tid * (size_t)p->seq_q);
     }

@@ -6,11 +6,7 @@
 #include <math.h>
 #include <string.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
-#include "backend.h"
+#include "host.h"
 
 typedef struct naive_state {
     attn_problem p;
@@ -24,8 +20,7 @@ typedef struct naive_state {
 static size_t naive_workspace(const attn_problem *p, const attn_config *cfg)
 {
     size_t bytes = sizeof(naive_state);
-    if (p->kv_len)
-        bytes += (size_t)p->batch * sizeof(int);
+    bytes += attn_kv_len_bytes(p);
     bytes += (size_t)cfg->threads * (size_t)p->seq_kv * sizeof(float);
     return bytes;
 }
@@ -50,13 +45,8 @@ static attn_status naive_prepare(const attn_problem *p, const attn_config *cfg, 
     s->alloc = cfg->alloc;
     s->p = *p;
     s->threads = cfg->threads;
-    if (p->kv_len) {
-        s->kv_len = attn_alloc(cfg->alloc, (size_t)p->batch * sizeof(int));
-        if (!s->kv_len)
-            goto fail;
-        memcpy(s->kv_len, p->kv_len, (size_t)p->batch * sizeof(int));
-        s->p.kv_len = s->kv_len;
-    }
+    if (!attn_own_kv_len(cfg->alloc, &s->p, &s->kv_len))
+        goto fail;
     s->scores = attn_alloc(cfg->alloc, (size_t)cfg->threads * (size_t)p->seq_kv * sizeof(float));
     if (!s->scores)
         goto fail;
@@ -115,15 +105,6 @@ static void naive_row(const attn_problem *p, const attn_tensors *t, size_t row, 
         o[c] *= inv;
 }
 
-static inline int thread_id(void)
-{
-#ifdef _OPENMP
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
-}
-
 /* Rows are independent and each is computed by one thread in a fixed order,
  * so the output is bitwise the same for any thread count. */
 static attn_status naive_run(void *state)
@@ -136,7 +117,8 @@ static attn_status naive_run(void *state)
 #pragma omp parallel for num_threads(s->threads) schedule(dynamic, 8)
 #endif
     for (long r = 0; r < rows; r++)
-        naive_row(p, &s->t, (size_t)r, s->scores + (size_t)thread_id() * (size_t)p->seq_kv);
+        naive_row(p, &s->t, (size_t)r,
+                  s->scores + (size_t)attn_thread_id() * (size_t)p->seq_kv);
     return ATTN_OK;
 }
 

@@ -16,11 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
-#include "backend.h"
+#include "host.h"
 #include "kernels/kernels.h"
 
 #define ALIGN 64
@@ -100,8 +96,7 @@ static size_t tiled_workspace(const attn_problem *p, const attn_config *cfg)
 {
     const tiled_plan t = tiled_make_plan(p, cfg);
     size_t bytes = sizeof(tiled_state) + (size_t)cfg->threads * t.thread_bytes;
-    if (p->kv_len)
-        bytes += (size_t)p->batch * sizeof(int);
+    bytes += attn_kv_len_bytes(p);
     return bytes;
 }
 
@@ -131,13 +126,8 @@ static attn_status tiled_prepare(const attn_problem *p, const attn_config *cfg, 
     s->threads = cfg->threads;
     s->qscale = (float)((double)p->scale * LOG2E);
     s->k = attn_kernels_best();
-    if (p->kv_len) {
-        s->kv_len = attn_alloc(cfg->alloc, (size_t)p->batch * sizeof(int));
-        if (!s->kv_len)
-            goto fail;
-        memcpy(s->kv_len, p->kv_len, (size_t)p->batch * sizeof(int));
-        s->p.kv_len = s->kv_len;
-    }
+    if (!attn_own_kv_len(cfg->alloc, &s->p, &s->kv_len))
+        goto fail;
     s->scratch = attn_alloc(cfg->alloc, (size_t)cfg->threads * s->plan.thread_bytes);
     if (!s->scratch)
         goto fail;
@@ -225,15 +215,6 @@ static void tiled_block(const tiled_state *s, const scratch *w, int b, int h, in
     }
 }
 
-static inline int thread_id(void)
-{
-#ifdef _OPENMP
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
-}
-
 /* Work items are (batch, head, query block), head by head so that the two
  * threads share one head's K and V in the cache, and in each head the last
  * query blocks first: under a causal mask they are the longest, so handing
@@ -252,7 +233,7 @@ static attn_status tiled_run(void *state)
 #pragma omp parallel num_threads(s->threads)
 #endif
     {
-        const scratch w = thread_scratch(s, thread_id());
+        const scratch w = thread_scratch(s, attn_thread_id());
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif

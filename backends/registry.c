@@ -6,6 +6,7 @@
 extern const attn_backend attn_backend_naive;
 extern const attn_backend attn_backend_tiled;
 extern const attn_backend attn_backend_blas;
+extern const attn_backend attn_backend_onednn;
 
 /* Every backend attnbench knows, built or not, in --list order. Backends whose
  * dependency meson did not find still appear, with the reason. */
@@ -13,6 +14,7 @@ static const attn_backend *const registry[] = {
     &attn_backend_naive,
     &attn_backend_tiled,
     &attn_backend_blas,
+    &attn_backend_onednn,
 };
 
 static const char *const status_str[ATTN_STATUS_COUNT] = {

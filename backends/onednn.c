@@ -1,0 +1,535 @@
+/* onednn: attention from oneDNN primitives, as a framework would build it.
+ *   S = scale * Q.K^T + M   one matmul over all (batch, head) at once: the
+ *                           scale is the primitive's output scale, the mask
+ *                           M (0 or -inf) a binary-add post-op;
+ *   P = softmax(S)          the softmax primitive along the key axis, in place;
+ *   O = P.V                 one matmul, batched the same way.
+ * K is read in place as the transposed weights [B,H,dk,Nk] (format abdc).
+ * The whole score tensor B*H*Nq*Nk is materialized, as it is in a framework.
+ *
+ * The mask tensor is as small as the problem allows and oneDNN broadcasts it:
+ * [1,1,Nq,Nk] for causal, [B,1,1,Nk] for padding, [B,1,Nq,Nk] for both.
+ * Which broadcasts have a JIT implementation matters: in oneDNN 2.6 a
+ * [1,1,Nq,Nk] mask over [B>1,H,Nq,Nk] scores falls back to the reference
+ * matmul (ref:any), measured at 10 s against 11 ms for B*H=8, N=1024. So
+ * without padding the tensors are seen as [1,B*H,N,d] (the same memory),
+ * and any plan that still lands on a reference implementation is refused
+ * (SKIP, with the primitive named) rather than timed as oneDNN's speed.
+ * A fully masked row is all -inf, which oneDNN's softmax turns into NaN;
+ * run writes zeros over those output rows, as the contract asks.
+ *
+ * Everything is planned in prepare: primitives created once, the scratchpad
+ * in user mode taken from the tracking allocator (one buffer shared by the
+ * three primitives, which run one after another on one stream), fp32 math
+ * forced to strict so no environment variable can lower the precision.
+ *
+ * Threads: Debian's oneDNN runs on OpenMP and sizes its work and scratchpad
+ * for omp_get_max_threads() when a primitive is created, so prepare and run
+ * both set it to the case's thread count and restore the caller's. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "host.h"
+#include "onednn.h"
+#include "config.h"
+
+#if ATTN_HAVE_ONEDNN && ATTN_HAVE_OPENMP
+
+#include <omp.h>
+#include <dnnl.h>
+#include <dnnl_debug.h>
+
+enum { PRIM_QK, PRIM_SOFTMAX, PRIM_PV, PRIM_COUNT };
+
+static const char *const prim_name[PRIM_COUNT] = {
+    [PRIM_QK]      = "Q.K^T matmul",
+    [PRIM_SOFTMAX] = "softmax",
+    [PRIM_PV]      = "P.V matmul",
+};
+
+/* The primitive descriptors for one problem and thread count. */
+typedef struct plan {
+    dnnl_engine_t eng;
+    dnnl_primitive_desc_t pd[PRIM_COUNT];
+    dnnl_memory_desc_t q, kt, s, mask, v, o;
+    bool masked;
+    size_t scratch;               /* the largest of the three scratchpads */
+} plan;
+
+typedef struct onednn_state {
+    attn_problem p;
+    int *kv_len;                  /* a private copy: the caller's may go away */
+    int threads;
+    const attn_allocator *alloc;
+    plan pl;
+    dnnl_stream_t stream;
+    dnnl_primitive_t prim[PRIM_COUNT];
+    dnnl_memory_t q, kt, s, mask, v, o, scratch[PRIM_COUNT];
+    float *scores;                /* [B,H,Nq,Nk] */
+    float *maskbuf;               /* the mask's dims, see mask_dims */
+    void *scratchbuf;
+    float *o_host;
+} onednn_state;
+
+static attn_status from_dnnl(dnnl_status_t st)
+{
+    switch (st) {
+    case dnnl_success:          return ATTN_OK;
+    case dnnl_out_of_memory:    return ATTN_ENOMEM;
+    case dnnl_unimplemented:    return ATTN_EUNSUPPORTED;
+    case dnnl_invalid_arguments:return ATTN_EINVAL;
+    default:                    return ATTN_EINTERNAL;
+    }
+}
+
+/* Runs with oneDNN's OpenMP team sized for the case. */
+typedef struct omp_guard { int saved; } omp_guard;
+
+static omp_guard threads_set(int threads)
+{
+    omp_guard g = { omp_get_max_threads() };
+    omp_set_num_threads(threads);
+    return g;
+}
+
+static void threads_restore(omp_guard g)
+{
+    omp_set_num_threads(g.saved);
+}
+
+static void mask_dims(const attn_problem *p, dnnl_dims_t d)
+{
+    d[0] = p->kv_len ? p->batch : 1;
+    d[1] = 1;
+    d[2] = p->causal ? p->seq_q : 1;
+    d[3] = p->seq_kv;
+}
+
+static size_t mask_elems(const attn_problem *p)
+{
+    if (!p->causal && !p->kv_len)
+        return 0;
+    dnnl_dims_t d;
+    mask_dims(p, d);
+    return (size_t)d[0] * (size_t)d[2] * (size_t)d[3];
+}
+
+static size_t score_elems(const attn_problem *p)
+{
+    return (size_t)p->batch * p->heads * (size_t)p->seq_q * (size_t)p->seq_kv;
+}
+
+static void plan_destroy(plan *pl)
+{
+    for (int i = 0; i < PRIM_COUNT; i++)
+        if (pl->pd[i])
+            dnnl_primitive_desc_destroy(pl->pd[i]);
+    if (pl->eng)
+        dnnl_engine_destroy(pl->eng);
+    memset(pl, 0, sizeof(*pl));
+}
+
+static dnnl_status_t attr_create(dnnl_primitive_attr_t *attr)
+{
+    dnnl_status_t st = dnnl_primitive_attr_create(attr);
+    if (st != dnnl_success)
+        return st;
+    st = dnnl_primitive_attr_set_scratchpad_mode(*attr, dnnl_scratchpad_mode_user);
+    if (st == dnnl_success)
+        st = dnnl_primitive_attr_set_fpmath_mode(*attr, dnnl_fpmath_mode_strict);
+    return st;
+}
+
+static dnnl_status_t create_qk(plan *pl, const attn_problem *p)
+{
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t po = NULL;
+    dnnl_matmul_desc_t md;
+    dnnl_status_t st = attr_create(&attr);
+    if (st == dnnl_success)
+        st = dnnl_primitive_attr_set_output_scales(attr, 1, 0, &p->scale);
+    if (st == dnnl_success && pl->masked) {
+        st = dnnl_post_ops_create(&po);
+        if (st == dnnl_success)
+            st = dnnl_post_ops_append_binary(po, dnnl_binary_add, &pl->mask);
+        if (st == dnnl_success)
+            st = dnnl_primitive_attr_set_post_ops(attr, po);
+    }
+    if (st == dnnl_success)
+        st = dnnl_matmul_desc_init(&md, &pl->q, &pl->kt, NULL, &pl->s);
+    if (st == dnnl_success)
+        st = dnnl_primitive_desc_create(&pl->pd[PRIM_QK], &md, attr, pl->eng, NULL);
+    if (po)
+        dnnl_post_ops_destroy(po);
+    if (attr)
+        dnnl_primitive_attr_destroy(attr);
+    return st;
+}
+
+static dnnl_status_t create_softmax(plan *pl)
+{
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_softmax_desc_t sd;
+    dnnl_status_t st = attr_create(&attr);
+    if (st == dnnl_success)
+        st = dnnl_softmax_forward_desc_init(&sd, dnnl_forward_inference, &pl->s, 3);
+    if (st == dnnl_success)
+        st = dnnl_primitive_desc_create(&pl->pd[PRIM_SOFTMAX], &sd, attr, pl->eng, NULL);
+    if (attr)
+        dnnl_primitive_attr_destroy(attr);
+    return st;
+}
+
+static dnnl_status_t create_pv(plan *pl)
+{
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_matmul_desc_t md;
+    dnnl_status_t st = attr_create(&attr);
+    if (st == dnnl_success)
+        st = dnnl_matmul_desc_init(&md, &pl->s, &pl->v, NULL, &pl->o);
+    if (st == dnnl_success)
+        st = dnnl_primitive_desc_create(&pl->pd[PRIM_PV], &md, attr, pl->eng, NULL);
+    if (attr)
+        dnnl_primitive_attr_destroy(attr);
+    return st;
+}
+
+static const char *impl_name(const_dnnl_primitive_desc_t pd)
+{
+    const char *impl = NULL;
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success ||
+        !impl)
+        return "?";
+    return impl;
+}
+
+/* Describes the tensors and creates the three primitive descriptors; the
+ * caller has set the thread count. On failure why says which step. */
+static attn_status plan_dims(plan *pl, const attn_problem *p, bool collapse, char *why,
+                             size_t len)
+{
+    memset(pl, 0, sizeof(*pl));
+    /* Batch dimensions: only a padding mask needs the batch index. */
+    collapse = collapse && !p->kv_len;
+    const dnnl_dim_t B = collapse ? 1 : p->batch,
+                     H = collapse ? (dnnl_dim_t)p->batch * p->heads : p->heads, nq = p->seq_q, nk = p->seq_kv,
+                     dk = p->d_k, dv = p->d_v;
+    const dnnl_dims_t dq = { B, H, nq, dk }, dkt = { B, H, dk, nk }, ds = { B, H, nq, nk },
+                      dvv = { B, H, nk, dv }, dout = { B, H, nq, dv };
+    dnnl_dims_t dm;
+    mask_dims(p, dm);
+    pl->masked = mask_elems(p) > 0;
+    const char *step = "the engine";
+    dnnl_status_t st = dnnl_engine_create(&pl->eng, dnnl_cpu, 0);
+    if (st == dnnl_success) {
+        step = "the memory descriptors";
+        st = dnnl_memory_desc_init_by_tag(&pl->q, 4, dq, dnnl_f32, dnnl_abcd);
+    }
+    /* K [B,H,Nk,dk] seen as K^T [B,H,dk,Nk]: the last two strides swapped. */
+    if (st == dnnl_success)
+        st = dnnl_memory_desc_init_by_tag(&pl->kt, 4, dkt, dnnl_f32, dnnl_abdc);
+    if (st == dnnl_success)
+        st = dnnl_memory_desc_init_by_tag(&pl->s, 4, ds, dnnl_f32, dnnl_abcd);
+    if (st == dnnl_success && pl->masked)
+        st = dnnl_memory_desc_init_by_tag(&pl->mask, 4, dm, dnnl_f32, dnnl_abcd);
+    if (st == dnnl_success)
+        st = dnnl_memory_desc_init_by_tag(&pl->v, 4, dvv, dnnl_f32, dnnl_abcd);
+    if (st == dnnl_success)
+        st = dnnl_memory_desc_init_by_tag(&pl->o, 4, dout, dnnl_f32, dnnl_abcd);
+    if (st == dnnl_success) {
+        step = prim_name[PRIM_QK];
+        st = create_qk(pl, p);
+    }
+    if (st == dnnl_success) {
+        step = prim_name[PRIM_SOFTMAX];
+        st = create_softmax(pl);
+    }
+    if (st == dnnl_success) {
+        step = prim_name[PRIM_PV];
+        st = create_pv(pl);
+    }
+    if (st != dnnl_success) {
+        snprintf(why, len, "onednn: %s: %s", step, dnnl_status2str(st));
+        plan_destroy(pl);
+        return from_dnnl(st);
+    }
+    for (int i = 0; i < PRIM_COUNT; i++) {
+        const char *impl = impl_name(pl->pd[i]);
+        if (!strncmp(impl, "ref", 3)) {
+            snprintf(why, len, "onednn: oneDNN has only its reference implementation (%s) for "
+                     "the %s of this shape, orders of magnitude slower than its JIT kernels; "
+                     "not timed as oneDNN's speed", impl, prim_name[i]);
+            plan_destroy(pl);
+            return ATTN_EUNSUPPORTED;
+        }
+        const dnnl_memory_desc_t *md =
+            dnnl_primitive_desc_query_md(pl->pd[i], dnnl_query_scratchpad_md, 0);
+        const size_t bytes = md ? dnnl_memory_desc_get_size(md) : 0;
+        if (bytes > pl->scratch)
+            pl->scratch = bytes;
+    }
+    return ATTN_OK;
+}
+
+static attn_status plan_create(plan *pl, const attn_problem *p, char *why, size_t len)
+{
+    return plan_dims(pl, p, true, why, len);
+}
+
+attn_status attn_onednn_plan_check(const attn_problem *p, bool collapse, char *why, size_t len)
+{
+    plan pl;
+    const attn_status st = plan_dims(&pl, p, collapse, why, len);
+    if (st == ATTN_OK)
+        plan_destroy(&pl);
+    return st;
+}
+
+static attn_status onednn_supports(const attn_problem *p, char *why, size_t len)
+{
+    plan pl;
+    const attn_status st = plan_create(&pl, p, why, len);
+    if (st == ATTN_OK)
+        plan_destroy(&pl);
+    return st;
+}
+
+/* Exact: the scratchpad size is the one oneDNN asks for with these threads. */
+static size_t onednn_workspace(const attn_problem *p, const attn_config *cfg)
+{
+    size_t bytes = sizeof(onednn_state);
+    bytes += attn_kv_len_bytes(p);
+    bytes += score_elems(p) * sizeof(float);
+    bytes += mask_elems(p) * sizeof(float);
+    plan pl;
+    char why[256];
+    const omp_guard g = threads_set(cfg->threads);
+    if (plan_create(&pl, p, why, sizeof(why)) == ATTN_OK) {
+        bytes += pl.scratch;
+        plan_destroy(&pl);
+    }
+    threads_restore(g);
+    return bytes;
+}
+
+static void onednn_release(void *state)
+{
+    onednn_state *s = state;
+    if (!s)
+        return;
+    dnnl_memory_t *mems[] = { &s->q, &s->kt, &s->s, &s->mask, &s->v, &s->o,
+                              &s->scratch[0], &s->scratch[1], &s->scratch[2] };
+    for (size_t i = 0; i < sizeof(mems) / sizeof(mems[0]); i++)
+        if (*mems[i])
+            dnnl_memory_destroy(*mems[i]);
+    for (int i = 0; i < PRIM_COUNT; i++)
+        if (s->prim[i])
+            dnnl_primitive_destroy(s->prim[i]);
+    if (s->stream)
+        dnnl_stream_destroy(s->stream);
+    plan_destroy(&s->pl);
+    const attn_allocator *a = s->alloc;
+    attn_free(a, s->scratchbuf);
+    attn_free(a, s->maskbuf);
+    attn_free(a, s->scores);
+    attn_free(a, s->kv_len);
+    attn_free(a, s);
+}
+
+/* M[b][i][j] = 0 where query i of batch b sees key j, else -inf; a mask
+ * dimension of extent 1 is broadcast by the post-op. */
+static void fill_mask(const onednn_state *s)
+{
+    const attn_problem *p = &s->p;
+    dnnl_dims_t d;
+    mask_dims(p, d);
+    float *m = s->maskbuf;
+    for (int b = 0; b < (int)d[0]; b++)
+        for (int i = 0; i < (int)d[2]; i++) {
+            /* Without causal the row index does not matter: any row will do. */
+            const int end = attn_visible_end(p, b, p->causal ? i : p->seq_q - 1);
+            for (int j = 0; j < p->seq_kv; j++)
+                *m++ = j < end ? 0.0f : -INFINITY;
+        }
+}
+
+static dnnl_status_t make_memories(onednn_state *s)
+{
+    const plan *pl = &s->pl;
+    dnnl_status_t st = dnnl_memory_create(&s->q, &pl->q, pl->eng, DNNL_MEMORY_NONE);
+    if (st == dnnl_success)
+        st = dnnl_memory_create(&s->kt, &pl->kt, pl->eng, DNNL_MEMORY_NONE);
+    if (st == dnnl_success)
+        st = dnnl_memory_create(&s->v, &pl->v, pl->eng, DNNL_MEMORY_NONE);
+    if (st == dnnl_success)
+        st = dnnl_memory_create(&s->o, &pl->o, pl->eng, DNNL_MEMORY_NONE);
+    if (st == dnnl_success)
+        st = dnnl_memory_create(&s->s, &pl->s, pl->eng, s->scores);
+    if (st == dnnl_success && pl->masked)
+        st = dnnl_memory_create(&s->mask, &pl->mask, pl->eng, s->maskbuf);
+    for (int i = 0; i < PRIM_COUNT && st == dnnl_success; i++) {
+        const dnnl_memory_desc_t *md =
+            dnnl_primitive_desc_query_md(pl->pd[i], dnnl_query_scratchpad_md, 0);
+        if (md && dnnl_memory_desc_get_size(md) > 0)
+            st = dnnl_memory_create(&s->scratch[i], md, pl->eng, s->scratchbuf);
+    }
+    return st;
+}
+
+static attn_status onednn_prepare(const attn_problem *p, const attn_config *cfg, void **state)
+{
+    onednn_state *s = attn_alloc(cfg->alloc, sizeof(*s));
+    if (!s)
+        return ATTN_ENOMEM;
+    memset(s, 0, sizeof(*s));
+    s->alloc = cfg->alloc;
+    s->p = *p;
+    s->threads = cfg->threads;
+    attn_status rc = ATTN_ENOMEM;
+    const omp_guard g = threads_set(cfg->threads);
+    char why[256];
+    if (!attn_own_kv_len(cfg->alloc, &s->p, &s->kv_len))
+        goto fail;
+    if ((rc = plan_create(&s->pl, &s->p, why, sizeof(why))) != ATTN_OK)
+        goto fail;
+    rc = ATTN_ENOMEM;
+    s->scores = attn_alloc(cfg->alloc, score_elems(p) * sizeof(float));
+    if (!s->scores)
+        goto fail;
+    if (s->pl.masked) {
+        s->maskbuf = attn_alloc(cfg->alloc, mask_elems(p) * sizeof(float));
+        if (!s->maskbuf)
+            goto fail;
+        fill_mask(s);
+    }
+    if (s->pl.scratch && !(s->scratchbuf = attn_alloc(cfg->alloc, s->pl.scratch)))
+        goto fail;
+    dnnl_status_t st = make_memories(s);
+    if (st == dnnl_success)
+        st = dnnl_stream_create(&s->stream, s->pl.eng, dnnl_stream_default_flags);
+    for (int i = 0; i < PRIM_COUNT && st == dnnl_success; i++)
+        st = dnnl_primitive_create(&s->prim[i], s->pl.pd[i]);
+    if (st != dnnl_success) {
+        rc = from_dnnl(st);
+        goto fail;
+    }
+    threads_restore(g);
+    *state = s;
+    return ATTN_OK;
+fail:
+    threads_restore(g);
+    onednn_release(s);
+    return rc;
+}
+
+static attn_status onednn_bind(void *state, const attn_tensors *t)
+{
+    onednn_state *s = state;
+    /* oneDNN takes non-const handles; the primitives only read Q, K, V. */
+    dnnl_status_t st = dnnl_memory_set_data_handle(s->q, (void *)t->q);
+    if (st == dnnl_success)
+        st = dnnl_memory_set_data_handle(s->kt, (void *)t->k);
+    if (st == dnnl_success)
+        st = dnnl_memory_set_data_handle(s->v, (void *)t->v);
+    if (st == dnnl_success)
+        st = dnnl_memory_set_data_handle(s->o, t->o);
+    s->o_host = t->o;
+    return from_dnnl(st);
+}
+
+static dnnl_status_t execute(const onednn_state *s, int i, dnnl_exec_arg_t *args, int nargs)
+{
+    if (s->scratch[i])
+        args[nargs++] = (dnnl_exec_arg_t){ DNNL_ARG_SCRATCHPAD, s->scratch[i] };
+    return dnnl_primitive_execute(s->prim[i], s->stream, nargs, args);
+}
+
+/* Rows that see no key: the softmax left NaN there, the contract says 0.
+ * Visibility only grows with the query index, so they are a prefix. */
+static void zero_masked_rows(const onednn_state *s)
+{
+    const attn_problem *p = &s->p;
+    const size_t row = (size_t)p->d_v;
+    for (int b = 0; b < p->batch; b++)
+        for (int i = 0; i < p->seq_q && attn_visible_end(p, b, i) == 0; i++)
+            for (int h = 0; h < p->heads; h++)
+                memset(s->o_host + (((size_t)b * p->heads + h) * p->seq_q + i) * row, 0,
+                       row * sizeof(float));
+}
+
+static attn_status onednn_run(void *state)
+{
+    onednn_state *s = state;
+    const omp_guard g = threads_set(s->threads);
+    dnnl_exec_arg_t qk[5] = {
+        { DNNL_ARG_SRC, s->q }, { DNNL_ARG_WEIGHTS, s->kt }, { DNNL_ARG_DST, s->s },
+        { DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, s->mask },
+    };
+    dnnl_exec_arg_t sm[3] = { { DNNL_ARG_SRC, s->s }, { DNNL_ARG_DST, s->s } };
+    dnnl_exec_arg_t pv[4] = {
+        { DNNL_ARG_SRC, s->s }, { DNNL_ARG_WEIGHTS, s->v }, { DNNL_ARG_DST, s->o },
+    };
+    dnnl_status_t st = execute(s, PRIM_QK, qk, s->pl.masked ? 4 : 3);
+    if (st == dnnl_success)
+        st = execute(s, PRIM_SOFTMAX, sm, 2);
+    if (st == dnnl_success)
+        st = execute(s, PRIM_PV, pv, 3);
+    if (st == dnnl_success)
+        st = dnnl_stream_wait(s->stream);
+    threads_restore(g);
+    if (st == dnnl_success)
+        zero_masked_rows(s);
+    return from_dnnl(st);
+}
+
+static attn_status onednn_read(void *state, float *out)
+{
+    onednn_state *s = state;
+    return attn_host_read(&s->p, s->o_host, out);
+}
+
+static const char *onednn_version(void)
+{
+    static char buf[128];
+    const dnnl_version_t *v = dnnl_version();
+    /* The highest ISA it may dispatch to; a primitive may use less (its
+     * implementation name says which: ONEDNN_VERBOSE=1). */
+    const char *isa = dnnl_cpu_isa2str(dnnl_get_effective_cpu_isa());
+    if (!strncmp(isa, "cpu_isa_", 8))
+        isa += 8;
+    snprintf(buf, sizeof(buf), "oneDNN %d.%d.%d, %s runtime, max ISA %s", v->major, v->minor,
+             v->patch, dnnl_runtime2str(v->cpu_runtime), isa);
+    return buf;
+}
+
+const attn_backend attn_backend_onednn = {
+    .name      = "onednn",
+    .summary   = "oneDNN batched matmul + mask post-op + softmax + matmul, materialized scores",
+    .caps      = ATTN_CAP_CAUSAL | ATTN_CAP_PADDING | ATTN_CAP_CROSS | ATTN_CAP_DV,
+    .cls       = ATTN_CLASS_EXACT_FP32,
+    .supports  = onednn_supports,
+    .prepare   = onednn_prepare,
+    .bind      = onednn_bind,
+    .run       = onednn_run,
+    .read      = onednn_read,
+    .release   = onednn_release,
+    .workspace = onednn_workspace,
+    .version   = onednn_version,
+};
+
+#else
+
+const attn_backend attn_backend_onednn = {
+    .name      = "onednn",
+    .summary   = "oneDNN batched matmul + mask post-op + softmax + matmul, materialized scores",
+#if ATTN_HAVE_ONEDNN
+    .not_built = "this build has no OpenMP, and Debian's oneDNN takes its thread count "
+                 "from OpenMP (reconfigure with -Dopenmp=enabled)",
+#else
+    .not_built = "oneDNN was not found (CMake package dnnl or libdnnl + dnnl.h; "
+                 "Debian: libdnnl-dev), or -Donednn=disabled",
+#endif
+};
+
+#endif

@@ -65,6 +65,7 @@ typedef struct attn_config {
     int threads;                 /* >= 1 */
     const attn_allocator *alloc;
     int tile_q, tile_kv;         /* block sizes for experiments; 0: the backend's choice */
+    int device;                  /* device backends: index in devices(); -1: their choice */
 } attn_config;
 
 /* Dense masks leave each query row a prefix of the keys: query i of batch b
@@ -114,6 +115,15 @@ typedef struct attn_backend {
     size_t      (*device_bytes)(void *state);                             /* optional */
     /* The library or driver behind the backend, for the run's context. */
     const char *(*version)(void);                                         /* optional */
+    /* Device backends. The device the prepared state runs on, one line;
+     * is_cpu is set when it is a CPU implementation (no GPU performance). */
+    const char *(*device_name)(void *state, bool *is_cpu);                /* optional */
+    /* Seconds the device spent on the last run, from its own timestamps;
+     * false when it has none (then only wall time is known). */
+    bool        (*device_time)(void *state, double *seconds);             /* optional */
+    /* Every device it could use, one line each, numbered as --device takes
+     * them; returns the length snprintf would. */
+    int         (*devices)(char *buf, size_t len);                        /* optional */
 } attn_backend;
 
 /* read for host backends that write O in place during run: a copy only when

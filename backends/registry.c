@@ -7,6 +7,8 @@ extern const attn_backend attn_backend_naive;
 extern const attn_backend attn_backend_tiled;
 extern const attn_backend attn_backend_blas;
 extern const attn_backend attn_backend_onednn;
+extern const attn_backend attn_backend_vulkan;
+extern const attn_backend attn_backend_vulkan_3pass;
 
 /* Every backend attnbench knows, built or not, in --list order. Backends whose
  * dependency meson did not find still appear, with the reason. */
@@ -15,6 +17,8 @@ static const attn_backend *const registry[] = {
     &attn_backend_tiled,
     &attn_backend_blas,
     &attn_backend_onednn,
+    &attn_backend_vulkan,
+    &attn_backend_vulkan_3pass,
 };
 
 static const char *const status_str[ATTN_STATUS_COUNT] = {

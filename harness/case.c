@@ -122,6 +122,11 @@ static void drive(attn_result *r, const attn_backend *be, const attn_config *cfg
         r->device_known = true;
         r->device_bytes = be->device_bytes(state);
     }
+    if (be->device_name) {
+        bool is_cpu = false;
+        snprintf(r->device, sizeof(r->device), "%s", be->device_name(state, &is_cpu));
+        r->device_is_cpu = is_cpu;
+    }
     const attn_tensors t = { .q = in->q, .k = in->k, .v = in->v, .o = out->data };
     st = be->bind(state, &t);
     if (st != ATTN_OK)

@@ -33,6 +33,8 @@ typedef struct attn_result {
     uint64_t rss_peak;      /* peak RSS from prepare to release, above the RSS before it */
     bool device_known;      /* the backend reports device memory */
     uint64_t device_bytes;
+    char device[256];       /* device backends: what ran it; empty: the host */
+    bool device_is_cpu;     /* a CPU implementation of the device API */
     size_t score_bytes;     /* B*H*Nq*Nk*4: what a materializing implementation holds */
     double flops;           /* visible score entries only */
     double flops_dense;     /* every score entry */

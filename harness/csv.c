@@ -204,7 +204,8 @@ int attn_csv_append(attn_csv *c, const attn_result *r, const attn_setup *s, doub
     put_num(&l, r->ws_predicted > 0, (double)r->ws_predicted);
     put_num(&l, ran && r->rss_known, (double)r->rss_peak);
     put_num(&l, r->device_known, (double)r->device_bytes);
-    put(&l, ",%zu,host", r->score_bytes);
+    put(&l, ",%zu", r->score_bytes);
+    put_text(&l, r->device[0] ? r->device : "host");
     put_text(&l, r->repro);
     put(&l, "\n");
     if (l.at >= sizeof(l.buf)) {

@@ -95,6 +95,13 @@ void attn_report_details(FILE *f, const attn_result *r)
         fprintf(f, "  memory: workspace peak %s (%zu bytes), predicted %s; peak RSS growth %s; "
                    "score matrix would be %s\n", peak, r->ws_peak, pred, rss, score);
     }
+    if (r->device[0]) {
+        char dev[32] = "unknown";
+        if (r->device_known)
+            attn_format_bytes(dev, sizeof(dev), (double)r->device_bytes);
+        fprintf(f, "  device: %s; device memory %s%s\n", r->device, dev,
+                r->device_is_cpu ? "; a CPU device: its times are not GPU performance" : "");
+    }
     const attn_timing *t = &r->timing;
     if (t->reps) {
         char med[32], min[32], mean[32], sd[32], cpu[32];

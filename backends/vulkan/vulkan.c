@@ -1,0 +1,1102 @@
+/* vulkan and vulkan-3pass: attention as Vulkan compute shaders (shaders/).
+ *   vulkan        one dispatch of the fused FlashAttention kernel (flash.comp)
+ *   vulkan-3pass  scores (scores.comp), row softmax (softmax.comp) and P.V
+ *                 (pv.comp) with S materialized in device memory, heads in
+ *                 chunks that fit maxStorageBufferRange
+ * One device layer serves both: a process-wide instance and logical device
+ * (created on first use, destroyed at exit), and per case: buffers, one
+ * staging buffer, pipelines, one descriptor set and three command buffers
+ * (upload, run, download) recorded in prepare. bind uploads, run submits the
+ * recorded dispatches and waits, read downloads.
+ *
+ * Validation: with ATTN_VK_VALIDATION=1 in the environment the instance
+ * enables VK_LAYER_KHRONOS_validation with synchronization validation and a
+ * debug-utils messenger; every error it reports is printed to stderr and
+ * turns the verb that caused it into ATTN_EDEVICE, so tests fail on it. */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "config.h"
+#include "vulkan/vk.h"
+
+#if ATTN_HAVE_VULKAN
+
+#include <vulkan/vulkan.h>
+
+static const uint32_t flash_spv[] =
+#include "flash.spv.h"
+;
+static const uint32_t scores_spv[] =
+#include "scores.spv.h"
+;
+static const uint32_t softmax_spv[] =
+#include "softmax.spv.h"
+;
+static const uint32_t pv_spv[] =
+#include "pv.spv.h"
+;
+
+/* ---- the device layer ---------------------------------------------------- */
+
+#define MAX_DEVICES 16
+
+typedef struct vk_global {
+    pthread_mutex_t lock;
+    bool tried;
+    VkResult init_result;
+    char why[256];                  /* why there is no usable instance or device */
+    bool validation;
+    VkInstance instance;
+    VkDebugUtilsMessengerEXT messenger;
+    uint32_t ndev;
+    VkPhysicalDevice phys[MAX_DEVICES];
+    /* The open logical device. */
+    int open_index;
+    VkDevice dev;
+    VkQueue queue;
+    uint32_t family;
+    uint32_t timestamp_bits;
+    VkPhysicalDeviceProperties props;
+    VkPhysicalDeviceDriverProperties driver;
+    VkPhysicalDeviceMemoryProperties mem;
+} vk_global;
+
+static vk_global g = { .lock = PTHREAD_MUTEX_INITIALIZER, .open_index = -1 };
+static atomic_ulong validation_errors;
+static atomic_int plant;
+
+void attn_vk_plant(int bug)
+{
+    atomic_store(&plant, bug);
+}
+
+unsigned long attn_vk_validation_errors(void)
+{
+    return atomic_load(&validation_errors);
+}
+
+bool attn_vk_validation_enabled(void)
+{
+    return g.validation;
+}
+
+static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT sev,
+                                                 VkDebugUtilsMessageTypeFlagsEXT type,
+                                                 const VkDebugUtilsMessengerCallbackDataEXT *d,
+                                                 void *user)
+{
+    (void)type;
+    (void)user;
+    if (sev & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) {
+        atomic_fetch_add(&validation_errors, 1);
+        fprintf(stderr, "vulkan validation error: %s\n", d->pMessage);
+    } else if (sev & VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) {
+        fprintf(stderr, "vulkan validation warning: %s\n", d->pMessage);
+    }
+    return VK_FALSE;
+}
+
+static const char *vk_result_str(VkResult r)
+{
+    switch (r) {
+    case VK_SUCCESS:                        return "VK_SUCCESS";
+    case VK_ERROR_OUT_OF_HOST_MEMORY:       return "VK_ERROR_OUT_OF_HOST_MEMORY";
+    case VK_ERROR_OUT_OF_DEVICE_MEMORY:     return "VK_ERROR_OUT_OF_DEVICE_MEMORY";
+    case VK_ERROR_INITIALIZATION_FAILED:    return "VK_ERROR_INITIALIZATION_FAILED";
+    case VK_ERROR_DEVICE_LOST:              return "VK_ERROR_DEVICE_LOST";
+    case VK_ERROR_LAYER_NOT_PRESENT:        return "VK_ERROR_LAYER_NOT_PRESENT";
+    case VK_ERROR_EXTENSION_NOT_PRESENT:    return "VK_ERROR_EXTENSION_NOT_PRESENT";
+    case VK_ERROR_INCOMPATIBLE_DRIVER:      return "VK_ERROR_INCOMPATIBLE_DRIVER";
+    case VK_ERROR_TOO_MANY_OBJECTS:         return "VK_ERROR_TOO_MANY_OBJECTS";
+    default:                                return "a VkResult error";
+    }
+}
+
+static attn_status from_vk(VkResult r)
+{
+    switch (r) {
+    case VK_SUCCESS:                    return ATTN_OK;
+    case VK_ERROR_OUT_OF_HOST_MEMORY:
+    case VK_ERROR_OUT_OF_DEVICE_MEMORY: return ATTN_ENOMEM;
+    default:                            return ATTN_EDEVICE;
+    }
+}
+
+static void close_device(void)
+{
+    if (g.dev) {
+        vkDeviceWaitIdle(g.dev);
+        vkDestroyDevice(g.dev, NULL);
+    }
+    g.dev = VK_NULL_HANDLE;
+    g.open_index = -1;
+}
+
+static void global_destroy(void)
+{
+    pthread_mutex_lock(&g.lock);
+    close_device();
+    if (g.messenger) {
+        PFN_vkDestroyDebugUtilsMessengerEXT destroy = (PFN_vkDestroyDebugUtilsMessengerEXT)
+            vkGetInstanceProcAddr(g.instance, "vkDestroyDebugUtilsMessengerEXT");
+        if (destroy)
+            destroy(g.instance, g.messenger, NULL);
+    }
+    if (g.instance)
+        vkDestroyInstance(g.instance, NULL);
+    g.instance = VK_NULL_HANDLE;
+    pthread_mutex_unlock(&g.lock);
+}
+
+static bool env_on(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0");
+}
+
+/* Once per process: the instance and the list of devices. */
+static attn_status global_init(char *why, size_t len)
+{
+    pthread_mutex_lock(&g.lock);
+    if (!g.tried) {
+        g.tried = true;
+        g.validation = env_on("ATTN_VK_VALIDATION");
+        const char *layers[] = { "VK_LAYER_KHRONOS_validation" };
+        const char *exts[] = { VK_EXT_DEBUG_UTILS_EXTENSION_NAME };
+        const VkValidationFeatureEnableEXT enables[] = {
+            VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT,
+        };
+        const VkValidationFeaturesEXT features = {
+            .sType = VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT,
+            .enabledValidationFeatureCount = 1,
+            .pEnabledValidationFeatures = enables,
+        };
+        const VkDebugUtilsMessengerCreateInfoEXT mci = {
+            .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
+            .pNext = &features,
+            .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT |
+                               VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT,
+            .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                           VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                           VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
+            .pfnUserCallback = on_message,
+        };
+        const VkApplicationInfo app = {
+            .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+            .pApplicationName = "attnbench",
+            .applicationVersion = 1,
+            .apiVersion = VK_API_VERSION_1_2,
+        };
+        const VkInstanceCreateInfo ci = {
+            .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+            .pNext = g.validation ? &mci : NULL,
+            .pApplicationInfo = &app,
+            .enabledLayerCount = g.validation ? 1 : 0,
+            .ppEnabledLayerNames = layers,
+            .enabledExtensionCount = g.validation ? 1 : 0,
+            .ppEnabledExtensionNames = exts,
+        };
+        VkResult r = vkCreateInstance(&ci, NULL, &g.instance);
+        if (r != VK_SUCCESS) {
+            g.instance = VK_NULL_HANDLE;
+            snprintf(g.why, sizeof(g.why), "vkCreateInstance: %s%s", vk_result_str(r),
+                     r == VK_ERROR_INCOMPATIBLE_DRIVER ? " (no Vulkan driver is installed)" :
+                     r == VK_ERROR_LAYER_NOT_PRESENT ?
+                         " (ATTN_VK_VALIDATION asks for VK_LAYER_KHRONOS_validation; "
+                         "Debian: vulkan-validationlayers)" : "");
+        } else {
+            if (g.validation) {
+                PFN_vkCreateDebugUtilsMessengerEXT create = (PFN_vkCreateDebugUtilsMessengerEXT)
+                    vkGetInstanceProcAddr(g.instance, "vkCreateDebugUtilsMessengerEXT");
+                VkDebugUtilsMessengerCreateInfoEXT m = mci;
+                m.pNext = NULL;
+                if (!create || create(g.instance, &m, NULL, &g.messenger) != VK_SUCCESS)
+                    snprintf(g.why, sizeof(g.why), "validation: no debug-utils messenger");
+            }
+            g.ndev = MAX_DEVICES;
+            r = vkEnumeratePhysicalDevices(g.instance, &g.ndev, g.phys);
+            if (r != VK_SUCCESS && r != VK_INCOMPLETE)
+                g.ndev = 0;
+            if (!g.ndev && !g.why[0])
+                snprintf(g.why, sizeof(g.why), "no Vulkan device (vkEnumeratePhysicalDevices "
+                         "found none)");
+            atexit(global_destroy);
+        }
+    }
+    attn_status st = g.instance && g.ndev && !g.why[0] ? ATTN_OK : ATTN_EUNAVAILABLE;
+    if (st != ATTN_OK)
+        snprintf(why, len, "vulkan: %s", g.why);
+    pthread_mutex_unlock(&g.lock);
+    return st;
+}
+
+static const char *type_str(VkPhysicalDeviceType t)
+{
+    switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:   return "discrete GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:    return "virtual GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:            return "CPU";
+    default:                                     return "other";
+    }
+}
+
+static int type_rank(VkPhysicalDeviceType t)
+{
+    switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:   return 4;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 3;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:    return 2;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:            return 1;
+    default:                                     return 0;
+    }
+}
+
+static void device_props(VkPhysicalDevice pd, VkPhysicalDeviceProperties *p,
+                         VkPhysicalDeviceDriverProperties *drv)
+{
+    memset(drv, 0, sizeof(*drv));
+    drv->sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES;
+    VkPhysicalDeviceProperties2 p2 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+                                       .pNext = drv };
+    vkGetPhysicalDeviceProperties(pd, p);
+    if (p->apiVersion >= VK_API_VERSION_1_2)
+        vkGetPhysicalDeviceProperties2(pd, &p2);
+}
+
+static int vk_devices(char *buf, size_t len)
+{
+    char why[256];
+    if (global_init(why, sizeof(why)) != ATTN_OK)
+        return snprintf(buf, len, "%s\n", why);
+    size_t at = 0;
+    int n = 0;
+    for (uint32_t i = 0; i < g.ndev; i++) {
+        VkPhysicalDeviceProperties p;
+        VkPhysicalDeviceDriverProperties d;
+        device_props(g.phys[i], &p, &d);
+        n = snprintf(buf + (at < len ? at : len), at < len ? len - at : 0,
+                     "%u: %s [%s; %s %s; Vulkan %u.%u]\n", i, p.deviceName,
+                     type_str(p.deviceType), d.driverName[0] ? d.driverName : "driver",
+                     d.driverInfo, VK_API_VERSION_MAJOR(p.apiVersion),
+                     VK_API_VERSION_MINOR(p.apiVersion));
+        at += n > 0 ? (size_t)n : 0;
+    }
+    return (int)at;
+}
+
+/* Opens device index (or the best one for -1) as the current logical device. */
+static attn_status open_device(int index, char *why, size_t len)
+{
+    attn_status st = global_init(why, len);
+    if (st != ATTN_OK)
+        return st;
+    pthread_mutex_lock(&g.lock);
+    if (index >= (int)g.ndev) {
+        snprintf(why, len, "vulkan: --device %d, but this machine has %u Vulkan device(s)",
+                 index, g.ndev);
+        pthread_mutex_unlock(&g.lock);
+        return ATTN_EINVAL;
+    }
+    if (index < 0) {
+        int best = -1;
+        for (uint32_t i = 0; i < g.ndev; i++) {
+            VkPhysicalDeviceProperties p;
+            vkGetPhysicalDeviceProperties(g.phys[i], &p);
+            if (p.apiVersion < VK_API_VERSION_1_2)
+                continue;
+            VkPhysicalDeviceProperties pb;
+            if (best >= 0)
+                vkGetPhysicalDeviceProperties(g.phys[best], &pb);
+            if (best < 0 || type_rank(p.deviceType) > type_rank(pb.deviceType))
+                best = (int)i;
+        }
+        if (best < 0) {
+            snprintf(why, len, "vulkan: no Vulkan 1.2 device among %u", g.ndev);
+            pthread_mutex_unlock(&g.lock);
+            return ATTN_EUNAVAILABLE;
+        }
+        index = best;
+    }
+    if (g.open_index == index) {
+        pthread_mutex_unlock(&g.lock);
+        return ATTN_OK;
+    }
+    close_device();
+    VkPhysicalDevice pd = g.phys[index];
+    device_props(pd, &g.props, &g.driver);
+    if (g.props.apiVersion < VK_API_VERSION_1_2) {
+        snprintf(why, len, "vulkan: device %d (%s) supports Vulkan %u.%u, not 1.2", index,
+                 g.props.deviceName, VK_API_VERSION_MAJOR(g.props.apiVersion),
+                 VK_API_VERSION_MINOR(g.props.apiVersion));
+        pthread_mutex_unlock(&g.lock);
+        return ATTN_EUNAVAILABLE;
+    }
+    vkGetPhysicalDeviceMemoryProperties(pd, &g.mem);
+    VkQueueFamilyProperties fam[32];
+    uint32_t nfam = 32;
+    vkGetPhysicalDeviceQueueFamilyProperties(pd, &nfam, fam);
+    g.family = UINT32_MAX;
+    for (uint32_t f = 0; f < nfam && g.family == UINT32_MAX; f++)
+        if (fam[f].queueFlags & VK_QUEUE_COMPUTE_BIT)
+            g.family = f;
+    if (g.family == UINT32_MAX) {
+        snprintf(why, len, "vulkan: device %d (%s) has no compute queue", index,
+                 g.props.deviceName);
+        pthread_mutex_unlock(&g.lock);
+        return ATTN_EUNAVAILABLE;
+    }
+    g.timestamp_bits = fam[g.family].timestampValidBits;
+    const float prio = 1.0f;
+    const VkDeviceQueueCreateInfo qci = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+        .queueFamilyIndex = g.family,
+        .queueCount = 1,
+        .pQueuePriorities = &prio,
+    };
+    const VkDeviceCreateInfo dci = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+        .queueCreateInfoCount = 1,
+        .pQueueCreateInfos = &qci,
+    };
+    VkResult r = vkCreateDevice(pd, &dci, NULL, &g.dev);
+    if (r != VK_SUCCESS) {
+        g.dev = VK_NULL_HANDLE;
+        snprintf(why, len, "vulkan: vkCreateDevice on %s: %s", g.props.deviceName,
+                 vk_result_str(r));
+        pthread_mutex_unlock(&g.lock);
+        return from_vk(r);
+    }
+    vkGetDeviceQueue(g.dev, g.family, 0, &g.queue);
+    g.open_index = index;
+    pthread_mutex_unlock(&g.lock);
+    return ATTN_OK;
+}
+
+/* ---- one case ------------------------------------------------------------ */
+
+enum { B_Q, B_K, B_V, B_O, B_L, B_S, NBUF };
+enum { P_FLASH, P_SCORES, P_SOFTMAX, P_PV, NPIPE };
+
+typedef struct push {
+    uint32_t heads, nq, nk, dk, dv, causal, head_base;
+    float scale;
+} push;
+
+typedef struct vk_buf {
+    VkBuffer buf;
+    VkDeviceMemory mem;
+    VkDeviceSize bytes;
+} vk_buf;
+
+typedef struct vk_state {
+    attn_problem p;
+    const attn_allocator *alloc;
+    bool fused;
+    VkDevice dev;
+    vk_buf b[NBUF], staging;
+    void *mapped;
+    VkDeviceSize off[5];            /* staging offsets of Q, K, V, kv_len, O */
+    size_t device_bytes;
+    VkDescriptorSetLayout dsl;
+    VkPipelineLayout layout;
+    VkDescriptorPool pool;
+    VkDescriptorSet set;
+    VkShaderModule module[NPIPE];
+    VkPipeline pipe[NPIPE];
+    VkCommandPool cpool;
+    VkCommandBuffer up, run, down;
+    VkFence fence;
+    VkQueryPool queries;
+    bool timestamps;
+    double last_device_s;
+    int chunk;                      /* 3-pass: heads per S chunk */
+    uint32_t br, bc, wg;            /* fused: rows per workgroup, keys per tile, invocations */
+    char device[640];
+    bool is_cpu;
+    const float *q, *k, *v;
+    float *o;
+} vk_state;
+
+static uint32_t memory_type(uint32_t bits, VkMemoryPropertyFlags want)
+{
+    for (uint32_t i = 0; i < g.mem.memoryTypeCount; i++)
+        if ((bits & (1u << i)) && (g.mem.memoryTypes[i].propertyFlags & want) == want)
+            return i;
+    return UINT32_MAX;
+}
+
+static VkResult buf_create(vk_state *s, vk_buf *b, VkDeviceSize bytes, VkBufferUsageFlags usage,
+                           VkMemoryPropertyFlags want, VkMemoryPropertyFlags fallback)
+{
+    b->bytes = bytes;
+    const VkBufferCreateInfo bci = {
+        .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+        .size = bytes,
+        .usage = usage,
+        .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
+    };
+    VkResult r = vkCreateBuffer(s->dev, &bci, NULL, &b->buf);
+    if (r != VK_SUCCESS)
+        return r;
+    VkMemoryRequirements req;
+    vkGetBufferMemoryRequirements(s->dev, b->buf, &req);
+    uint32_t type = memory_type(req.memoryTypeBits, want);
+    if (type == UINT32_MAX)
+        type = memory_type(req.memoryTypeBits, fallback);
+    if (type == UINT32_MAX)
+        return VK_ERROR_OUT_OF_DEVICE_MEMORY;
+    const VkMemoryAllocateInfo mai = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+        .allocationSize = req.size,
+        .memoryTypeIndex = type,
+    };
+    r = vkAllocateMemory(s->dev, &mai, NULL, &b->mem);
+    if (r != VK_SUCCESS)
+        return r;
+    s->device_bytes += req.size;
+    return vkBindBufferMemory(s->dev, b->buf, b->mem, 0);
+}
+
+static void buf_destroy(vk_state *s, vk_buf *b)
+{
+    if (b->buf)
+        vkDestroyBuffer(s->dev, b->buf, NULL);
+    if (b->mem)
+        vkFreeMemory(s->dev, b->mem, NULL);
+    memset(b, 0, sizeof(*b));
+}
+
+static void vk_release(void *state)
+{
+    vk_state *s = state;
+    if (!s)
+        return;
+    if (s->dev) {
+        vkDeviceWaitIdle(s->dev);
+        if (s->queries)
+            vkDestroyQueryPool(s->dev, s->queries, NULL);
+        if (s->fence)
+            vkDestroyFence(s->dev, s->fence, NULL);
+        if (s->cpool)
+            vkDestroyCommandPool(s->dev, s->cpool, NULL);
+        for (int i = 0; i < NPIPE; i++) {
+            if (s->pipe[i])
+                vkDestroyPipeline(s->dev, s->pipe[i], NULL);
+            if (s->module[i])
+                vkDestroyShaderModule(s->dev, s->module[i], NULL);
+        }
+        if (s->pool)
+            vkDestroyDescriptorPool(s->dev, s->pool, NULL);
+        if (s->layout)
+            vkDestroyPipelineLayout(s->dev, s->layout, NULL);
+        if (s->dsl)
+            vkDestroyDescriptorSetLayout(s->dev, s->dsl, NULL);
+        if (s->mapped)
+            vkUnmapMemory(s->dev, s->staging.mem);
+        for (int i = 0; i < NBUF; i++)
+            buf_destroy(s, &s->b[i]);
+        buf_destroy(s, &s->staging);
+    }
+    attn_free(s->alloc, s);
+}
+
+static size_t elems(const attn_problem *p, int which)
+{
+    const size_t bh = (size_t)p->batch * p->heads;
+    switch (which) {
+    case B_Q: return bh * p->seq_q * p->d_k;
+    case B_K: return bh * p->seq_kv * p->d_k;
+    case B_V: return bh * p->seq_kv * p->d_v;
+    case B_O: return bh * p->seq_q * p->d_v;
+    case B_L: return (size_t)p->batch;
+    default:  return 0;
+    }
+}
+
+/* What the device allows for p, decided before anything is allocated. The
+ * fused kernel's tile comes from d and the shared-memory limit; the 3-pass
+ * score chunk from maxStorageBufferRange. */
+static attn_status plan(const attn_problem *p, bool fused, uint32_t *br, uint32_t *bc,
+                        uint32_t *wg_out, int *chunk, char *why, size_t len)
+{
+    const VkPhysicalDeviceLimits *lim = &g.props.limits;
+    const uint64_t range = lim->maxStorageBufferRange;
+    static const char *const names[] = { "Q", "K", "V", "O" };
+    for (int i = B_Q; i <= B_O; i++) {
+        const uint64_t bytes = (uint64_t)elems(p, i) * sizeof(float);
+        if (bytes > range) {
+            snprintf(why, len, "vulkan: %s is %llu bytes, over this device's "
+                     "maxStorageBufferRange of %llu", names[i], (unsigned long long)bytes,
+                     (unsigned long long)range);
+            return ATTN_EUNSUPPORTED;
+        }
+    }
+    const uint32_t bh = (uint32_t)p->batch * (uint32_t)p->heads;
+    if (fused) {
+        /* Invocations per workgroup: 64 where the device allows it. */
+        uint32_t wg = 64;
+        if (wg > lim->maxComputeWorkGroupSize[0])
+            wg = lim->maxComputeWorkGroupSize[0];
+        if (wg > lim->maxComputeWorkGroupInvocations)
+            wg = lim->maxComputeWorkGroupInvocations;
+        /* Shared memory holds Q and O of BR rows, K and V of BC keys, the
+         * BR x BC scores and three floats per row; BR from 32 down, BC up to
+         * 32, as large as maxComputeSharedMemorySize allows (checked here:
+         * drivers need not catch it at pipeline creation). */
+        const uint64_t limit = lim->maxComputeSharedMemorySize;
+        const uint64_t dk = (uint64_t)p->d_k, dv = (uint64_t)p->d_v;
+        uint64_t rows = 32, keys = 0;
+        for (; rows >= 1; rows /= 2) {
+            const uint64_t fixed = rows * (dk + dv + 3) * sizeof(float);
+            keys = fixed < limit ? (limit - fixed) / ((dk + dv + rows) * sizeof(float)) : 0;
+            if (keys > 32)
+                keys = 32;
+            if (keys >= 8 || (rows == 1 && keys >= 1))
+                break;
+        }
+        if (rows < 1 || keys < 1) {
+            snprintf(why, len, "vulkan: one query row and one key with d_k = %d, d_v = %d "
+                     "need more than this device's maxComputeSharedMemorySize of %u bytes",
+                     p->d_k, p->d_v, lim->maxComputeSharedMemorySize);
+            return ATTN_EUNSUPPORTED;
+        }
+        const uint64_t blocks = ((uint64_t)p->seq_q + rows - 1) / rows;
+        if (blocks > lim->maxComputeWorkGroupCount[0] ||
+            (uint32_t)p->heads > lim->maxComputeWorkGroupCount[1] ||
+            (uint32_t)p->batch > lim->maxComputeWorkGroupCount[2]) {
+            snprintf(why, len, "vulkan: the grid (%llu, %d, %d) exceeds this device's "
+                     "maxComputeWorkGroupCount (%u, %u, %u)", (unsigned long long)blocks,
+                     p->heads, p->batch, lim->maxComputeWorkGroupCount[0],
+                     lim->maxComputeWorkGroupCount[1], lim->maxComputeWorkGroupCount[2]);
+            return ATTN_EUNSUPPORTED;
+        }
+        *br = (uint32_t)rows;
+        *bc = (uint32_t)keys;
+        *wg_out = wg;
+        *chunk = 0;
+        return ATTN_OK;
+    }
+    if (lim->maxComputeWorkGroupInvocations < 256 || lim->maxComputeWorkGroupSize[0] < 64 ||
+        lim->maxComputeWorkGroupSize[1] < 16) {
+        snprintf(why, len, "vulkan-3pass: its 16x16 workgroups need 256 invocations; "
+                 "this device allows %u", lim->maxComputeWorkGroupInvocations);
+        return ATTN_EUNSUPPORTED;
+    }
+    const uint64_t head_bytes = (uint64_t)p->seq_q * p->seq_kv * sizeof(float);
+    if (head_bytes > range) {
+        snprintf(why, len, "vulkan-3pass: one head's %d x %d score matrix (%llu bytes) exceeds "
+                 "this device's maxStorageBufferRange of %llu", p->seq_q, p->seq_kv,
+                 (unsigned long long)head_bytes, (unsigned long long)range);
+        return ATTN_EUNSUPPORTED;
+    }
+    uint64_t heads = range / head_bytes;
+    if (heads > bh)
+        heads = bh;
+    if (heads > lim->maxComputeWorkGroupCount[2])
+        heads = lim->maxComputeWorkGroupCount[2];
+    const uint64_t tiles_q = ((uint64_t)p->seq_q + 15) / 16, tiles_k = ((uint64_t)p->seq_kv + 15) / 16;
+    if (tiles_k > lim->maxComputeWorkGroupCount[0] ||
+        (uint64_t)p->seq_q > lim->maxComputeWorkGroupCount[0] ||
+        tiles_q > lim->maxComputeWorkGroupCount[1] ||
+        ((uint64_t)p->d_v + 15) / 16 > lim->maxComputeWorkGroupCount[0]) {
+        snprintf(why, len, "vulkan-3pass: Nq = %d or Nk = %d exceeds this device's "
+                 "maxComputeWorkGroupCount", p->seq_q, p->seq_kv);
+        return ATTN_EUNSUPPORTED;
+    }
+    *chunk = (int)heads;
+    *br = *bc = *wg_out = 0;
+    return ATTN_OK;
+}
+
+static attn_status vk_supports_common(const attn_problem *p, bool fused, char *why, size_t len)
+{
+    attn_status st = open_device(-1, why, len);
+    if (st != ATTN_OK)
+        return st;
+    uint32_t br, bc, wg;
+    int chunk;
+    return plan(p, fused, &br, &bc, &wg, &chunk, why, len);
+}
+
+static attn_status fused_supports(const attn_problem *p, char *why, size_t len)
+{
+    return vk_supports_common(p, true, why, len);
+}
+
+static attn_status threepass_supports(const attn_problem *p, char *why, size_t len)
+{
+    return vk_supports_common(p, false, why, len);
+}
+
+static attn_status vk_probe(char *why, size_t len)
+{
+    return open_device(-1, why, len);
+}
+
+static VkResult make_pipeline(vk_state *s, int i, const uint32_t *code, size_t bytes,
+                              const VkSpecializationInfo *spec)
+{
+    const VkShaderModuleCreateInfo smi = {
+        .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+        .codeSize = bytes,
+        .pCode = code,
+    };
+    VkResult r = vkCreateShaderModule(s->dev, &smi, NULL, &s->module[i]);
+    if (r != VK_SUCCESS)
+        return r;
+    const VkComputePipelineCreateInfo cpi = {
+        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .stage = {
+            .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+            .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+            .module = s->module[i],
+            .pName = "main",
+            .pSpecializationInfo = spec,
+        },
+        .layout = s->layout,
+    };
+    return vkCreateComputePipelines(s->dev, VK_NULL_HANDLE, 1, &cpi, NULL, &s->pipe[i]);
+}
+
+static void barrier(VkCommandBuffer cb, VkPipelineStageFlags src, VkAccessFlags src_access,
+                    VkPipelineStageFlags dst, VkAccessFlags dst_access)
+{
+    const VkMemoryBarrier mb = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+        .srcAccessMask = src_access,
+        .dstAccessMask = dst_access,
+    };
+    vkCmdPipelineBarrier(cb, src, dst, 0, 1, &mb, 0, NULL, 0, NULL);
+}
+
+#define ALL_RW (VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | \
+                VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT)
+#define STAGES (VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT)
+
+static VkResult record(vk_state *s)
+{
+    const attn_problem *p = &s->p;
+    const VkCommandBufferBeginInfo begin = { .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO };
+    VkResult r;
+
+    /* Upload: staging -> Q, K, V, kv_len. */
+    if ((r = vkBeginCommandBuffer(s->up, &begin)) != VK_SUCCESS)
+        return r;
+    barrier(s->up, STAGES | VK_PIPELINE_STAGE_HOST_BIT, ALL_RW | VK_ACCESS_HOST_WRITE_BIT,
+            VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
+    const int ups[] = { B_Q, B_K, B_V, B_L };
+    for (int i = 0; i < 4; i++) {
+        const VkBufferCopy c = { .srcOffset = s->off[i], .dstOffset = 0,
+                                 .size = s->b[ups[i]].bytes };
+        vkCmdCopyBuffer(s->up, s->staging.buf, s->b[ups[i]].buf, 1, &c);
+    }
+    if ((r = vkEndCommandBuffer(s->up)) != VK_SUCCESS)
+        return r;
+
+    /* Run: the dispatches between two timestamps. */
+    if ((r = vkBeginCommandBuffer(s->run, &begin)) != VK_SUCCESS)
+        return r;
+    barrier(s->run, STAGES, ALL_RW, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+            VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+    if (s->timestamps) {
+        vkCmdResetQueryPool(s->run, s->queries, 0, 2);
+        vkCmdWriteTimestamp(s->run, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, s->queries, 0);
+    }
+    vkCmdBindDescriptorSets(s->run, VK_PIPELINE_BIND_POINT_COMPUTE, s->layout, 0, 1, &s->set, 0,
+                            NULL);
+    push pc = { (uint32_t)p->heads, (uint32_t)p->seq_q, (uint32_t)p->seq_kv, (uint32_t)p->d_k,
+                (uint32_t)p->d_v, p->causal, 0, p->scale };
+    if (s->fused) {
+        vkCmdBindPipeline(s->run, VK_PIPELINE_BIND_POINT_COMPUTE, s->pipe[P_FLASH]);
+        vkCmdPushConstants(s->run, s->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), &pc);
+        vkCmdDispatch(s->run, ((uint32_t)p->seq_q + s->br - 1) / s->br, (uint32_t)p->heads,
+                      (uint32_t)p->batch);
+    } else {
+        const int bh = p->batch * p->heads;
+        const VkAccessFlags rw = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+        for (int h0 = 0; h0 < bh; h0 += s->chunk) {
+            const uint32_t n = (uint32_t)(bh - h0 < s->chunk ? bh - h0 : s->chunk);
+            pc.head_base = (uint32_t)h0;
+            vkCmdPushConstants(s->run, s->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), &pc);
+            if (h0 > 0) /* the previous chunk's P.V has read S */
+                barrier(s->run, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, rw,
+                        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, rw);
+            vkCmdBindPipeline(s->run, VK_PIPELINE_BIND_POINT_COMPUTE, s->pipe[P_SCORES]);
+            vkCmdDispatch(s->run, ((uint32_t)p->seq_kv + 15) / 16, ((uint32_t)p->seq_q + 15) / 16, n);
+            if (atomic_load(&plant) != ATTN_VK_PLANT_NO_BARRIER)
+                barrier(s->run, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, rw,
+                        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, rw);
+            vkCmdBindPipeline(s->run, VK_PIPELINE_BIND_POINT_COMPUTE, s->pipe[P_SOFTMAX]);
+            vkCmdDispatch(s->run, (uint32_t)p->seq_q, n, 1);
+            barrier(s->run, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, rw,
+                    VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, rw);
+            vkCmdBindPipeline(s->run, VK_PIPELINE_BIND_POINT_COMPUTE, s->pipe[P_PV]);
+            vkCmdDispatch(s->run, ((uint32_t)p->d_v + 15) / 16, ((uint32_t)p->seq_q + 15) / 16, n);
+        }
+    }
+    if (s->timestamps)
+        vkCmdWriteTimestamp(s->run, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, s->queries, 1);
+    if ((r = vkEndCommandBuffer(s->run)) != VK_SUCCESS)
+        return r;
+
+    /* Download: O -> staging, visible to the host. */
+    if ((r = vkBeginCommandBuffer(s->down, &begin)) != VK_SUCCESS)
+        return r;
+    barrier(s->down, STAGES, ALL_RW, VK_PIPELINE_STAGE_TRANSFER_BIT,
+            VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
+    const VkBufferCopy c = { .srcOffset = 0, .dstOffset = s->off[4], .size = s->b[B_O].bytes };
+    vkCmdCopyBuffer(s->down, s->b[B_O].buf, s->staging.buf, 1, &c);
+    barrier(s->down, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+            VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
+    return vkEndCommandBuffer(s->down);
+}
+
+static VkResult submit(vk_state *s, VkCommandBuffer cb)
+{
+    const VkSubmitInfo si = {
+        .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+        .commandBufferCount = 1,
+        .pCommandBuffers = &cb,
+    };
+    VkResult r = vkQueueSubmit(g.queue, 1, &si, s->fence);
+    if (r == VK_SUCCESS)
+        r = vkWaitForFences(s->dev, 1, &s->fence, VK_TRUE, UINT64_MAX);
+    if (r == VK_SUCCESS)
+        r = vkResetFences(s->dev, 1, &s->fence);
+    return r;
+}
+
+static VkResult build(vk_state *s)
+{
+    const attn_problem *p = &s->p;
+    VkResult r;
+    const VkBufferUsageFlags use = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
+                                   VK_BUFFER_USAGE_TRANSFER_DST_BIT |
+                                   VK_BUFFER_USAGE_TRANSFER_SRC_BIT;
+    const VkMemoryPropertyFlags local = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+    for (int i = B_Q; i <= B_L; i++)
+        if ((r = buf_create(s, &s->b[i], elems(p, i) * sizeof(float), use, local, 0)) != VK_SUCCESS)
+            return r;
+    if (!s->fused) {
+        const VkDeviceSize sbytes = (VkDeviceSize)s->chunk * p->seq_q * p->seq_kv * sizeof(float);
+        if ((r = buf_create(s, &s->b[B_S], sbytes, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, local, 0)) != VK_SUCCESS)
+            return r;
+    }
+    /* Staging: Q | K | V | kv_len up, O down, each region its own. */
+    VkDeviceSize at = 0;
+    const int regions[] = { B_Q, B_K, B_V, B_L, B_O };
+    for (int i = 0; i < 5; i++) {
+        s->off[i] = at;
+        at += (s->b[regions[i]].bytes + 255) & ~(VkDeviceSize)255;
+    }
+    if ((r = buf_create(s, &s->staging, at,
+                        VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT |
+                            VK_MEMORY_PROPERTY_HOST_CACHED_BIT,
+                        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT)) != VK_SUCCESS)
+        return r;
+    if ((r = vkMapMemory(s->dev, s->staging.mem, 0, VK_WHOLE_SIZE, 0, &s->mapped)) != VK_SUCCESS) {
+        s->mapped = NULL;
+        return r;
+    }
+
+    /* One descriptor set: bindings 0..5 = Q, K, V, O, kv_len, S. */
+    const int nb = s->fused ? 5 : 6;
+    VkDescriptorSetLayoutBinding lb[NBUF];
+    for (int i = 0; i < nb; i++)
+        lb[i] = (VkDescriptorSetLayoutBinding){ .binding = (uint32_t)i,
+                                                .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                                .descriptorCount = 1,
+                                                .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT };
+    const VkDescriptorSetLayoutCreateInfo dli = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+        .bindingCount = (uint32_t)nb,
+        .pBindings = lb,
+    };
+    if ((r = vkCreateDescriptorSetLayout(s->dev, &dli, NULL, &s->dsl)) != VK_SUCCESS)
+        return r;
+    const VkPushConstantRange pr = { VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push) };
+    const VkPipelineLayoutCreateInfo pli = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+        .setLayoutCount = 1,
+        .pSetLayouts = &s->dsl,
+        .pushConstantRangeCount = 1,
+        .pPushConstantRanges = &pr,
+    };
+    if ((r = vkCreatePipelineLayout(s->dev, &pli, NULL, &s->layout)) != VK_SUCCESS)
+        return r;
+    const VkDescriptorPoolSize ps = { VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, (uint32_t)nb };
+    const VkDescriptorPoolCreateInfo dpi = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+        .maxSets = 1,
+        .poolSizeCount = 1,
+        .pPoolSizes = &ps,
+    };
+    if ((r = vkCreateDescriptorPool(s->dev, &dpi, NULL, &s->pool)) != VK_SUCCESS)
+        return r;
+    const VkDescriptorSetAllocateInfo dai = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+        .descriptorPool = s->pool,
+        .descriptorSetCount = 1,
+        .pSetLayouts = &s->dsl,
+    };
+    if ((r = vkAllocateDescriptorSets(s->dev, &dai, &s->set)) != VK_SUCCESS)
+        return r;
+    VkDescriptorBufferInfo bi[NBUF];
+    VkWriteDescriptorSet w[NBUF];
+    for (int i = 0; i < nb; i++) {
+        bi[i] = (VkDescriptorBufferInfo){ s->b[i].buf, 0, VK_WHOLE_SIZE };
+        w[i] = (VkWriteDescriptorSet){ .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                                       .dstSet = s->set,
+                                       .dstBinding = (uint32_t)i,
+                                       .descriptorCount = 1,
+                                       .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                       .pBufferInfo = &bi[i] };
+    }
+    vkUpdateDescriptorSets(s->dev, (uint32_t)nb, w, 0, NULL);
+
+    if (s->fused) {
+        const uint32_t sc[5] = { s->wg, s->bc, (uint32_t)p->d_k, (uint32_t)p->d_v, s->br };
+        const VkSpecializationMapEntry me[5] = {
+            { 0, 0, 4 }, { 1, 4, 4 }, { 2, 8, 4 }, { 3, 12, 4 }, { 4, 16, 4 },
+        };
+        const VkSpecializationInfo spec = { 5, me, sizeof(sc), sc };
+        if ((r = make_pipeline(s, P_FLASH, flash_spv, sizeof(flash_spv), &spec)) != VK_SUCCESS)
+            return r;
+    } else {
+        if ((r = make_pipeline(s, P_SCORES, scores_spv, sizeof(scores_spv), NULL)) != VK_SUCCESS ||
+            (r = make_pipeline(s, P_SOFTMAX, softmax_spv, sizeof(softmax_spv), NULL)) != VK_SUCCESS ||
+            (r = make_pipeline(s, P_PV, pv_spv, sizeof(pv_spv), NULL)) != VK_SUCCESS)
+            return r;
+    }
+
+    const VkCommandPoolCreateInfo cpi = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+        .queueFamilyIndex = g.family,
+    };
+    if ((r = vkCreateCommandPool(s->dev, &cpi, NULL, &s->cpool)) != VK_SUCCESS)
+        return r;
+    VkCommandBuffer cbs[3];
+    const VkCommandBufferAllocateInfo cai = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+        .commandPool = s->cpool,
+        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+        .commandBufferCount = 3,
+    };
+    if ((r = vkAllocateCommandBuffers(s->dev, &cai, cbs)) != VK_SUCCESS)
+        return r;
+    s->up = cbs[0];
+    s->run = cbs[1];
+    s->down = cbs[2];
+    const VkFenceCreateInfo fci = { .sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO };
+    if ((r = vkCreateFence(s->dev, &fci, NULL, &s->fence)) != VK_SUCCESS)
+        return r;
+    s->timestamps = g.timestamp_bits > 0 && g.props.limits.timestampPeriod > 0;
+    if (s->timestamps) {
+        const VkQueryPoolCreateInfo qpi = {
+            .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+            .queryType = VK_QUERY_TYPE_TIMESTAMP,
+            .queryCount = 2,
+        };
+        if ((r = vkCreateQueryPool(s->dev, &qpi, NULL, &s->queries)) != VK_SUCCESS)
+            return r;
+    }
+    return record(s);
+}
+
+/* ATTN_EDEVICE when the validation layer reported an error since mark. */
+static attn_status checked(attn_status st, unsigned long mark)
+{
+    if (st == ATTN_OK && attn_vk_validation_errors() != mark)
+        return ATTN_EDEVICE;
+    return st;
+}
+
+static attn_status vk_prepare_common(const attn_problem *p, const attn_config *cfg, void **state,
+                                     bool fused)
+{
+    const unsigned long mark = attn_vk_validation_errors();
+    char why[256];
+    attn_status st = open_device(cfg->device, why, sizeof(why));
+    if (st != ATTN_OK)
+        return st;
+    vk_state *s = attn_alloc(cfg->alloc, sizeof(*s));
+    if (!s)
+        return ATTN_ENOMEM;
+    memset(s, 0, sizeof(*s));
+    s->alloc = cfg->alloc;
+    s->p = *p;
+    s->p.kv_len = NULL;            /* uploaded in bind; not kept */
+    s->fused = fused;
+    s->dev = g.dev;
+    if ((st = plan(p, fused, &s->br, &s->bc, &s->wg, &s->chunk, why, sizeof(why))) != ATTN_OK)
+        goto fail;
+    s->is_cpu = g.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+    snprintf(s->device, sizeof(s->device), "%s [%s%s; %s %s]", g.props.deviceName,
+             type_str(g.props.deviceType), s->is_cpu ? ": not GPU performance" : "",
+             g.driver.driverName[0] ? g.driver.driverName : "driver", g.driver.driverInfo);
+    VkResult r = build(s);
+    if (r != VK_SUCCESS) {
+        st = from_vk(r);
+        goto fail;
+    }
+    /* kv_len goes up with the inputs; all keys valid when there is none. */
+    int *kv = (int *)((char *)s->mapped + s->off[3]);
+    for (int b = 0; b < p->batch; b++)
+        kv[b] = p->kv_len ? p->kv_len[b] : p->seq_kv;
+    if ((st = checked(ATTN_OK, mark)) != ATTN_OK)
+        goto fail;
+    *state = s;
+    return ATTN_OK;
+fail:
+    vk_release(s);
+    return st;
+}
+
+static attn_status fused_prepare(const attn_problem *p, const attn_config *cfg, void **state)
+{
+    return vk_prepare_common(p, cfg, state, true);
+}
+
+static attn_status threepass_prepare(const attn_problem *p, const attn_config *cfg, void **state)
+{
+    return vk_prepare_common(p, cfg, state, false);
+}
+
+static attn_status vk_bind(void *state, const attn_tensors *t)
+{
+    vk_state *s = state;
+    const unsigned long mark = attn_vk_validation_errors();
+    memcpy((char *)s->mapped + s->off[0], t->q, s->b[B_Q].bytes);
+    memcpy((char *)s->mapped + s->off[1], t->k, s->b[B_K].bytes);
+    memcpy((char *)s->mapped + s->off[2], t->v, s->b[B_V].bytes);
+    s->o = t->o;
+    return checked(from_vk(submit(s, s->up)), mark);
+}
+
+static attn_status vk_run(void *state)
+{
+    vk_state *s = state;
+    const unsigned long mark = attn_vk_validation_errors();
+    VkResult r = submit(s, s->run);
+    if (r == VK_SUCCESS && s->timestamps) {
+        uint64_t ts[2];
+        r = vkGetQueryPoolResults(s->dev, s->queries, 0, 2, sizeof(ts), ts, sizeof(ts[0]),
+                                  VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+        const uint64_t mask = g.timestamp_bits >= 64 ? UINT64_MAX
+                                                     : (UINT64_C(1) << g.timestamp_bits) - 1;
+        const uint64_t ticks = ((ts[1] & mask) - (ts[0] & mask)) & mask;
+        s->last_device_s = (double)ticks * g.props.limits.timestampPeriod * 1e-9;
+    }
+    return checked(from_vk(r), mark);
+}
+
+static attn_status vk_read(void *state, float *out)
+{
+    vk_state *s = state;
+    const unsigned long mark = attn_vk_validation_errors();
+    VkResult r = submit(s, s->down);
+    if (r == VK_SUCCESS)
+        memcpy(out, (char *)s->mapped + s->off[4], s->b[B_O].bytes);
+    return checked(from_vk(r), mark);
+}
+
+static size_t vk_workspace(const attn_problem *p, const attn_config *cfg)
+{
+    (void)p;
+    (void)cfg;
+    return sizeof(vk_state);
+}
+
+static size_t vk_device_bytes(void *state)
+{
+    return ((vk_state *)state)->device_bytes;
+}
+
+static const char *vk_device_name(void *state, bool *is_cpu)
+{
+    vk_state *s = state;
+    *is_cpu = s->is_cpu;
+    return s->device;
+}
+
+static bool vk_device_time(void *state, double *seconds)
+{
+    vk_state *s = state;
+    *seconds = s->last_device_s;
+    return s->timestamps;
+}
+
+static const char *vk_version(void)
+{
+    static char buf[64];
+    const uint32_t v = VK_HEADER_VERSION_COMPLETE;
+    snprintf(buf, sizeof(buf), "Vulkan headers %u.%u.%u", VK_API_VERSION_MAJOR(v),
+             VK_API_VERSION_MINOR(v), VK_API_VERSION_PATCH(v));
+    return buf;
+}
+
+#define VK_COMMON                                                              \
+    .caps = ATTN_CAP_CAUSAL | ATTN_CAP_PADDING | ATTN_CAP_CROSS | ATTN_CAP_DV, \
+    .cls = ATTN_CLASS_EXACT_FP32, .probe = vk_probe, .bind = vk_bind,           \
+    .run = vk_run, .read = vk_read, .release = vk_release,                      \
+    .workspace = vk_workspace, .device_bytes = vk_device_bytes,                 \
+    .version = vk_version, .device_name = vk_device_name,                       \
+    .device_time = vk_device_time, .devices = vk_devices
+
+const attn_backend attn_backend_vulkan = {
+    .name = "vulkan",
+    .summary = "Vulkan compute: fused FlashAttention kernel, one dispatch",
+    .supports = fused_supports,
+    .prepare = fused_prepare,
+    VK_COMMON,
+};
+
+const attn_backend attn_backend_vulkan_3pass = {
+    .name = "vulkan-3pass",
+    .summary = "Vulkan compute: scores, row softmax, P.V; S in device memory, heads chunked",
+    .supports = threepass_supports,
+    .prepare = threepass_prepare,
+    VK_COMMON,
+};
+
+#else
+
+#define NOT_BUILT "libvulkan (pkg-config vulkan) or glslc was not found (Debian: libvulkan-dev, " \
+                  "glslc), or -Dvulkan=disabled"
+
+const attn_backend attn_backend_vulkan = {
+    .name = "vulkan",
+    .summary = "Vulkan compute: fused FlashAttention kernel, one dispatch",
+    .not_built = NOT_BUILT,
+};
+
+const attn_backend attn_backend_vulkan_3pass = {
+    .name = "vulkan-3pass",
+    .summary = "Vulkan compute: scores, row softmax, P.V; S in device memory, heads chunked",
+    .not_built = NOT_BUILT,
+};
+
+void attn_vk_plant(int bug)
+{
+    (void)bug;
+}
+
+unsigned long attn_vk_validation_errors(void)
+{
+    return 0;
+}
+
+bool attn_vk_validation_enabled(void)
+{
+    return false;
+}
+
+#endif

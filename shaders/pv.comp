@@ -1,0 +1,47 @@
+#version 450
+// Three-pass attention, pass 3: O = P.V for a chunk of heads, 16x16 output
+// tiles through shared memory. The key loop stops at the tile's last visible
+// key (P is zero past it).
+layout(local_size_x = 16, local_size_y = 16) in;
+
+layout(std430, binding = 2) readonly buffer Vb { float v[]; };
+layout(std430, binding = 3) writeonly buffer Ob { float o[]; };
+layout(std430, binding = 4) readonly buffer Lb { int kv_len[]; };
+layout(std430, binding = 5) readonly buffer Sb { float sc[]; };
+
+layout(push_constant) uniform Push {
+    uint heads, nq, nk, dk, dv, causal, head_base;
+    float scale;
+} pc;
+
+shared float Ps[16][17];
+shared float Vs[16][17];
+
+int visible_end(uint b, int i)
+{
+    int end = kv_len[b];
+    if (pc.causal != 0)
+        end = min(end, i + int(pc.nk) - int(pc.nq) + 1);
+    return max(end, 0);
+}
+
+void main()
+{
+    const uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y;
+    const uint c0 = gl_WorkGroupID.x * 16, i0 = gl_WorkGroupID.y * 16;
+    const uint hc = gl_WorkGroupID.z, bh = pc.head_base + hc, b = bh / pc.heads;
+    const uint i = i0 + ty, c = c0 + tx;
+    const uint end_tile = uint(visible_end(b, int(min(i0 + 16, pc.nq)) - 1));
+    float acc = 0.0;
+    for (uint j0 = 0; j0 < end_tile; j0 += 16) {
+        const uint pj = j0 + tx, vj = j0 + ty;
+        Ps[ty][tx] = i < pc.nq && pj < pc.nk ? sc[(hc * pc.nq + i) * pc.nk + pj] : 0.0;
+        Vs[ty][tx] = vj < pc.nk && c < pc.dv ? v[(bh * pc.nk + vj) * pc.dv + c] : 0.0;
+        barrier();
+        for (uint t = 0; t < 16; t++)
+            acc += Ps[ty][t] * Vs[t][tx];
+        barrier();
+    }
+    if (i < pc.nq && c < pc.dv)
+        o[(bh * pc.nq + i) * pc.dv + c] = acc;
+}

@@ -1,0 +1,52 @@
+#version 450
+// Three-pass attention, pass 1: S = scale * Q.K^T for a chunk of heads,
+// 16x16 output tiles through shared memory, masked entries -inf. Tiles that
+// lie wholly past the visible keys skip the products.
+layout(local_size_x = 16, local_size_y = 16) in;
+
+layout(std430, binding = 0) readonly buffer Qb { float q[]; };
+layout(std430, binding = 1) readonly buffer Kb { float k[]; };
+layout(std430, binding = 4) readonly buffer Lb { int kv_len[]; };
+layout(std430, binding = 5) writeonly buffer Sb { float sc[]; };
+
+layout(push_constant) uniform Push {
+    uint heads, nq, nk, dk, dv, causal, head_base;
+    float scale;
+} pc;
+
+shared float Qs[16][17];
+shared float Ks[16][17];
+
+int visible_end(uint b, int i)
+{
+    int end = kv_len[b];
+    if (pc.causal != 0)
+        end = min(end, i + int(pc.nk) - int(pc.nq) + 1);
+    return max(end, 0);
+}
+
+void main()
+{
+    const uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y;
+    const uint j0 = gl_WorkGroupID.x * 16, i0 = gl_WorkGroupID.y * 16;
+    const uint hc = gl_WorkGroupID.z, bh = pc.head_base + hc, b = bh / pc.heads;
+    const uint i = i0 + ty, j = j0 + tx;
+    const int end_tile = visible_end(b, int(min(i0 + 16, pc.nq)) - 1);
+    float acc = 0.0;
+    if (int(j0) < end_tile) {
+        for (uint d0 = 0; d0 < pc.dk; d0 += 16) {
+            const uint d = d0 + tx;
+            Qs[ty][tx] = i < pc.nq && d < pc.dk ? q[(bh * pc.nq + i) * pc.dk + d] : 0.0;
+            const uint kj = j0 + ty;
+            Ks[ty][tx] = kj < pc.nk && d < pc.dk ? k[(bh * pc.nk + kj) * pc.dk + d] : 0.0;
+            barrier();
+            for (uint t = 0; t < 16; t++)
+                acc += Qs[ty][t] * Ks[tx][t];
+            barrier();
+        }
+    }
+    if (i < pc.nq && j < pc.nk) {
+        const bool seen = int(j) < visible_end(b, int(i));
+        sc[(hc * pc.nq + i) * pc.nk + j] = seen ? acc * pc.scale : uintBitsToFloat(0xff800000u);
+    }
+}

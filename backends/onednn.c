@@ -288,11 +288,7 @@ attn_status attn_onednn_plan_check(const attn_problem *p, bool collapse, char *w
 
 static attn_status onednn_supports(const attn_problem *p, char *why, size_t len)
 {
-    plan pl;
-    const attn_status st = plan_create(&pl, p, why, len);
-    if (st == ATTN_OK)
-        plan_destroy(&pl);
-    return st;
+    return attn_onednn_plan_check(p, true, why, len);
 }
 
 /* Exact: the scratchpad size is the one oneDNN asks for with these threads. */

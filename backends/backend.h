@@ -103,7 +103,9 @@ typedef struct attn_backend {
     unsigned caps;
     attn_class cls;
     attn_status (*probe)(char *why, size_t len);                           /* optional */
-    attn_status (*supports)(const attn_problem *p, char *why, size_t len); /* optional */
+    /* Whether it can run p under cfg (cfg->alloc may be NULL here). */
+    attn_status (*supports)(const attn_problem *p, const attn_config *cfg, char *why,
+                            size_t len);                                  /* optional */
     attn_status (*prepare)(const attn_problem *p, const attn_config *cfg, void **state);
     attn_status (*bind)(void *state, const attn_tensors *t);
     attn_status (*run)(void *state);
@@ -143,6 +145,6 @@ const attn_backend *attn_backend_find(const char *name);
 attn_status attn_backend_usable(const attn_backend *be, char *why, size_t len);
 /* The capability flags and the backend's own supports() agree to run p. */
 attn_status attn_backend_supports(const attn_backend *be, const attn_problem *p,
-                                  char *why, size_t len);
+                                  const attn_config *cfg, char *why, size_t len);
 
 #endif

@@ -47,8 +47,10 @@ static size_t blas_workspace(const attn_problem *p, const attn_config *cfg)
     return bytes;
 }
 
-static attn_status blas_supports(const attn_problem *p, char *why, size_t len)
+static attn_status blas_supports(const attn_problem *p, const attn_config *cfg, char *why,
+                                 size_t len)
 {
+    (void)cfg;
     /* cblas_sgemm takes int sizes; ld*rows of S must fit too. */
     if (score_elems(p) > (size_t)2147483647) {
         snprintf(why, len, "blas: the %d x %d score matrix exceeds the int range of CBLAS",

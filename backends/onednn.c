@@ -286,8 +286,10 @@ attn_status attn_onednn_plan_check(const attn_problem *p, bool collapse, char *w
     return st;
 }
 
-static attn_status onednn_supports(const attn_problem *p, char *why, size_t len)
+static attn_status onednn_supports(const attn_problem *p, const attn_config *cfg, char *why,
+                                   size_t len)
 {
+    (void)cfg;
     return attn_onednn_plan_check(p, true, why, len);
 }
 

@@ -68,7 +68,7 @@ attn_status attn_backend_usable(const attn_backend *be, char *why, size_t len)
 }
 
 attn_status attn_backend_supports(const attn_backend *be, const attn_problem *p,
-                                  char *why, size_t len)
+                                  const attn_config *cfg, char *why, size_t len)
 {
     static const struct { unsigned cap; const char *what; } need[] = {
         { ATTN_CAP_CAUSAL,  "causal masking" },
@@ -85,6 +85,6 @@ attn_status attn_backend_supports(const attn_backend *be, const attn_problem *p,
         }
     }
     if (be->supports)
-        return be->supports(p, why, len);
+        return be->supports(p, cfg, why, len);
     return ATTN_OK;
 }

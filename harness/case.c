@@ -75,8 +75,10 @@ static void check_and_time(attn_result *r, const attn_backend *be, void *state,
 {
     const size_t calls = atomic_load(&tr->calls);
     attn_status st = be->run(state);
+    const double t0 = attn_now();
     if (st == ATTN_OK)
         st = be->read(state, out->data);
+    r->download_s = attn_now() - t0;
     if (st != ATTN_OK) {
         verdict(r, ATTN_ERROR, "run: %s", attn_status_str(st));
         return;
@@ -128,7 +130,9 @@ static void drive(attn_result *r, const attn_backend *be, const attn_config *cfg
         r->device_is_cpu = is_cpu;
     }
     const attn_tensors t = { .q = in->q, .k = in->k, .v = in->v, .o = out->data };
+    const double t0 = attn_now();
     st = be->bind(state, &t);
+    r->upload_s = attn_now() - t0;
     if (st != ATTN_OK)
         verdict(r, status_verdict(st), "bind: %s", attn_status_str(st));
     else
@@ -166,9 +170,11 @@ void attn_case_run(attn_result *r, const attn_backend *be, const attn_problem *p
     r->ref_rows = ref->nrows;
     r->ref_total = ref->total_rows;
 
+    const attn_config plan = { .threads = s->threads, .tile_q = s->tile_q,
+                               .tile_kv = s->tile_kv, .device = s->device };
     attn_status st = attn_backend_usable(be, r->why, sizeof(r->why));
     if (st == ATTN_OK)
-        st = attn_backend_supports(be, p, r->why, sizeof(r->why));
+        st = attn_backend_supports(be, p, &plan, r->why, sizeof(r->why));
     if (st != ATTN_OK) {
         r->verdict = status_verdict(st);
         if (!r->why[0])
@@ -178,8 +184,8 @@ void attn_case_run(attn_result *r, const attn_backend *be, const attn_problem *p
 
     attn_tracker tr;
     attn_tracker_init(&tr);
-    const attn_config cfg = { .threads = s->threads, .alloc = &tr.iface,
-                              .tile_q = s->tile_q, .tile_kv = s->tile_kv };
+    attn_config cfg = plan;
+    cfg.alloc = &tr.iface;
     r->ws_predicted = be->workspace(p, &cfg);
     attn_sizes sz;
     attn_problem_sizes(p, &sz);

@@ -35,6 +35,9 @@ typedef struct attn_result {
     uint64_t device_bytes;
     char device[256];       /* device backends: what ran it; empty: the host */
     bool device_is_cpu;     /* a CPU implementation of the device API */
+    /* Device backends (device[0] set): wall seconds of bind (the upload of
+     * Q, K, V) and of the read after the checked run (the download of O). */
+    double upload_s, download_s;
     size_t score_bytes;     /* B*H*Nq*Nk*4: what a materializing implementation holds */
     double flops;           /* visible score entries only */
     double flops_dense;     /* every score entry */

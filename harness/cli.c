@@ -13,12 +13,13 @@
 enum {
     MAX_BATCH = 65536, MAX_HEADS = 4096, MAX_SEQ = 1 << 24, MAX_DIM = 4096,
     MAX_THREADS = 1024, MAX_WARMUP = 1000, MAX_LIST = 4096, MAX_TILE = 4096,
+    MAX_DEVICE = 255,
 };
 
 typedef enum opt_id {
     O_BACKEND, O_BATCH, O_HEADS, O_SEQ, O_SEQ_KV, O_DK, O_DV, O_SCALE, O_CAUSAL, O_KV_LEN,
     O_FILL, O_SEED, O_THREADS, O_PIN, O_REPS, O_WARMUP, O_MIN_TIME, O_MAX_TIME, O_CHECK_ROWS,
-    O_MAX_MEM, O_TILE, O_CSV, O_JSON, O_RESUME, O_PEAK, O_LIST, O_HELP, O_VERSION,
+    O_MAX_MEM, O_TILE, O_DEVICE, O_CSV, O_JSON, O_RESUME, O_PEAK, O_LIST, O_HELP, O_VERSION,
 } opt_id;
 
 enum { ARG_NONE, ARG_REQUIRED, ARG_OPTIONAL /* only as --opt=value */ };
@@ -42,6 +43,7 @@ static const struct option_def {
     { "resume", O_RESUME, ARG_NONE },         { "peak", O_PEAK, ARG_NONE },
     { "list", O_LIST, ARG_NONE },             { "help", O_HELP, ARG_NONE },
     { "version", O_VERSION, ARG_NONE },       { "tile", O_TILE, ARG_REQUIRED },
+    { "device", O_DEVICE, ARG_REQUIRED },
 };
 
 int attn_error(int code, const char *fmt, ...)
@@ -348,6 +350,7 @@ static int apply(attn_opts *o, opt_id id, const char *name, const char *val)
     case O_WARMUP:  return parse_int_opt(name, val, 1, MAX_WARMUP, &o->setup.timer.warmup);
     case O_MAX_MEM: return parse_bytes(val, &o->setup.max_mem);
     case O_TILE:    return parse_tile(val, &o->setup.tile_q, &o->setup.tile_kv);
+    case O_DEVICE:  return parse_int_opt(name, val, 0, MAX_DEVICE, &o->setup.device);
     case O_CSV:     o->csv = val; return -1;
     case O_JSON:    o->json = val; return -1;
     case O_PIN:     o->pin = true; return -1;
@@ -456,7 +459,7 @@ int attn_cli_parse(attn_opts *o, int argc, char **argv)
     memset(o, 0, sizeof(*o));
     o->causal = ATTN_CAUSAL_NO;
     o->setup = (attn_setup){
-        .threads = default_threads(), .seed = 1,
+        .threads = default_threads(), .seed = 1, .device = -1,
         .timer = { .warmup = 1, .reps = 5, .min_time = 0.1, .max_time = 10.0 },
     };
 
@@ -543,12 +546,15 @@ void attn_cli_usage(FILE *f, const char *prog)
 "  --max-mem SIZE   skip cases needing more than SIZE (e.g. 8G); MemAvailable always applies\n"
 "  --tile BRxBC     query x key block sizes for the tiled backend, for experiments\n"
 "                   (default: chosen from d and the L1 cache)\n"
+"  --device N       device for the device backends (vulkan), numbered as --list shows\n"
+"                   (default: discrete GPU > integrated > virtual > CPU)\n"
 "  --csv FILE       append one row per finished case to FILE (flushed to disk at once)\n"
 "  --resume         with --csv: skip the cases FILE already holds, append the rest\n"
 "  --json FILE      write Google-Benchmark-shaped JSON (rewritten after every case)\n"
 "  --peak           measure this machine's fp32 FMA peak and memory bandwidth, keep it\n"
 "                   beside the executable for %% of peak, and exit\n"
-"  --list           every registered backend, built or not, usable or not and why\n"
+"  --list           every registered backend, built or not, usable or not and why, and\n"
+"                   the devices of the device backends\n"
 "  --help, --version\n"
 "\n"
 "exit codes: 0 all ran cases PASSED; 1 a case FAILED; 2 bad command line;\n"

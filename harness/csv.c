@@ -14,6 +14,7 @@ static const char header[] =
     "schema,key,backend,verdict,reason,batch,heads,seq_q,seq_kv,d_k,d_v,causal,kv_len,scale,"
     "fill,seed,threads,rows_checked,rows_total,max_abs,max_rel,nmse,tol,reps,iterations,"
     "real_median_s,real_min_s,real_mean_s,real_stddev_s,real_cv,cpu_median_s,cpu_mean_s,"
+    "device_median_s,device_min_s,device_cv,upload_s,download_s,"
     "flops,flops_dense,gflops,gflops_dense,peak_gflops,pct_peak,workspace_bytes,"
     "workspace_predicted_bytes,rss_peak_bytes,device_bytes,score_matrix_bytes,device,repro";
 
@@ -194,6 +195,13 @@ int attn_csv_append(attn_csv *c, const attn_result *r, const attn_setup *s, doub
     put_num(&l, timed, t->real_stats.cv);
     put_num(&l, timed, t->cpu_stats.median);
     put_num(&l, timed, t->cpu_stats.mean);
+    const bool dev_timed = timed && t->device_known;
+    put_num(&l, dev_timed, t->device_stats.median);
+    put_num(&l, dev_timed, t->device_stats.min);
+    put_num(&l, dev_timed, t->device_stats.cv);
+    const bool moved = r->device[0] && (r->verdict == ATTN_PASSED || r->verdict == ATTN_FAILED);
+    put_num(&l, moved, r->upload_s);
+    put_num(&l, moved, r->download_s);
     put(&l, ",%.17g,%.17g", r->flops, r->flops_dense);
     put_num(&l, timed, r->flops / t->real_stats.median * 1e-9);
     put_num(&l, timed, r->flops_dense / t->real_stats.median * 1e-9);

@@ -113,6 +113,10 @@ static void counters(FILE *f, const attn_result *r, double seconds, const attn_m
         field_num(f, "rss_peak_bytes", (double)r->rss_peak);
     if (r->device_known)
         field_num(f, "device_bytes", (double)r->device_bytes);
+    if (r->device[0] && (r->verdict == ATTN_PASSED || r->verdict == ATTN_FAILED)) {
+        field_num(f, "upload_us", r->upload_s * 1e6);
+        field_num(f, "download_us", r->download_s * 1e6);
+    }
     field_num(f, "score_matrix_bytes", (double)r->score_bytes);
     if (r->checked) {
         field_num(f, "max_abs_err", r->check.max_abs);
@@ -156,6 +160,8 @@ static void entries(FILE *f, bool *first, const attn_result *r, int family, int 
         field_num(f, "real_time", t->real[i] * 1e6);
         field_num(f, "cpu_time", t->cpu[i] * 1e6);
         fputs(",\n      \"time_unit\": \"us\"", f);
+        if (t->device_known)
+            field_num(f, "device_time_us", t->device[i] * 1e6);
         counters(f, r, t->real[i], m);
         fputs("\n    }", f);
     }

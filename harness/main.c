@@ -29,6 +29,24 @@ static void list_backends(FILE *f)
             fprintf(f, " [%s]", why[0] ? why : attn_status_str(st));
         fputc('\n', f);
     }
+    /* Devices, once per device layer: backends sharing one are named together. */
+    for (size_t i = 0; i < attn_backend_count(); i++) {
+        const attn_backend *be = attn_backend_get(i);
+        bool first = !be->not_built && be->devices;
+        for (size_t j = 0; first && j < i; j++)
+            first = attn_backend_get(j)->devices != be->devices;
+        if (!first)
+            continue;
+        fprintf(f, "\ndevices of %s", be->name);
+        for (size_t j = i + 1; j < attn_backend_count(); j++)
+            if (attn_backend_get(j)->devices == be->devices)
+                fprintf(f, ", %s", attn_backend_get(j)->name);
+        char buf[4096];
+        const int n = be->devices(buf, sizeof(buf));
+        fprintf(f, " (--device N):\n%s", n > 0 ? buf : "  none\n");
+        if (n >= (int)sizeof(buf))
+            fputs("  (list truncated)\n", f);
+    }
 }
 
 /* Pins the process to the first `threads` CPUs it may run on; desc lists them. */

@@ -123,6 +123,8 @@ void attn_repro(char *buf, size_t len, const char *prog, const char *backend,
         at = cat(buf, len, at, " --fill %s", attn_fill_name(s->fill));
     if (s->tile_q)
         at = cat(buf, len, at, " --tile %dx%d", s->tile_q, s->tile_kv);
+    if (s->device >= 0)
+        at = cat(buf, len, at, " --device %d", s->device);
     if (s->check_rows)
         at = s->check_rows < 0 ? cat(buf, len, at, " --check-rows all")
                                : cat(buf, len, at, " --check-rows %ld", s->check_rows);

@@ -24,6 +24,7 @@ typedef struct attn_setup {
     attn_timer_opts timer;  /* timer.reps == 0: check only, no timing */
     uint64_t max_mem;       /* bytes a case may take; 0: no limit beyond MemAvailable */
     int tile_q, tile_kv;    /* --tile; 0: each backend's own choice */
+    int device;             /* --device; -1: each device backend's own choice */
 } attn_setup;
 
 typedef struct attn_sizes {

@@ -114,6 +114,24 @@ void attn_report_details(FILE *f, const attn_result *r)
                    "%d reps x %ld runs%s\n", med, min, mean, sd, 100.0 * t->real_stats.cv, cpu,
                 t->reps, t->iterations, t->budget_hit ? " (stopped by --max-time)" : "");
     }
+    if (r->device[0] && (r->verdict == ATTN_PASSED || r->verdict == ATTN_FAILED)) {
+        char up[32], down[32];
+        format_time(up, sizeof(up), r->upload_s);
+        format_time(down, sizeof(down), r->download_s);
+        if (t->reps && t->device_known) {
+            char med[32], min[32];
+            format_time(med, sizeof(med), t->device_stats.median);
+            format_time(min, sizeof(min), t->device_stats.min);
+            fprintf(f, "  device time: median %s, min %s (cv %.1f%%; timestamps around the "
+                       "dispatches; the wall time above adds submission and waiting)\n",
+                    med, min, 100.0 * t->device_stats.cv);
+        } else if (t->reps) {
+            fputs("  device time: none (this device has no timestamp queries); the times "
+                  "above are wall time\n", f);
+        }
+        fprintf(f, "  transfers: upload of Q, K, V %s, download of O %s (wall time, once, "
+                   "not in the times above)\n", up, down);
+    }
     fprintf(f, "  repro: %s\n", r->repro);
 }
 

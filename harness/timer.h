@@ -22,6 +22,11 @@ typedef struct attn_timing {
     double real[ATTN_MAX_REPS];     /* seconds per run, wall clock (CLOCK_MONOTONIC) */
     double cpu[ATTN_MAX_REPS];      /* seconds per run, process CPU time (all threads) */
     attn_stats real_stats, cpu_stats;
+    /* Device backends with timestamps: seconds per run on the device's own
+     * clock, the dispatches only (no submission, no waiting, no copies). */
+    bool device_known;
+    double device[ATTN_MAX_REPS];
+    attn_stats device_stats;
     bool budget_hit;                /* max_time stopped it before reps */
 } attn_timing;
 

@@ -4,18 +4,33 @@
 // of one (batch, head). Per tile of BC keys the workgroup stages K and V in
 // shared memory, computes the BR x BC scores, updates each row's running max
 // m and sum l (online softmax in log2 units: Q is scaled by scale*log2(e) on
-// load) and rescales and accumulates the BR x DV output block, which also
-// lives in shared memory; O is written once, divided by l, at the end. The
-// key loop stops at the block's last visible key. Work inside a phase is
-// spread over the invocations without assuming a subgroup size.
+// load) and rescales and accumulates the BR x DV output block, which lives
+// in registers: each invocation owns NO vec4 of it. O is written once,
+// divided by l, at the end. The key loop stops at the block's last visible
+// key. Work is spread over the invocations without assuming a subgroup size.
 //
-// Loops are kept rolled: unrolled over d and the tile, they took lavapipe
-// (Mesa 22.3, LLVM 15) up to a minute to compile for one shape.
+// Rows of Q, K and V are staged as vec4 with d padded to a multiple of 4 by
+// zeros, so any d works and the dot products are vec4 wide.
+//
+// Every loop but the key loop has a trip count fixed by the specialization
+// constants and is unrolled when the pipeline is specialized. That keeps the
+// invocation's loop iterations to one per key tile, which matters on Mesa's
+// llvmpipe (lavapipe): it ends every loop of an invocation once 65535
+// iterations of all its loops together have run (the backend refuses shapes
+// that would get there; see loop_iterations in vulkan.c).
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint BC = 16;
 layout(constant_id = 2) const uint DK = 64;
 layout(constant_id = 3) const uint DV = 64;
 layout(constant_id = 4) const uint BR = 32;
+
+const uint WG = gl_WorkGroupSize.x;
+const uint DK4 = (DK + 3) / 4, DV4 = (DV + 3) / 4;
+const uint NQ = (BR * DK4 + WG - 1) / WG;   // Q vec4 loads per invocation
+const uint NK = (BC * DK4 + WG - 1) / WG;   // K vec4 loads per invocation and tile
+const uint NV = (BC * DV4 + WG - 1) / WG;   // V vec4 loads per invocation and tile
+const uint NS = (BR * BC + WG - 1) / WG;    // scores per invocation and tile
+const uint NO = (BR * DV4 + WG - 1) / WG;   // output vec4 per invocation
 
 layout(std430, binding = 0) readonly buffer Qb { float q[]; };
 layout(std430, binding = 1) readonly buffer Kb { float k[]; };
@@ -28,11 +43,10 @@ layout(push_constant) uniform Push {
     float scale;
 } pc;
 
-shared float Qs[BR * DK];
-shared float Ks[BC * DK];
-shared float Vs[BC * DV];
-shared float Ss[BR * BC];           // scores, then probabilities, of the tile
-shared float Os[BR * DV];           // the unnormalized output block
+shared vec4 Qs[BR * DK4];
+shared vec4 Ks[BC * DK4];
+shared vec4 Vs[BC * DV4];
+shared float Ps[BR * BC];           // scores, then probabilities, of the tile
 shared float Ms[BR], Ls[BR], As[BR];
 
 // Keys [0, end) are visible to query i of batch b.
@@ -44,9 +58,21 @@ int visible_end(uint b, int i)
     return max(end, 0);
 }
 
+// Row `row` of a [rows x n] float matrix at base, elements 4t..4t+3, zeros
+// past n.
+vec4 load4(uint which, uint base, uint n, uint t)
+{
+    vec4 x = vec4(0.0);
+    [[unroll]] for (uint e = 0; e < 4; e++) {
+        const uint c = 4 * t + e;
+        if (c < n)
+            x[e] = which == 0 ? q[base + c] : which == 1 ? k[base + c] : v[base + c];
+    }
+    return x;
+}
+
 void main()
 {
-    const uint wg = gl_WorkGroupSize.x;
     const uint tid = gl_LocalInvocationID.x;
     const uint h = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
     const uint bh = b * pc.heads + h;
@@ -57,50 +83,67 @@ void main()
     const float qscale = pc.scale * 1.4426950408889634;
     const float ninf = uintBitsToFloat(0xff800000u);
 
-    const uint qbase = (bh * pc.nq + i0) * DK;
-    [[dont_unroll]] for (uint x = tid; x < BR * DK; x += wg)
-        Qs[x] = x < rows * DK ? q[qbase + x] * qscale : 0.0;
-    [[dont_unroll]] for (uint x = tid; x < BR * DV; x += wg)
-        Os[x] = 0.0;
-    [[dont_unroll]] for (uint r = tid; r < BR; r += wg) {
-        Ms[r] = -1e30;
-        Ls[r] = 0.0;
+    [[unroll]] for (uint n = 0; n < NQ; n++) {
+        const uint x = tid + n * WG;
+        if (x < BR * DK4) {
+            const uint r = x / DK4, t = x % DK4;
+            Qs[x] = r < rows ? load4(0, (bh * pc.nq + i0 + r) * DK, DK, t) * qscale : vec4(0.0);
+        }
     }
+    if (tid < BR) {
+        Ms[tid] = -1e30;
+        Ls[tid] = 0.0;
+    }
+    vec4 acc[NO];
+    [[unroll]] for (uint n = 0; n < NO; n++)
+        acc[n] = vec4(0.0);
 
     [[dont_unroll]] for (int j0 = 0; j0 < end_blk; j0 += int(BC)) {
         // A tile of keys is one contiguous run of K (and of V).
         const uint keys = min(BC, pc.nk - uint(j0));
         const uint kbase = (bh * pc.nk + uint(j0)) * DK, vbase = (bh * pc.nk + uint(j0)) * DV;
-        memoryBarrierShared();
-        barrier();
-        [[dont_unroll]] for (uint x = tid; x < BC * DK; x += wg)
-            Ks[x] = x < keys * DK ? k[kbase + x] : 0.0;
-        [[dont_unroll]] for (uint x = tid; x < BC * DV; x += wg)
-            Vs[x] = x < keys * DV ? v[vbase + x] : 0.0;
-        memoryBarrierShared();
-        barrier();
-        [[dont_unroll]] for (uint x = tid; x < BR * BC; x += wg) {
-            const uint r = x / BC, c = x % BC;
-            const int end = r < rows ? visible_end(b, int(i0 + r)) : 0;
-            float s = ninf;
-            if (j0 + int(c) < end) {
-                s = 0.0;
-                [[dont_unroll]] for (uint d = 0; d < DK; d++)
-                    s += Qs[r * DK + d] * Ks[c * DK + d];
+        barrier();                  // the previous tile's Ks, Vs, Ps are consumed
+        [[unroll]] for (uint n = 0; n < NK; n++) {
+            const uint x = tid + n * WG;
+            if (x < BC * DK4) {
+                const uint c = x / DK4, t = x % DK4;
+                Ks[x] = c < keys ? load4(1, kbase + c * DK, DK, t) : vec4(0.0);
             }
-            Ss[x] = s;
         }
-        memoryBarrierShared();
+        [[unroll]] for (uint n = 0; n < NV; n++) {
+            const uint x = tid + n * WG;
+            if (x < BC * DV4) {
+                const uint c = x / DV4, t = x % DV4;
+                Vs[x] = c < keys ? load4(2, vbase + c * DV, DV, t) : vec4(0.0);
+            }
+        }
         barrier();
-        [[dont_unroll]] for (uint r = tid; r < BR; r += wg) {
+        [[dont_unroll]] for (uint n = 0; n < NS; n++) {
+            const uint x = tid + n * WG;
+            if (x < BR * BC) {
+                const uint r = x / BC, c = x % BC;
+                const int end = r < rows ? visible_end(b, int(i0 + r)) : 0;
+                float s = ninf;
+                if (j0 + int(c) < end) {
+                    vec4 d4 = vec4(0.0);
+                    [[unroll]] for (uint t = 0; t < DK4; t++)
+                        d4 += Qs[r * DK4 + t] * Ks[c * DK4 + t];
+                    s = d4.x + d4.y + d4.z + d4.w;
+                }
+                Ps[x] = s;
+            }
+        }
+        barrier();
+        if (tid < BR) {
+            const uint r = tid;
             float mt = Ms[r];
-            [[dont_unroll]] for (uint c = 0; c < BC; c++)
-                mt = max(mt, Ss[r * BC + c]);
+            [[unroll]] for (uint c = 0; c < BC; c++)
+                mt = max(mt, Ps[r * BC + c]);
             float sum = 0.0;
-            [[dont_unroll]] for (uint c = 0; c < BC; c++) {
-                const float s = Ss[r * BC + c];
+            [[unroll]] for (uint c = 0; c < BC; c++) {
+                const float s = Ps[r * BC + c];
                 const float p = s == ninf ? 0.0 : exp2(s - mt);
-                Ss[r * BC + c] = p;
+                Ps[r * BC + c] = p;
                 sum += p;
             }
             const float alpha = exp2(Ms[r] - mt);
@@ -108,22 +151,34 @@ void main()
             Ms[r] = mt;
             As[r] = alpha;
         }
-        memoryBarrierShared();
         barrier();
-        [[dont_unroll]] for (uint x = tid; x < BR * DV; x += wg) {
-            const uint r = x / DV, d = x % DV;
-            float acc = Os[x] * As[r];
-            [[dont_unroll]] for (uint c = 0; c < BC; c++)
-                acc += Ss[r * BC + c] * Vs[c * DV + d];
-            Os[x] = acc;
+        [[unroll]] for (uint n = 0; n < NO; n++) {
+            const uint x = tid + n * WG;
+            if (x < BR * DV4)
+                acc[n] *= As[x / DV4];
+        }
+        [[dont_unroll]] for (uint c = 0; c < BC; c++) {
+            [[unroll]] for (uint n = 0; n < NO; n++) {
+                const uint x = tid + n * WG;
+                if (x < BR * DV4)
+                    acc[n] += Ps[(x / DV4) * BC + c] * Vs[c * DV4 + x % DV4];
+            }
         }
     }
-    memoryBarrierShared();
-    barrier();
+    barrier();                      // Ls of rows that saw no tile
     // A row that saw no key has l == 0 and gives zeros.
-    const uint obase = (bh * pc.nq + i0) * DV;
-    [[dont_unroll]] for (uint x = tid; x < rows * DV; x += wg) {
-        const float l = Ls[x / DV];
-        o[obase + x] = l > 0.0 ? Os[x] / l : 0.0;
+    [[unroll]] for (uint n = 0; n < NO; n++) {
+        const uint x = tid + n * WG;
+        if (x < BR * DV4) {
+            const uint r = x / DV4, t = x % DV4;
+            if (r < rows) {
+                const float l = Ls[r];
+                const vec4 y = l > 0.0 ? acc[n] / l : vec4(0.0);
+                const uint base = (bh * pc.nq + i0 + r) * DV;
+                [[unroll]] for (uint e = 0; e < 4; e++)
+                    if (4 * t + e < DV)
+                        o[base + 4 * t + e] = y[e];
+            }
+        }
     }
 }

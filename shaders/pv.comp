@@ -1,7 +1,10 @@
 #version 450
+#extension GL_EXT_control_flow_attributes : require
 // Three-pass attention, pass 3: O = P.V for a chunk of heads, 16x16 output
 // tiles through shared memory. The key loop stops at the tile's last visible
 // key (P is zero past it).
+// The inner product loop is unrolled: the one loop left per invocation runs
+// over the keys in steps of 16 (see loop_iterations in vulkan.c).
 layout(local_size_x = 16, local_size_y = 16) in;
 
 layout(std430, binding = 2) readonly buffer Vb { float v[]; };
@@ -33,12 +36,12 @@ void main()
     const uint i = i0 + ty, c = c0 + tx;
     const uint end_tile = uint(visible_end(b, int(min(i0 + 16, pc.nq)) - 1));
     float acc = 0.0;
-    for (uint j0 = 0; j0 < end_tile; j0 += 16) {
+    [[dont_unroll]] for (uint j0 = 0; j0 < end_tile; j0 += 16) {
         const uint pj = j0 + tx, vj = j0 + ty;
         Ps[ty][tx] = i < pc.nq && pj < pc.nk ? sc[(hc * pc.nq + i) * pc.nk + pj] : 0.0;
         Vs[ty][tx] = vj < pc.nk && c < pc.dv ? v[(bh * pc.nk + vj) * pc.dv + c] : 0.0;
         barrier();
-        for (uint t = 0; t < 16; t++)
+        [[unroll]] for (uint t = 0; t < 16; t++)
             acc += Ps[ty][t] * Vs[t][tx];
         barrier();
     }

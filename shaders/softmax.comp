@@ -1,7 +1,10 @@
 #version 450
+#extension GL_EXT_control_flow_attributes : require
 // Three-pass attention, pass 2: the softmax of one score row per workgroup,
 // in place. Max and sum are reduced through shared memory (no assumption on
 // the subgroup size). A row with no visible key (all -inf) becomes zeros.
+// The reductions are unrolled; the loops left per invocation run over the
+// row in steps of 64 (see loop_iterations in vulkan.c).
 layout(local_size_x = 64) in;
 
 layout(std430, binding = 5) buffer Sb { float sc[]; };
@@ -20,11 +23,11 @@ void main()
     const float ninf = uintBitsToFloat(0xff800000u);
 
     float mx = ninf;
-    for (uint j = tid; j < pc.nk; j += 64)
+    [[dont_unroll]] for (uint j = tid; j < pc.nk; j += 64)
         mx = max(mx, sc[row + j]);
     red[tid] = mx;
     barrier();
-    for (uint s = 32; s > 0; s >>= 1) {
+    [[unroll]] for (uint s = 32; s > 0; s >>= 1) {
         if (tid < s)
             red[tid] = max(red[tid], red[tid + s]);
         barrier();
@@ -33,7 +36,7 @@ void main()
     barrier();
 
     float sum = 0.0;
-    for (uint j = tid; j < pc.nk; j += 64) {
+    [[dont_unroll]] for (uint j = tid; j < pc.nk; j += 64) {
         const float x = sc[row + j];
         const float e = x == ninf ? 0.0 : exp(x - mx);
         sc[row + j] = e;
@@ -41,12 +44,12 @@ void main()
     }
     red[tid] = sum;
     barrier();
-    for (uint s = 32; s > 0; s >>= 1) {
+    [[unroll]] for (uint s = 32; s > 0; s >>= 1) {
         if (tid < s)
             red[tid] += red[tid + s];
         barrier();
     }
     const float inv = red[0] > 0.0 ? 1.0 / red[0] : 0.0;
-    for (uint j = tid; j < pc.nk; j += 64)
+    [[dont_unroll]] for (uint j = tid; j < pc.nk; j += 64)
         sc[row + j] *= inv;
 }

@@ -56,7 +56,7 @@ static bool output_with_threads(const attn_backend *be, const attn_problem *p,
 {
     attn_tracker tr;
     attn_tracker_init(&tr);
-    const attn_config cfg = { .threads = threads, .alloc = &tr.iface };
+    const attn_config cfg = { .threads = threads, .alloc = &tr.iface, .device = -1 };
     const attn_tensors t = { .q = in->q, .k = in->k, .v = in->v, .o = out };
     void *state = NULL;
     bool ok = be->prepare(p, &cfg, &state) == ATTN_OK;
@@ -77,7 +77,8 @@ static void thread_invariance(const attn_backend *be)
                              .d_v = 24, .scale = 0.15f, .causal = true, .kv_len = kv };
     char why[256] = "";
     if (attn_backend_usable(be, why, sizeof(why)) != ATTN_OK ||
-        attn_backend_supports(be, &p, why, sizeof(why)) != ATTN_OK) {
+        attn_backend_supports(be, &p, &(attn_config){ .threads = 1, .device = -1 }, why,
+                              sizeof(why)) != ATTN_OK) {
         tap_skip(why, "%s: output independent of the thread count", be->name);
         return;
     }

@@ -79,7 +79,7 @@ static void masked_rows_are_zero(void)
             o[i] = NAN;
         attn_tracker tr;
         attn_tracker_init(&tr);
-        const attn_config cfg = { .threads = 2, .alloc = &tr.iface };
+        const attn_config cfg = { .threads = 2, .alloc = &tr.iface, .device = -1 };
         const attn_tensors t = { .q = q, .k = k, .v = v, .o = o };
         void *state = NULL;
         bool ok = be->prepare(p, &cfg, &state) == ATTN_OK && be->bind(state, &t) == ATTN_OK &&

@@ -24,7 +24,7 @@ static inline attn_verdict run_case_tiled(const attn_backend *be, const attn_pro
     const attn_setup s = { .threads = ATTN_HAVE_OPENMP ? 2 : 1, .seed = 7, .fill = fill,
                            .check_rows = check_rows,
                            .timer = { .warmup = 1, .reps = 2, .min_time = 1e-4 },
-                           .tile_q = tile_q, .tile_kv = tile_kv };
+                           .tile_q = tile_q, .tile_kv = tile_kv, .device = -1 };
     float *q = attn_host_alloc(sz.q * sizeof(float));
     float *k = attn_host_alloc(sz.k * sizeof(float));
     float *v = attn_host_alloc(sz.v * sizeof(float));

@@ -3,6 +3,10 @@
 #define ATTN_VK_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
 
 /* Errors the validation layer has reported in this process (0 when it is
  * not enabled: ATTN_VK_VALIDATION=1 enables it). */
@@ -14,8 +18,27 @@ bool attn_vk_validation_enabled(void);
  * can prove the validation layer catches it. */
 enum {
     ATTN_VK_PLANT_NONE = 0,
-    ATTN_VK_PLANT_NO_BARRIER,   /* vulkan-3pass: no barrier between scores and softmax */
+    /* vulkan-3pass: no barrier between the softmax and P.V dispatches. (The
+     * validation layers of Debian 12, 1.3.239, report this one but not a
+     * missing barrier between scores and softmax, whose S binding is
+     * read-write.) */
+    ATTN_VK_PLANT_NO_BARRIER,
+    ATTN_VK_PLANT_NO_LOOP_GUARD, /* run shapes past lavapipe's loop-iteration limit */
 };
 void attn_vk_plant(int bug);
+
+
+/* How the backend would run p on the default device, computed as in
+ * prepare but without the loop-limit refusal, so tests can stand on either
+ * side of that limit. */
+typedef struct attn_vk_plan_t {
+    uint32_t rows, keys;            /* fused: query rows per workgroup, keys per tile */
+    uint32_t invocations;           /* fused: invocations per workgroup */
+    int chunk;                      /* 3-pass: heads per score chunk */
+    uint64_t loop_iterations;       /* the most loop iterations of one invocation */
+    uint64_t loop_limit;            /* the driver's limit on them; 0: none */
+} attn_vk_plan_t;
+attn_status attn_vk_plan_info(const attn_problem *p, bool fused, attn_vk_plan_t *out,
+                              char *why, size_t len);
 
 #endif

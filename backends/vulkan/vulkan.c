@@ -418,7 +418,7 @@ typedef struct vk_state {
     double last_device_s;
     int chunk;                      /* 3-pass: heads per S chunk */
     uint32_t br, bc, wg;            /* fused: rows per workgroup, keys per tile, invocations */
-    char device[640];
+    char device[1024];
     bool is_cpu;
     const float *q, *k, *v;
     float *o;
@@ -520,6 +520,60 @@ static size_t elems(const attn_problem *p, int which)
     }
 }
 
+/* Mesa's llvmpipe (lavapipe) counts the iterations of all loops of one
+ * shader invocation together and, past 65535, ends every loop after its
+ * current iteration (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS): the shader
+ * finishes with part of its work silently undone. The kernels unroll the
+ * loops whose bodies are small; what is left is counted here per
+ * invocation, the largest over the kernels of the case. A loop of k
+ * iterations costs k + 1 (its exiting pass counts) except the last one an
+ * invocation runs, whose exiting pass can be cut without loss:
+ *   flash.comp    per key tile: the tile, NS + 1 score slots, BC + 1 keys
+ *                 (NS = BR BC / invocations), over ceil(Nk / BC) tiles
+ *   scores.comp   ceil(d_k / 16)
+ *   softmax.comp  three passes over the row: 3 ceil(Nk / 64) + 2
+ *   pv.comp       ceil(Nk / 16)
+ * test_vulkan finds the fused kernel's limit exactly where this puts it. */
+#define LLVMPIPE_LOOP_LIMIT 65535u
+
+static uint64_t loop_iterations(const attn_problem *p, bool fused, uint32_t br, uint32_t bc,
+                                uint32_t wg)
+{
+    const uint64_t nk = (uint64_t)p->seq_kv;
+    if (fused) {
+        const uint64_t ns = ((uint64_t)br * bc + wg - 1) / wg;
+        return (nk + bc - 1) / bc * (1 + (ns + 1) + (bc + 1));
+    }
+    uint64_t n = ((uint64_t)p->d_k + 15) / 16;
+    if (3 * ((nk + 63) / 64) + 2 > n)
+        n = 3 * ((nk + 63) / 64) + 2;
+    if ((nk + 15) / 16 > n)
+        n = (nk + 15) / 16;
+    return n;
+}
+
+/* The loop limit of the open device; 0 where it has none. */
+static uint64_t loop_limit(void)
+{
+    if (atomic_load(&plant) == ATTN_VK_PLANT_NO_LOOP_GUARD)
+        return 0;
+    return g.driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE ? LLVMPIPE_LOOP_LIMIT : 0;
+}
+
+static attn_status check_loops(const attn_problem *p, bool fused, uint32_t br, uint32_t bc,
+                               uint32_t wg, char *why, size_t len)
+{
+    const uint64_t limit = loop_limit(), n = loop_iterations(p, fused, br, bc, wg);
+    if (limit && n > limit) {
+        snprintf(why, len, "%s: Nk = %d needs %llu loop iterations in one shader invocation; "
+                 "this driver (Mesa llvmpipe) silently stops every loop after %llu",
+                 fused ? "vulkan" : "vulkan-3pass", p->seq_kv, (unsigned long long)n,
+                 (unsigned long long)limit);
+        return ATTN_EUNSUPPORTED;
+    }
+    return ATTN_OK;
+}
+
 /* What the device allows for p, decided before anything is allocated. The
  * fused kernel's tile comes from d and the shared-memory limit; the 3-pass
  * score chunk from maxStorageBufferRange. */
@@ -546,15 +600,16 @@ static attn_status plan(const attn_problem *p, bool fused, uint32_t *br, uint32_
             wg = lim->maxComputeWorkGroupSize[0];
         if (wg > lim->maxComputeWorkGroupInvocations)
             wg = lim->maxComputeWorkGroupInvocations;
-        /* Shared memory holds Q and O of BR rows, K and V of BC keys, the
-         * BR x BC scores and three floats per row; BR from 32 down, BC up to
-         * 32, as large as maxComputeSharedMemorySize allows (checked here:
-         * drivers need not catch it at pipeline creation). */
+        /* Shared memory holds Q of BR rows and K and V of BC keys as vec4
+         * (d rounded up to a multiple of 4), the BR x BC scores and three
+         * floats per row; BR from 32 down, BC up to 32, as large as
+         * maxComputeSharedMemorySize allows (checked here: drivers need not
+         * catch it at pipeline creation). */
         const uint64_t limit = lim->maxComputeSharedMemorySize;
-        const uint64_t dk = (uint64_t)p->d_k, dv = (uint64_t)p->d_v;
+        const uint64_t dk = ((uint64_t)p->d_k + 3) & ~3u, dv = ((uint64_t)p->d_v + 3) & ~3u;
         uint64_t rows = 32, keys = 0;
         for (; rows >= 1; rows /= 2) {
-            const uint64_t fixed = rows * (dk + dv + 3) * sizeof(float);
+            const uint64_t fixed = rows * (dk + 3) * sizeof(float);
             keys = fixed < limit ? (limit - fixed) / ((dk + dv + rows) * sizeof(float)) : 0;
             if (keys > 32)
                 keys = 32;
@@ -581,7 +636,7 @@ static attn_status plan(const attn_problem *p, bool fused, uint32_t *br, uint32_
         *bc = (uint32_t)keys;
         *wg_out = wg;
         *chunk = 0;
-        return ATTN_OK;
+        return check_loops(p, true, *br, *bc, *wg_out, why, len);
     }
     if (lim->maxComputeWorkGroupInvocations < 256 || lim->maxComputeWorkGroupSize[0] < 64 ||
         lim->maxComputeWorkGroupSize[1] < 16) {
@@ -612,12 +667,13 @@ static attn_status plan(const attn_problem *p, bool fused, uint32_t *br, uint32_
     }
     *chunk = (int)heads;
     *br = *bc = *wg_out = 0;
-    return ATTN_OK;
+    return check_loops(p, false, 0, 0, 0, why, len);
 }
 
-static attn_status vk_supports_common(const attn_problem *p, bool fused, char *why, size_t len)
+static attn_status vk_supports_common(const attn_problem *p, const attn_config *cfg, bool fused,
+                                      char *why, size_t len)
 {
-    attn_status st = open_device(-1, why, len);
+    attn_status st = open_device(cfg->device, why, len);
     if (st != ATTN_OK)
         return st;
     uint32_t br, bc, wg;
@@ -625,14 +681,31 @@ static attn_status vk_supports_common(const attn_problem *p, bool fused, char *w
     return plan(p, fused, &br, &bc, &wg, &chunk, why, len);
 }
 
-static attn_status fused_supports(const attn_problem *p, char *why, size_t len)
+attn_status attn_vk_plan_info(const attn_problem *p, bool fused, attn_vk_plan_t *out,
+                              char *why, size_t len)
 {
-    return vk_supports_common(p, true, why, len);
+    attn_status st = open_device(-1, why, len);
+    if (st != ATTN_OK)
+        return st;
+    memset(out, 0, sizeof(*out));
+    const int saved = atomic_exchange(&plant, ATTN_VK_PLANT_NO_LOOP_GUARD);
+    st = plan(p, fused, &out->rows, &out->keys, &out->invocations, &out->chunk, why, len);
+    atomic_store(&plant, saved);
+    out->loop_iterations = loop_iterations(p, fused, out->rows, out->keys, out->invocations);
+    out->loop_limit = g.driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE ? LLVMPIPE_LOOP_LIMIT : 0;
+    return st;
 }
 
-static attn_status threepass_supports(const attn_problem *p, char *why, size_t len)
+static attn_status fused_supports(const attn_problem *p, const attn_config *cfg, char *why,
+                                  size_t len)
 {
-    return vk_supports_common(p, false, why, len);
+    return vk_supports_common(p, cfg, true, why, len);
+}
+
+static attn_status threepass_supports(const attn_problem *p, const attn_config *cfg,
+                                      char *why, size_t len)
+{
+    return vk_supports_common(p, cfg, false, why, len);
 }
 
 static attn_status vk_probe(char *why, size_t len)
@@ -730,13 +803,13 @@ static VkResult record(vk_state *s)
                         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, rw);
             vkCmdBindPipeline(s->run, VK_PIPELINE_BIND_POINT_COMPUTE, s->pipe[P_SCORES]);
             vkCmdDispatch(s->run, ((uint32_t)p->seq_kv + 15) / 16, ((uint32_t)p->seq_q + 15) / 16, n);
+            barrier(s->run, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, rw,
+                    VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, rw);
+            vkCmdBindPipeline(s->run, VK_PIPELINE_BIND_POINT_COMPUTE, s->pipe[P_SOFTMAX]);
+            vkCmdDispatch(s->run, (uint32_t)p->seq_q, n, 1);
             if (atomic_load(&plant) != ATTN_VK_PLANT_NO_BARRIER)
                 barrier(s->run, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, rw,
                         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, rw);
-            vkCmdBindPipeline(s->run, VK_PIPELINE_BIND_POINT_COMPUTE, s->pipe[P_SOFTMAX]);
-            vkCmdDispatch(s->run, (uint32_t)p->seq_q, n, 1);
-            barrier(s->run, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, rw,
-                    VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, rw);
             vkCmdBindPipeline(s->run, VK_PIPELINE_BIND_POINT_COMPUTE, s->pipe[P_PV]);
             vkCmdDispatch(s->run, ((uint32_t)p->d_v + 15) / 16, ((uint32_t)p->seq_q + 15) / 16, n);
         }
@@ -1087,6 +1160,16 @@ const attn_backend attn_backend_vulkan_3pass = {
 void attn_vk_plant(int bug)
 {
     (void)bug;
+}
+
+attn_status attn_vk_plan_info(const attn_problem *p, bool fused, attn_vk_plan_t *out,
+                              char *why, size_t len)
+{
+    (void)p;
+    (void)fused;
+    memset(out, 0, sizeof(*out));
+    snprintf(why, len, "%s", NOT_BUILT);
+    return ATTN_EUNSUPPORTED;
 }
 
 unsigned long attn_vk_validation_errors(void)

@@ -1,0 +1,292 @@
+/* What is particular to the Vulkan backends, beyond the grid every backend
+ * passes in test_backends: the validation layer is on and sees no error (and
+ * does see a planted missing barrier), Mesa llvmpipe's loop-iteration limit
+ * is modelled exactly (a shape one key tile past it is refused, and run
+ * anyway it is wrong), vulkan-3pass chunks heads when S does not fit one
+ * binding, the device's timestamps and transfers are reported, shapes
+ * larger than the test grid pass, and a tile that cannot fit in shared
+ * memory is refused.
+ *
+ * meson test runs this with ATTN_VK_VALIDATION=1, synchronization
+ * validation and VK_DRIVER_FILES pinned to lavapipe. With no Vulkan device
+ * every check says SKIP with the reason. */
+#include <math.h>
+#include <string.h>
+
+#include "tap.h"
+#include "util.h"
+#include "vulkan/vk.h"
+
+#define NCHECKS 15
+
+static void bail(const char *what)
+{
+    printf("Bail out! %s\n", what);
+    exit(2);
+}
+
+/* Runs be on p with the given inputs straight through its verbs into o. */
+static attn_status run_verbs(const attn_backend *be, const attn_problem *p, const float *q,
+                             const float *k, const float *v, float *o)
+{
+    attn_tracker tr;
+    attn_tracker_init(&tr);
+    const attn_config cfg = { .threads = 1, .alloc = &tr.iface, .device = -1 };
+    const attn_tensors t = { .q = q, .k = k, .v = v, .o = o };
+    void *state = NULL;
+    attn_status st = be->prepare(p, &cfg, &state);
+    if (st == ATTN_OK && (st = be->bind(state, &t)) == ATTN_OK && (st = be->run(state)) == ATTN_OK)
+        st = be->read(state, o);
+    if (state)
+        be->release(state);
+    attn_tracker_destroy(&tr);
+    return st;
+}
+
+static void validation_on(void)
+{
+    if (!getenv("ATTN_VK_VALIDATION")) {
+        tap_skip("ATTN_VK_VALIDATION is not set (meson test sets it)",
+                 "the validation layer is enabled");
+        return;
+    }
+    if (!tap_ok(attn_vk_validation_enabled(),
+                "VK_LAYER_KHRONOS_validation with synchronization validation is enabled"))
+        tap_diag("ATTN_VK_VALIDATION=%s but the instance has no validation layer",
+                 getenv("ATTN_VK_VALIDATION"));
+}
+
+/* Both kernels on masked shapes: they pass and the layer reports nothing. */
+static void clean_runs(void)
+{
+    static const int kv[] = { 100, 0 };
+    const attn_problem p = { 2, 3, 129, 129, 40, 24, 0.15f, true, kv };
+    const char *names[] = { "vulkan", "vulkan-3pass" };
+    for (int i = 0; i < 2; i++) {
+        const unsigned long before = attn_vk_validation_errors();
+        attn_result r;
+        const attn_verdict v = run_case(attn_backend_find(names[i]), &p, ATTN_FILL_NORMAL, 0, &r);
+        const unsigned long errors = attn_vk_validation_errors() - before;
+        if (!tap_ok(v == ATTN_PASSED && errors == 0,
+                    "%s: causal + padding case passes with no validation error", names[i]))
+            tap_diag("%s: %s; %lu validation errors", attn_verdict_str(v), r.why, errors);
+    }
+}
+
+/* Planted: vulkan-3pass without the barrier between the softmax and P.V
+ * dispatches. lavapipe happens to run them in order, so only the
+ * synchronization validation can see it; the case must become ERROR. */
+static void missing_barrier_caught(void)
+{
+    if (!attn_vk_validation_enabled()) {
+        tap_skip("the validation layer is not enabled", "a missing barrier is caught");
+        return;
+    }
+    const attn_problem p = { 1, 2, 64, 64, 16, 16, 0.25f, false, NULL };
+    const unsigned long before = attn_vk_validation_errors();
+    attn_vk_plant(ATTN_VK_PLANT_NO_BARRIER);
+    attn_result r;
+    const attn_verdict v = run_case(attn_backend_find("vulkan-3pass"), &p, ATTN_FILL_NORMAL, 0, &r);
+    attn_vk_plant(ATTN_VK_PLANT_NONE);
+    const unsigned long errors = attn_vk_validation_errors() - before;
+    if (!tap_ok(v == ATTN_ERROR && errors > 0,
+                "planted missing barrier: synchronization validation reports it, the case is "
+                "ERROR"))
+        tap_diag("%s: %s; %lu validation errors", attn_verdict_str(v), r.why, errors);
+}
+
+/* One query, d = 4, Nk keys: all keys 0 but the last, whose logit is 40 and
+ * whose value is 1, so O is 1 (to 1e-9) when the last key tile is computed
+ * and 0 when it is not. */
+static bool last_key_counts(const attn_backend *be, int nk, double *got, attn_status *st)
+{
+    const attn_problem p = { 1, 1, 1, nk, 4, 4, 1.0f, false, NULL };
+    float *k = calloc((size_t)nk * 4, sizeof(float)), *v = calloc((size_t)nk * 4, sizeof(float));
+    float q[4] = { 1, 0, 0, 0 }, o[4] = { NAN, NAN, NAN, NAN };
+    if (!k || !v)
+        bail("out of memory");
+    k[(size_t)(nk - 1) * 4] = 40.0f;
+    for (int c = 0; c < 4; c++)
+        v[(size_t)(nk - 1) * 4 + c] = 1.0f;
+    *st = run_verbs(be, &p, q, k, v, o);
+    free(k);
+    free(v);
+    const double want = 1.0 / (1.0 + (nk - 1) * exp(-40.0));
+    *got = o[0];
+    return *st == ATTN_OK && fabs(o[0] - want) < 1e-5 && o[1] == o[0] && o[3] == o[0];
+}
+
+static void loop_limit(void)
+{
+    const attn_backend *be = attn_backend_find("vulkan");
+    attn_problem p = { 1, 1, 1, 1, 4, 4, 1.0f, false, NULL };
+    attn_vk_plan_t plan;
+    char why[512] = "";
+    if (attn_vk_plan_info(&p, true, &plan, why, sizeof(why)) != ATTN_OK) {
+        for (int i = 0; i < 3; i++)
+            tap_skip(why, "vulkan: loop-limit check %d of 3", i + 1);
+        return;
+    }
+    if (!plan.loop_limit) {
+        for (int i = 0; i < 3; i++)
+            tap_skip("this driver has no loop-iteration limit (not llvmpipe)",
+                     "vulkan: loop-limit check %d of 3", i + 1);
+        return;
+    }
+    /* The largest Nk the backend's model of the limit allows; one key more
+     * starts one more key tile. */
+    int lo = 1, hi = 1 << 24;
+    while (hi - lo > 1) {
+        p.seq_kv = lo + (hi - lo) / 2;
+        attn_vk_plan_info(&p, true, &plan, why, sizeof(why));
+        if (plan.loop_iterations <= plan.loop_limit)
+            lo = p.seq_kv;
+        else
+            hi = p.seq_kv;
+    }
+    const int at = lo;
+    p.seq_kv = at;
+    attn_vk_plan_info(&p, true, &plan, why, sizeof(why));
+    double got;
+    attn_status st;
+    bool ok = last_key_counts(be, at, &got, &st);
+    if (!tap_ok(ok, "vulkan: Nk = %d (%llu loop iterations, the most the model allows) runs "
+                "and counts the last key", at, (unsigned long long)plan.loop_iterations))
+        tap_diag("%s; O = %.9g", attn_status_str(st), got);
+
+    p.seq_kv = at + 1;
+    why[0] = '\0';
+    st = attn_backend_supports(be, &p, &(attn_config){ .threads = 1, .device = -1 }, why,
+                               sizeof(why));
+    if (!tap_ok(st == ATTN_EUNSUPPORTED && strstr(why, "llvmpipe") && strstr(why, "65535"),
+                "vulkan: Nk = %d (one tile more) is refused, naming the limit", at + 1))
+        tap_diag("%s: %s", attn_status_str(st), why);
+
+    /* Planted: the guard off. The invocation's loops stop one tile early. */
+    attn_vk_plant(ATTN_VK_PLANT_NO_LOOP_GUARD);
+    ok = last_key_counts(be, at + 1, &got, &st);
+    attn_vk_plant(ATTN_VK_PLANT_NONE);
+    if (!tap_ok(!ok && st == ATTN_OK && got == 0.0,
+                "vulkan: run past the limit anyway, the last key tile is silently lost (O = 0)"))
+        tap_diag("%s; O = %.9g (the model of the limit is wrong if this passed)",
+                 attn_status_str(st), got);
+}
+
+/* vulkan-3pass: its grid limit (Nk / 16 workgroups) comes before its loop
+ * limit, so the largest Nk it accepts stays inside the loop limit. */
+static void threepass_loops(void)
+{
+    attn_vk_plan_t plan;
+    char why[512] = "";
+    attn_problem p = { 1, 1, 1, 65535 * 16, 4, 4, 1.0f, false, NULL };
+    const attn_status st = attn_vk_plan_info(&p, false, &plan, why, sizeof(why));
+    if (st == ATTN_EUNAVAILABLE) {
+        tap_skip(why, "vulkan-3pass: loops within the limit at the largest Nk");
+        return;
+    }
+    if (!tap_ok(st == ATTN_OK && (!plan.loop_limit || plan.loop_iterations <= plan.loop_limit),
+                "vulkan-3pass: Nk = %d (the grid's largest) needs %llu loop iterations, "
+                "limit %llu", p.seq_kv, (unsigned long long)plan.loop_iterations,
+                (unsigned long long)plan.loop_limit))
+        tap_diag("%s: %s", attn_status_str(st), why);
+}
+
+/* S of 12 heads at 2048 x 2048 is 192 MiB: over lavapipe's 128 MiB binding,
+ * so the heads go in chunks, the last one partial. */
+static void chunked(void)
+{
+    const attn_problem p = { 1, 12, 2048, 2048, 2, 2, 0.7f, true, NULL };
+    attn_vk_plan_t plan;
+    char why[512] = "";
+    if (attn_vk_plan_info(&p, false, &plan, why, sizeof(why)) != ATTN_OK) {
+        tap_skip(why, "vulkan-3pass: heads in chunks");
+        return;
+    }
+    if (plan.chunk >= 12) {
+        tap_skip("this device binds all 12 heads' scores at once", "vulkan-3pass: heads in chunks");
+        return;
+    }
+    attn_result r;
+    const attn_verdict v = run_case(attn_backend_find("vulkan-3pass"), &p, ATTN_FILL_NORMAL, 600,
+                                    &r);
+    if (!tap_ok(v == ATTN_PASSED, "vulkan-3pass: 12 heads in chunks of %d pass", plan.chunk))
+        tap_diag("%s: %s", attn_verdict_str(v), r.why);
+}
+
+/* Device name, timestamps and transfers reach the result. */
+static void reported(void)
+{
+    const attn_problem p = { 1, 2, 200, 200, 64, 64, 0.125f, false, NULL };
+    attn_result r;
+    const attn_verdict v = run_case(attn_backend_find("vulkan"), &p, ATTN_FILL_NORMAL, 0, &r);
+    const attn_timing *t = &r.timing;
+    const bool ok = v == ATTN_PASSED && r.device[0] && r.device_known && r.device_bytes > 0 &&
+                    (!r.device_is_cpu || strstr(r.device, "not GPU performance")) &&
+                    t->reps > 0 && t->device_known && t->device_stats.median > 0 &&
+                    t->device_stats.median <= t->real_stats.median * 1.05 && r.upload_s > 0 &&
+                    r.download_s > 0;
+    if (!tap_ok(ok, "vulkan: device, device memory, device time and transfers are reported"))
+        tap_diag("%s: %s; device '%s' (cpu %d), %llu bytes; device time %d, %.3g s vs wall "
+                 "%.3g s; upload %.3g s, download %.3g s", attn_verdict_str(v), r.why, r.device,
+                 r.device_is_cpu, (unsigned long long)r.device_bytes, t->device_known,
+                 t->device_stats.median, t->real_stats.median, r.upload_s, r.download_s);
+}
+
+/* Beyond the grid's sizes: many key tiles, d = 128, sampled rows. */
+static void larger(void)
+{
+    static const int kv[] = { 1100, 517 };
+    const attn_problem ps[] = {
+        { 2, 2, 1100, 1100, 64, 64, 0.125f, true, kv },
+        { 1, 2, 300, 700, 128, 128, 0.088f, false, NULL },
+    };
+    const char *names[] = { "vulkan", "vulkan-3pass" };
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++) {
+            attn_result r;
+            char shape[256];
+            attn_problem_describe(&ps[j], shape, sizeof(shape));
+            const attn_verdict v = run_case(attn_backend_find(names[i]), &ps[j],
+                                            ATTN_FILL_NORMAL, 300, &r);
+            if (!tap_ok(v == ATTN_PASSED, "%s %s", names[i], shape))
+                tap_diag("%s: %s", attn_verdict_str(v), r.why);
+        }
+}
+
+/* A d whose one row and one key overflow shared memory is refused, not run. */
+static void too_wide(void)
+{
+    const attn_problem p = { 1, 1, 16, 16, 4096, 4096, 0.02f, false, NULL };
+    char why[512] = "";
+    const attn_status st = attn_backend_supports(attn_backend_find("vulkan"), &p,
+                                                 &(attn_config){ .threads = 1, .device = -1 },
+                                                 why, sizeof(why));
+    if (!tap_ok(st == ATTN_EUNSUPPORTED && strstr(why, "maxComputeSharedMemorySize"),
+                "vulkan: d = 4096 is refused, naming the shared-memory limit"))
+        tap_diag("%s: %s", attn_status_str(st), why);
+}
+
+int main(void)
+{
+    tap_plan(NCHECKS);
+    const attn_backend *be = attn_backend_find("vulkan");
+    char why[256] = "";
+    if (!be || attn_backend_usable(be, why, sizeof(why)) != ATTN_OK) {
+        for (int i = 0; i < NCHECKS; i++)
+            tap_skip(be ? why : "no vulkan backend registered", "vulkan check %d of %d", i + 1,
+                     NCHECKS);
+        return 0;
+    }
+    validation_on();
+    clean_runs();
+    missing_barrier_caught();
+    loop_limit();
+    threepass_loops();
+    chunked();
+    reported();
+    larger();
+    too_wide();
+    if (tap_count != NCHECKS)
+        bail("the plan's count is wrong");
+    return 0;
+}

@@ -142,7 +142,9 @@ void attn_case_name(char *buf, size_t len, const char *backend, const attn_probl
     if (s->fill != ATTN_FILL_NORMAL)
         at = cat(buf, len, at, "/fill:%s", attn_fill_name(s->fill));
     if (s->tile_q)
-        cat(buf, len, at, "/tile:%dx%d", s->tile_q, s->tile_kv);
+        at = cat(buf, len, at, "/tile:%dx%d", s->tile_q, s->tile_kv);
+    if (s->device >= 0)
+        cat(buf, len, at, "/device:%d", s->device);
 }
 
 void attn_case_key(char *buf, size_t len, const char *backend, const attn_problem *p,

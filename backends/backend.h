@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 typedef enum attn_status {
@@ -41,11 +42,38 @@ typedef enum attn_class {
     ATTN_CLASS_COUNT
 } attn_class;
 
+/* The function a backend computes. The exact kinds are softmax attention
+ * under the causal and padding masks, and under a sparsity pattern on top
+ * (local, sparse); the others are the linear-time approximations, each with
+ * its own definition (backends/variant.h gives every formula). */
+typedef enum attn_kind {
+    ATTN_KIND_SOFTMAX = 0,   /* the definition above */
+    ATTN_KIND_LOCAL,         /* + keys within `window` of the query's diagonal */
+    ATTN_KIND_SPARSE,        /* + window, global tokens, random key blocks */
+    ATTN_KIND_LINEAR,        /* elu(x)+1 feature map (Katharopoulos et al. 2020) */
+    ATTN_KIND_PERFORMER,     /* FAVOR+ positive orthogonal random features */
+    ATTN_KIND_LINFORMER,     /* keys and values projected to `proj` rows */
+    ATTN_KIND_COUNT
+} attn_kind;
+
+/* The knobs of the variants; each kind reads only its own. */
+typedef struct attn_variant {
+    int window;          /* local, sparse: |j - (i + Nk - Nq)| <= window */
+    int globals;         /* sparse: tokens 0..globals-1 see and are seen by all */
+    int random_blocks;   /* sparse: random key blocks per query block (0: Longformer) */
+    int block;           /* sparse: block size of the random blocks */
+    int features;        /* performer: random features m */
+    int proj;            /* linformer: projected length p */
+    uint64_t seed;       /* sparse, performer, linformer: their random structure */
+} attn_variant;
+
 typedef struct attn_problem {
     int batch, heads, seq_q, seq_kv, d_k, d_v;
     float scale;
     bool causal;
     const int *kv_len;           /* [batch], each in [0, seq_kv]; NULL: all keys valid */
+    attn_kind kind;              /* set from the backend's own kind by the harness */
+    attn_variant var;
 } attn_problem;
 
 typedef struct attn_tensors {
@@ -102,6 +130,7 @@ typedef struct attn_backend {
     const char *not_built;       /* NULL when compiled in, else why it is not */
     unsigned caps;
     attn_class cls;
+    attn_kind kind;              /* the function it computes */
     attn_status (*probe)(char *why, size_t len);                           /* optional */
     /* Whether it can run p under cfg (cfg->alloc may be NULL here). */
     attn_status (*supports)(const attn_problem *p, const attn_config *cfg, char *why,

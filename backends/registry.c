@@ -9,6 +9,11 @@ extern const attn_backend attn_backend_blas;
 extern const attn_backend attn_backend_onednn;
 extern const attn_backend attn_backend_vulkan;
 extern const attn_backend attn_backend_vulkan_3pass;
+extern const attn_backend attn_backend_local;
+extern const attn_backend attn_backend_sparse;
+extern const attn_backend attn_backend_linear;
+extern const attn_backend attn_backend_performer;
+extern const attn_backend attn_backend_linformer;
 
 /* Every backend attnbench knows, built or not, in --list order. Backends whose
  * dependency meson did not find still appear, with the reason. */
@@ -19,6 +24,11 @@ static const attn_backend *const registry[] = {
     &attn_backend_onednn,
     &attn_backend_vulkan,
     &attn_backend_vulkan_3pass,
+    &attn_backend_local,
+    &attn_backend_sparse,
+    &attn_backend_linear,
+    &attn_backend_performer,
+    &attn_backend_linformer,
 };
 
 static const char *const status_str[ATTN_STATUS_COUNT] = {
@@ -76,6 +86,11 @@ attn_status attn_backend_supports(const attn_backend *be, const attn_problem *p,
         { ATTN_CAP_CROSS,   "cross-attention (seq_q != seq_kv)" },
         { ATTN_CAP_DV,      "d_k != d_v" },
     };
+    if (p->kind != be->kind) {
+        snprintf(why, len, "%s computes kind %d, the problem is of kind %d", be->name,
+                 (int)be->kind, (int)p->kind);
+        return ATTN_EINVAL;
+    }
     const bool uses[] = { p->causal, p->kv_len != NULL, p->seq_q != p->seq_kv,
                           p->d_k != p->d_v };
     for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++) {

@@ -4,6 +4,7 @@
 
 #include "case.h"
 #include "memory.h"
+#include "variant.h"
 
 static const char *const verdict_str[ATTN_VERDICT_COUNT] = {
     [ATTN_PASSED]  = "PASSED",
@@ -158,14 +159,22 @@ static void case_init(attn_result *r, const attn_backend *be, const attn_problem
 void attn_case_skip(attn_result *r, const attn_backend *be, const attn_problem *p,
                     const attn_setup *s, const char *prog, const char *why)
 {
-    case_init(r, be, p, s, prog);
+    attn_problem pk = *p;
+    pk.kind = be->kind;
+    case_init(r, be, &pk, s, prog);
     verdict(r, ATTN_SKIPPED, "%s", why);
 }
 
-void attn_case_run(attn_result *r, const attn_backend *be, const attn_problem *p,
-                   const attn_tensors *in, const attn_ref *ref, const attn_setup *s,
+void attn_case_run(attn_result *r, const attn_backend *be, const attn_problem *p_dense,
+                   const attn_tensors *in, const attn_ref *dense, const attn_setup *s,
                    const char *prog)
 {
+    /* The backend's own function on the shape: p_dense with its kind. */
+    attn_problem pk = *p_dense;
+    pk.kind = be->kind;
+    const attn_problem *p = &pk;
+    const attn_ref *ref = dense;
+    attn_ref vref = { 0 };
     case_init(r, be, p, s, prog);
     r->ref_rows = ref->nrows;
     r->ref_total = ref->total_rows;
@@ -180,6 +189,14 @@ void attn_case_run(attn_result *r, const attn_backend *be, const attn_problem *p
         if (!r->why[0])
             snprintf(r->why, sizeof(r->why), "%s", attn_status_str(st));
         return;
+    }
+
+    if (p->kind != ATTN_KIND_SOFTMAX) {
+        if (attn_ref_variant(&vref, dense, p, in, s->threads) != ATTN_OK) {
+            verdict(r, ATTN_ERROR, "out of memory for the %s reference", attn_kind_name(p->kind));
+            return;
+        }
+        ref = &vref;
     }
 
     attn_tracker tr;
@@ -207,6 +224,13 @@ void attn_case_run(attn_result *r, const attn_backend *be, const attn_problem *p
     uint64_t hwm, rss0 = 0;
     r->rss_known = attn_rss_reset_peak() && attn_rss_read(&hwm, &rss0);
     drive(r, be, &cfg, in, ref, s, &out, first, &tr);
+    if (ref != dense && r->checked) {
+        attn_check approx;
+        attn_check_output(&approx, p, dense, &out, be->cls);
+        r->approx_known = true;
+        r->approx_max_abs = approx.max_abs;
+        r->approx_nmse = approx.nmse;
+    }
     if (r->rss_known && attn_rss_read(&hwm, &(uint64_t){ 0 }))
         r->rss_peak = hwm > rss0 ? hwm - rss0 : 0;
     else
@@ -223,4 +247,5 @@ done:
     attn_host_free(first);
     attn_guarded_free(&out);
     attn_tracker_destroy(&tr);
+    attn_ref_free(&vref);
 }

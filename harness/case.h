@@ -38,6 +38,10 @@ typedef struct attn_result {
     /* Device backends (device[0] set): wall seconds of bind (the upload of
      * Q, K, V) and of the read after the checked run (the download of O). */
     double upload_s, download_s;
+    /* Variant backends: the output against softmax attention on the same
+     * inputs (the dense reference's rows): the price of the approximation. */
+    bool approx_known;
+    double approx_max_abs, approx_nmse;
     size_t score_bytes;     /* B*H*Nq*Nk*4: what a materializing implementation holds */
     double flops;           /* visible score entries only */
     double flops_dense;     /* every score entry */

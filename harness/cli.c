@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "config.h"
+#include "variant.h"
 
 enum {
     MAX_BATCH = 65536, MAX_HEADS = 4096, MAX_SEQ = 1 << 24, MAX_DIM = 4096,
@@ -19,7 +20,8 @@ enum {
 typedef enum opt_id {
     O_BACKEND, O_BATCH, O_HEADS, O_SEQ, O_SEQ_KV, O_DK, O_DV, O_SCALE, O_CAUSAL, O_KV_LEN,
     O_FILL, O_SEED, O_THREADS, O_PIN, O_REPS, O_WARMUP, O_MIN_TIME, O_MAX_TIME, O_CHECK_ROWS,
-    O_MAX_MEM, O_TILE, O_DEVICE, O_CSV, O_JSON, O_RESUME, O_PEAK, O_LIST, O_HELP, O_VERSION,
+    O_MAX_MEM, O_TILE, O_DEVICE, O_WINDOW, O_GLOBALS, O_RANDOM_BLOCKS, O_BLOCK,
+    O_FEATURES, O_PROJ, O_CSV, O_JSON, O_RESUME, O_PEAK, O_LIST, O_HELP, O_VERSION,
 } opt_id;
 
 enum { ARG_NONE, ARG_REQUIRED, ARG_OPTIONAL /* only as --opt=value */ };
@@ -43,7 +45,10 @@ static const struct option_def {
     { "resume", O_RESUME, ARG_NONE },         { "peak", O_PEAK, ARG_NONE },
     { "list", O_LIST, ARG_NONE },             { "help", O_HELP, ARG_NONE },
     { "version", O_VERSION, ARG_NONE },       { "tile", O_TILE, ARG_REQUIRED },
-    { "device", O_DEVICE, ARG_REQUIRED },
+    { "device", O_DEVICE, ARG_REQUIRED },     { "window", O_WINDOW, ARG_REQUIRED },
+    { "globals", O_GLOBALS, ARG_REQUIRED },   { "random-blocks", O_RANDOM_BLOCKS, ARG_REQUIRED },
+    { "block", O_BLOCK, ARG_REQUIRED },       { "features", O_FEATURES, ARG_REQUIRED },
+    { "proj", O_PROJ, ARG_REQUIRED },
 };
 
 int attn_error(int code, const char *fmt, ...)
@@ -351,6 +356,13 @@ static int apply(attn_opts *o, opt_id id, const char *name, const char *val)
     case O_MAX_MEM: return parse_bytes(val, &o->setup.max_mem);
     case O_TILE:    return parse_tile(val, &o->setup.tile_q, &o->setup.tile_kv);
     case O_DEVICE:  return parse_int_opt(name, val, 0, MAX_DEVICE, &o->setup.device);
+    case O_WINDOW:  return parse_int_opt(name, val, 0, MAX_SEQ, &o->var.window);
+    case O_GLOBALS: return parse_int_opt(name, val, 0, MAX_SEQ, &o->var.globals);
+    case O_RANDOM_BLOCKS:
+        return parse_int_opt(name, val, 0, ATTN_MAX_RANDOM_BLOCKS, &o->var.random_blocks);
+    case O_BLOCK:   return parse_int_opt(name, val, 1, MAX_SEQ, &o->var.block);
+    case O_FEATURES: return parse_int_opt(name, val, 1, 65536, &o->var.features);
+    case O_PROJ:    return parse_int_opt(name, val, 1, MAX_SEQ, &o->var.proj);
     case O_CSV:     o->csv = val; return -1;
     case O_JSON:    o->json = val; return -1;
     case O_PIN:     o->pin = true; return -1;
@@ -462,6 +474,7 @@ int attn_cli_parse(attn_opts *o, int argc, char **argv)
         .threads = default_threads(), .seed = 1, .device = -1,
         .timer = { .warmup = 1, .reps = 5, .min_time = 0.1, .max_time = 10.0 },
     };
+    o->var = attn_variant_defaults();
 
     for (int a = 1; a < argc; a++) {
         const char *arg = argv[a];
@@ -546,6 +559,14 @@ void attn_cli_usage(FILE *f, const char *prog)
 "  --max-mem SIZE   skip cases needing more than SIZE (e.g. 8G); MemAvailable always applies\n"
 "  --tile BRxBC     query x key block sizes for the tiled backend, for experiments\n"
 "                   (default: chosen from d and the L1 cache)\n"
+"  --window W       local, sparse: keys within W of the query's diagonal (default %d)\n"
+"  --globals G      sparse: global tokens (default %d)\n"
+"  --random-blocks R  sparse: random key blocks per query block, 0 = Longformer,\n"
+"                   > 0 = BigBird (default %d)\n"
+"  --block BS       sparse: block size of the random blocks (default %d)\n"
+"  --features M     performer: random features (default %d)\n"
+"  --proj P         linformer: projected keys and values (default %d)\n"
+"                   (their random structure is drawn from --seed)\n"
 "  --device N       device for the device backends (vulkan), numbered as --list shows\n"
 "                   (default: discrete GPU > integrated > virtual > CPU)\n"
 "  --csv FILE       append one row per finished case to FILE (flushed to disk at once)\n"
@@ -560,5 +581,7 @@ void attn_cli_usage(FILE *f, const char *prog)
 "exit codes: 0 all ran cases PASSED; 1 a case FAILED; 2 bad command line;\n"
 "3 shape too large (size_t overflow or memory); 4 a case hit an ERROR or an output\n"
 "file could not be written; 5 nothing ran (every case SKIPPED)\n",
-            prog, MAX_BATCH, MAX_HEADS, MAX_SEQ, MAX_DIM, MAX_THREADS, ATTN_MAX_REPS);
+            prog, MAX_BATCH, MAX_HEADS, MAX_SEQ, MAX_DIM, MAX_THREADS, ATTN_MAX_REPS,
+            ATTN_DEFAULT_WINDOW, ATTN_DEFAULT_GLOBALS, ATTN_DEFAULT_RANDOM_BLOCKS,
+            ATTN_DEFAULT_BLOCK, ATTN_DEFAULT_FEATURES, ATTN_DEFAULT_PROJ);
 }

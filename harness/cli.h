@@ -32,6 +32,7 @@ typedef struct attn_opts {
     int *kv_len;                /* [nkv] when --kv-len was given, else NULL */
     int nkv;
     attn_setup setup;
+    attn_variant var;           /* --window, --globals, ...; its seed is --seed */
     const attn_backend **backends;
     size_t nbackends;
     bool explicit_backends;     /* --backend was given */

@@ -9,10 +9,12 @@
 
 #include "cli.h"
 #include "csv.h"
+#include "variant.h"
 
 static const char header[] =
     "schema,key,backend,verdict,reason,batch,heads,seq_q,seq_kv,d_k,d_v,causal,kv_len,scale,"
-    "fill,seed,threads,rows_checked,rows_total,max_abs,max_rel,nmse,tol,reps,iterations,"
+    "fill,seed,threads,kind,window,globals,random_blocks,block,features,proj,"
+    "rows_checked,rows_total,max_abs,max_rel,nmse,tol,approx_max_abs,approx_nmse,reps,iterations,"
     "real_median_s,real_min_s,real_mean_s,real_stddev_s,real_cv,cpu_median_s,cpu_mean_s,"
     "device_median_s,device_min_s,device_cv,upload_s,download_s,"
     "flops,flops_dense,gflops,gflops_dense,peak_gflops,pct_peak,workspace_bytes,"
@@ -180,12 +182,23 @@ int attn_csv_append(attn_csv *c, const attn_result *r, const attn_setup *s, doub
         put(&l, "%s%d", b ? ";" : "", p->kv_len[b]);
     put(&l, ",%.9g,%s,%llu,%d", p->scale, attn_fill_name(s->fill), (unsigned long long)s->seed,
         s->threads);
+    const attn_kind kind = r->be->kind;
+    put(&l, ",%s", attn_kind_name(kind));
+    const bool win = kind == ATTN_KIND_LOCAL || kind == ATTN_KIND_SPARSE;
+    put_num(&l, win, p->var.window);
+    put_num(&l, kind == ATTN_KIND_SPARSE, p->var.globals);
+    put_num(&l, kind == ATTN_KIND_SPARSE, p->var.random_blocks);
+    put_num(&l, kind == ATTN_KIND_SPARSE, p->var.block);
+    put_num(&l, kind == ATTN_KIND_PERFORMER, p->var.features);
+    put_num(&l, kind == ATTN_KIND_LINFORMER, p->var.proj);
     put_num(&l, r->checked, (double)r->ref_rows);
     put_num(&l, r->checked, (double)r->ref_total);
     put_num(&l, r->checked, r->check.max_abs);
     put_num(&l, r->checked, r->check.max_rel);
     put_num(&l, r->checked, r->check.nmse);
     put_num(&l, r->checked, r->check.tol);
+    put_num(&l, r->approx_known, r->approx_max_abs);
+    put_num(&l, r->approx_known, r->approx_nmse);
     put_num(&l, timed, t->reps);
     put_num(&l, timed, (double)t->iterations);
     put_num(&l, timed, t->real_stats.median);

@@ -5,7 +5,7 @@
 
 #include "case.h"
 
-#define ATTN_CSV_SCHEMA 2
+#define ATTN_CSV_SCHEMA 3
 
 typedef struct attn_csv {
     int fd;

@@ -118,6 +118,10 @@ static void counters(FILE *f, const attn_result *r, double seconds, const attn_m
         field_num(f, "download_us", r->download_s * 1e6);
     }
     field_num(f, "score_matrix_bytes", (double)r->score_bytes);
+    if (r->approx_known) {
+        field_num(f, "approx_max_abs", r->approx_max_abs);
+        field_num(f, "approx_nmse", r->approx_nmse);
+    }
     if (r->checked) {
         field_num(f, "max_abs_err", r->check.max_abs);
         field_num(f, "nmse", r->check.nmse);

@@ -81,6 +81,26 @@ static size_t cat(char *buf, size_t len, size_t at, const char *fmt, ...)
     return n < 0 ? at : at + (size_t)n;
 }
 
+/* The knobs p's kind reads, each through its format. */
+static size_t cat_variant(char *buf, size_t len, size_t at, const attn_problem *p,
+                          const char *window, const char *sparse, const char *features,
+                          const char *proj)
+{
+    switch (p->kind) {
+    case ATTN_KIND_LOCAL:
+        return cat(buf, len, at, window, p->var.window);
+    case ATTN_KIND_SPARSE:
+        at = cat(buf, len, at, window, p->var.window);
+        return cat(buf, len, at, sparse, p->var.globals, p->var.random_blocks, p->var.block);
+    case ATTN_KIND_PERFORMER:
+        return cat(buf, len, at, features, p->var.features);
+    case ATTN_KIND_LINFORMER:
+        return cat(buf, len, at, proj, p->var.proj);
+    default:
+        return at;
+    }
+}
+
 static size_t cat_kv_len(char *buf, size_t len, size_t at, const attn_problem *p,
                          const char *lead, const char *sep)
 {
@@ -125,6 +145,8 @@ void attn_repro(char *buf, size_t len, const char *prog, const char *backend,
         at = cat(buf, len, at, " --tile %dx%d", s->tile_q, s->tile_kv);
     if (s->device >= 0)
         at = cat(buf, len, at, " --device %d", s->device);
+    at = cat_variant(buf, len, at, p, " --window %d", " --globals %d --random-blocks %d --block %d",
+                     " --features %d", " --proj %d");
     if (s->check_rows)
         at = s->check_rows < 0 ? cat(buf, len, at, " --check-rows all")
                                : cat(buf, len, at, " --check-rows %ld", s->check_rows);
@@ -144,7 +166,8 @@ void attn_case_name(char *buf, size_t len, const char *backend, const attn_probl
     if (s->tile_q)
         at = cat(buf, len, at, "/tile:%dx%d", s->tile_q, s->tile_kv);
     if (s->device >= 0)
-        cat(buf, len, at, "/device:%d", s->device);
+        at = cat(buf, len, at, "/device:%d", s->device);
+    cat_variant(buf, len, at, p, "/w:%d", "/g:%d/r:%d/bs:%d", "/m:%d", "/p:%d");
 }
 
 void attn_case_key(char *buf, size_t len, const char *backend, const attn_problem *p,

@@ -1,4 +1,5 @@
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #ifdef _OPENMP
@@ -8,6 +9,7 @@
 #include "fill.h"
 #include "memory.h"
 #include "reference.h"
+#include "variant.h"
 
 /* The mask exactly as the definition states it, one entry at a time. It is
  * kept independent of attn_visible_end, which backends use, on purpose. */
@@ -63,6 +65,24 @@ static void pick_rows(size_t *rows, size_t n, size_t total, uint64_t seed)
     rows[n - 1] = total - 1;
 }
 
+/* The sparsity patterns by their definitions (variant.h), one entry at a
+ * time; blocks[0..nb) are the random key blocks of query i's block. */
+static bool in_pattern(const attn_problem *p, int i, int j, const int *blocks, int nb)
+{
+    const long at = (long)i + p->seq_kv - p->seq_q;
+    const bool near = labs((long)j - at) <= p->var.window;
+    if (p->kind == ATTN_KIND_LOCAL)
+        return near;
+    if (p->kind != ATTN_KIND_SPARSE)
+        return true;
+    if (near || j < p->var.globals || i < p->var.globals)
+        return true;
+    for (int t = 0; t < nb; t++)
+        if (blocks[t] == j / p->var.block)
+            return true;
+    return false;
+}
+
 static double ref_row(const attn_problem *p, const attn_tensors *in, size_t row,
                       double *s, double *o)
 {
@@ -73,9 +93,12 @@ static double ref_row(const attn_problem *p, const attn_tensors *in, size_t row,
     const float *k = in->k + bh * (size_t)nk * dk;
     const float *v = in->v + bh * (size_t)nk * dv;
 
+    int blocks[ATTN_MAX_RANDOM_BLOCKS], nb = 0;
+    if (p->kind == ATTN_KIND_SPARSE && p->var.random_blocks > 0)
+        nb = attn_random_blocks(p, (i + nk - nq) / p->var.block, blocks);
     double m = -INFINITY, max_abs = 0.0;
     for (int j = 0; j < nk; j++) {
-        if (!visible(p, b, i, j)) {
+        if (!visible(p, b, i, j) || !in_pattern(p, i, j, blocks, nb)) {
             s[j] = -INFINITY;
             continue;
         }
@@ -159,4 +182,216 @@ void attn_ref_free(attn_ref *r)
     attn_host_free(r->out);
     r->rows = NULL;
     r->out = NULL;
+}
+
+/* ---- the linear-time kinds ------------------------------------------------ */
+
+static double elu1(double x)
+{
+    return x > 0 ? x + 1.0 : exp(x);
+}
+
+/* Per (batch, head): what every row of it needs, computed once.
+ *   linear     phi(K) [Nk][dk]
+ *   performer  the key feature exponents [Nk][m] minus their maximum
+ *   linformer  K' [p][dk], V' [p][dv] */
+typedef struct head_prep {
+    double *a, *b;
+    double kmax;        /* performer: the maximum subtracted from the key exponents */
+} head_prep;
+
+static void performer_exps(const attn_problem *p, const double *w, const float *x, double *e)
+{
+    const int m = p->var.features, d = p->d_k;
+    const double s = sqrt((double)p->scale);
+    double sq = 0;
+    for (int c = 0; c < d; c++)
+        sq += (s * x[c]) * (s * x[c]);
+    for (int t = 0; t < m; t++) {
+        double dot = 0;
+        for (int c = 0; c < d; c++)
+            dot += w[(size_t)t * d + c] * (s * x[c]);
+        e[t] = dot - sq / 2;
+    }
+}
+
+static void prep_head(const attn_problem *p, const attn_tensors *in, const double *w, size_t bh,
+                      head_prep *hp)
+{
+    const int nk = p->seq_kv, dk = p->d_k, dv = p->d_v, b = (int)(bh / (size_t)p->heads);
+    const float *k = in->k + bh * (size_t)nk * dk, *v = in->v + bh * (size_t)nk * dv;
+    if (p->kind == ATTN_KIND_LINEAR) {
+        for (size_t e = 0; e < (size_t)nk * dk; e++)
+            hp->a[e] = elu1((double)k[e]);
+    } else if (p->kind == ATTN_KIND_PERFORMER) {
+        const int m = p->var.features;
+        hp->kmax = -INFINITY;
+        for (int j = 0; j < nk; j++) {
+            performer_exps(p, w, k + (size_t)j * dk, hp->a + (size_t)j * m);
+            for (int t = 0; t < m; t++)
+                if (hp->a[(size_t)j * m + t] > hp->kmax)
+                    hp->kmax = hp->a[(size_t)j * m + t];
+        }
+    } else if (p->kind == ATTN_KIND_LINFORMER) {
+        const int np = p->var.proj, valid = p->kv_len ? p->kv_len[b] : nk;
+        memset(hp->a, 0, (size_t)np * dk * sizeof(double));
+        memset(hp->b, 0, (size_t)np * dv * sizeof(double));
+        for (int t = 0; t < np; t++)
+            for (int j = 0; j < valid; j++) {
+                const double e = attn_linformer_e(p, t, j), f = attn_linformer_f(p, t, j);
+                for (int c = 0; c < dk; c++)
+                    hp->a[(size_t)t * dk + c] += e * k[(size_t)j * dk + c];
+                for (int c = 0; c < dv; c++)
+                    hp->b[(size_t)t * dv + c] += f * v[(size_t)j * dv + c];
+            }
+    }
+}
+
+/* One row of a linear-time kind; returns the largest exponent it evaluated. */
+static double variant_row(const attn_problem *p, const attn_tensors *in, const double *w,
+                          const head_prep *hp, size_t row, double *s, double *o)
+{
+    const int nq = p->seq_q, nk = p->seq_kv, dk = p->d_k, dv = p->d_v;
+    const size_t bh = row / (size_t)nq;
+    const int i = (int)(row % (size_t)nq), b = (int)(bh / (size_t)p->heads);
+    const float *q = in->q + row * (size_t)dk;
+    const float *v = in->v + bh * (size_t)nk * dv;
+    for (int c = 0; c < dv; c++)
+        o[c] = 0.0;
+
+    if (p->kind == ATTN_KIND_LINFORMER) {
+        const int np = p->var.proj;
+        double m = -INFINITY, big = 0;
+        for (int t = 0; t < np; t++) {
+            double dot = 0;
+            for (int c = 0; c < dk; c++)
+                dot += (double)q[c] * hp->a[(size_t)t * dk + c];
+            s[t] = (double)p->scale * dot;
+            m = s[t] > m ? s[t] : m;
+            big = fabs(s[t]) > big ? fabs(s[t]) : big;
+        }
+        double l = 0;
+        for (int t = 0; t < np; t++) {
+            const double e = exp(s[t] - m);
+            l += e;
+            for (int c = 0; c < dv; c++)
+                o[c] += e * hp->b[(size_t)t * dv + c];
+        }
+        for (int c = 0; c < dv; c++)
+            o[c] /= l;
+        return big;
+    }
+
+    /* linear and performer: kernel weights kappa(q, k_j) over the visible keys. */
+    double big = 0;
+    const int m = p->var.features;
+    double *phq = s + nk;                   /* performer: the query's features */
+    if (p->kind == ATTN_KIND_PERFORMER) {
+        performer_exps(p, w, q, phq);
+        double qmax = -INFINITY;
+        for (int t = 0; t < m; t++)
+            qmax = phq[t] > qmax ? phq[t] : qmax;
+        for (int t = 0; t < m; t++) {
+            big = fabs(phq[t]) > big ? fabs(phq[t]) : big;
+            phq[t] = exp(phq[t] - qmax);
+        }
+        big = big > fabs(hp->kmax) ? big : fabs(hp->kmax);
+    }
+    double l = 0;
+    for (int j = 0; j < nk; j++) {
+        s[j] = 0;
+        if (!visible(p, b, i, j))
+            continue;
+        double kap = 0;
+        if (p->kind == ATTN_KIND_LINEAR) {
+            for (int c = 0; c < dk; c++)
+                kap += elu1((double)q[c]) * hp->a[(size_t)j * dk + c];
+        } else {
+            for (int t = 0; t < m; t++)
+                kap += phq[t] * exp(hp->a[(size_t)j * m + t] - hp->kmax);
+        }
+        l += kap;
+        for (int c = 0; c < dv; c++)
+            o[c] += kap * (double)v[(size_t)j * dv + c];
+    }
+    if (l > 0)
+        for (int c = 0; c < dv; c++)
+            o[c] /= l;
+    else
+        for (int c = 0; c < dv; c++)
+            o[c] = 0;
+    return big;
+}
+
+attn_status attn_ref_variant(attn_ref *r, const attn_ref *dense, const attn_problem *p,
+                             const attn_tensors *in, int threads)
+{
+    memset(r, 0, sizeof(*r));
+    r->nrows = dense->nrows;
+    r->total_rows = dense->total_rows;
+    r->max_abs_v = dense->max_abs_v;
+    r->rows = attn_host_alloc(r->nrows * sizeof(size_t));
+    r->out = attn_host_alloc(r->nrows * (size_t)p->d_v * sizeof(double));
+    if (!r->rows || !r->out) {
+        attn_ref_free(r);
+        return ATTN_ENOMEM;
+    }
+    memcpy(r->rows, dense->rows, r->nrows * sizeof(size_t));
+    const int nk = p->seq_kv, dk = p->d_k, dv = p->d_v, m = p->var.features, np = p->var.proj;
+    const bool masked = p->kind == ATTN_KIND_LOCAL || p->kind == ATTN_KIND_SPARSE;
+    size_t scratch_row = (size_t)nk + (p->kind == ATTN_KIND_PERFORMER ? (size_t)m : 0) +
+                         (p->kind == ATTN_KIND_LINFORMER ? (size_t)np : 0);
+    size_t a_elems = 0, b_elems = 0;
+    if (p->kind == ATTN_KIND_LINEAR)
+        a_elems = (size_t)nk * dk;
+    else if (p->kind == ATTN_KIND_PERFORMER)
+        a_elems = (size_t)nk * m;
+    else if (p->kind == ATTN_KIND_LINFORMER)
+        a_elems = (size_t)np * dk, b_elems = (size_t)np * dv;
+    double *scratch = attn_host_alloc((size_t)threads * scratch_row * sizeof(double));
+    double *w = p->kind == ATTN_KIND_PERFORMER ? attn_host_alloc((size_t)m * dk * sizeof(double))
+                                               : NULL;
+    head_prep hp = { .a = a_elems ? attn_host_alloc(a_elems * sizeof(double)) : NULL,
+                     .b = b_elems ? attn_host_alloc(b_elems * sizeof(double)) : NULL };
+    if (!scratch || (p->kind == ATTN_KIND_PERFORMER && !w) || (a_elems && !hp.a) ||
+        (b_elems && !hp.b)) {
+        attn_host_free(scratch);
+        attn_host_free(w);
+        attn_host_free(hp.a);
+        attn_host_free(hp.b);
+        attn_ref_free(r);
+        return ATTN_ENOMEM;
+    }
+    if (w)
+        attn_performer_features(p, w);
+
+    double max_logit = 0.0;
+    /* Rows are ascending, so those of one (batch, head) are contiguous. */
+    for (size_t x0 = 0; x0 < r->nrows;) {
+        const size_t bh = r->rows[x0] / (size_t)p->seq_q;
+        size_t x1 = x0;
+        while (x1 < r->nrows && r->rows[x1] / (size_t)p->seq_q == bh)
+            x1++;
+        if (!masked)
+            prep_head(p, in, w, bh, &hp);
+        const long lo = (long)x0, hi = (long)x1;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 4) reduction(max : max_logit)
+#endif
+        for (long x = lo; x < hi; x++) {
+            double *s = scratch + (size_t)thread_id() * scratch_row;
+            double *o = r->out + (size_t)x * dv;
+            const double l = masked ? ref_row(p, in, r->rows[x], s, o)
+                                    : variant_row(p, in, w, &hp, r->rows[x], s, o);
+            if (l > max_logit)
+                max_logit = l;
+        }
+        x0 = x1;
+    }
+    r->max_abs_logit = p->kind == ATTN_KIND_LINEAR ? 0.0 : max_logit;
+    attn_host_free(scratch);
+    attn_host_free(w);
+    attn_host_free(hp.a);
+    attn_host_free(hp.b);
+    return ATTN_OK;
 }

@@ -25,8 +25,16 @@ size_t attn_ref_plan_rows(const attn_problem *p, long want);
 /* Bytes attn_ref_compute will allocate for that plan. */
 size_t attn_ref_bytes(const attn_problem *p, long want, int threads);
 
+/* Softmax attention under p's causal and padding masks; p->kind is ignored. */
 attn_status attn_ref_compute(attn_ref *r, const attn_problem *p, const attn_tensors *in,
                              long want, uint64_t seed, int threads);
+
+/* The definition of p->kind (backends/variant.h), in double, for the same
+ * rows as dense: what a variant backend is checked against. max_abs_logit
+ * is the largest exponent the kind evaluates (its logits for the softmax
+ * kinds, the feature exponents for performer, 0 for linear). */
+attn_status attn_ref_variant(attn_ref *r, const attn_ref *dense, const attn_problem *p,
+                             const attn_tensors *in, int threads);
 void attn_ref_free(attn_ref *r);
 
 #endif

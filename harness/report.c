@@ -3,6 +3,7 @@
 
 #include "config.h"
 #include "report.h"
+#include "variant.h"
 
 void attn_report_header(FILE *f, const attn_machine *m, const attn_setup *s, size_t shapes,
                         size_t cases)
@@ -83,8 +84,15 @@ void attn_report_details(FILE *f, const attn_result *r)
     if (r->checked) {
         char desc[512];
         attn_check_describe(&r->check, desc, sizeof(desc));
-        fprintf(f, "  check: %s; %zu of %zu rows\n", desc, r->ref_rows, r->ref_total);
+        fprintf(f, "  check%s%s%s: %s; %zu of %zu rows\n",
+                r->be->kind != ATTN_KIND_SOFTMAX ? " (against the " : "",
+                r->be->kind != ATTN_KIND_SOFTMAX ? attn_kind_name(r->be->kind) : "",
+                r->be->kind != ATTN_KIND_SOFTMAX ? " definition, in double)" : "", desc,
+                r->ref_rows, r->ref_total);
     }
+    if (r->approx_known)
+        fprintf(f, "  approximation: against softmax attention on the same inputs, max_abs %.3g, "
+                   "nmse %.3g\n", r->approx_max_abs, r->approx_nmse);
     if (r->verdict == ATTN_PASSED || r->verdict == ATTN_FAILED) {
         char peak[32], pred[32], rss[32] = "unknown", score[32];
         attn_format_bytes(peak, sizeof(peak), (double)r->ws_peak);

@@ -48,6 +48,8 @@ void attn_sweep_problem(const attn_opts *o, size_t idx, attn_problem *p, int *kv
     p->d_v = o->dv.n ? o->dv.v[dv] : p->d_k;
     p->scale = o->scale_set ? o->scale : (float)(1.0 / sqrt((double)p->d_k));
     p->causal = causal;
+    p->var = o->var;
+    p->var.seed = o->setup.seed;
     if (o->kv_len) {
         for (int x = 0; x < p->batch; x++)
             kv[x] = o->kv_len[o->nkv == 1 ? 0 : x];

@@ -109,7 +109,10 @@ runs 0 "exit codes" --help
 runs 0 "attnbench " --version
 runs 0 "PASSED" --backend=naive --seq 64 --heads 2 --dk 16 --reps 2
 runs 0 "GFLOP/s" --backend naive --seq=33 --seq-kv 40 --dk 8 --dv 12 --causal --batch 2 --kv-len 20,0 --reps 1
-runs 0 "fill=extreme" --backend=all --seq 20 --dk 16 --fill extreme --reps 1
+# Every backend but performer, whose fp32 features are not defined when the
+# exponents span ~1e4 (README); it FAILS there, as the next line shows.
+runs 0 "fill=extreme" --backend=naive,tiled,blas,onednn,vulkan,vulkan-3pass,local,sparse,linear,linformer --seq 20 --dk 16 --fill extreme --reps 1
+runs 1 "performer      FAILED" --backend=performer --seq 20 --dk 16 --fill extreme --reps 1
 runs 0 "reference: 40 of 256 rows (seeded stratified sample)" --seq 32 --dk 8 --check-rows 40 --reps 1
 runs 0 "12 cases run: 12 passed, 0 failed, 0 skipped, 0 errors" --backend=naive --seq 8:32:x2 --heads 1,2 --causal=both --dk 8 --reps 2 --min-time 0.001
 runs 0 "== B=2 H=3 Nq=5 Nk=9 dk=4 dv=6 causal kv_len=7,7" --backend=naive --batch 2 --heads 3 --seq 5 --seq-kv 9 --dk 4 --dv 6 --causal=both --kv-len 7 --reps 1 --min-time 0.001 --seq 5,6

@@ -25,6 +25,7 @@
 #ifndef ATTN_VARIANT_H
 #define ATTN_VARIANT_H
 
+#include <math.h>
 #include <stdint.h>
 
 #include "backend.h"
@@ -65,11 +66,6 @@ int attn_random_blocks(const attn_problem *p, int qb, int *out);
 void attn_performer_features(const attn_problem *p, double *w);
 
 /* linformer: E[t][j], F[t][j] for t < proj, j < Nk. */
-static inline double attn_linformer_e(const attn_problem *p, int t, int j);
-static inline double attn_linformer_f(const attn_problem *p, int t, int j);
-
-#include <math.h>
-
 static inline double attn_linformer_e(const attn_problem *p, int t, int j)
 {
     return attn_gauss(p->var.seed, 0x11f0e, (uint64_t)t * (uint64_t)p->seq_kv + (uint64_t)j) /

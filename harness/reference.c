@@ -138,9 +138,13 @@ static int thread_id(void)
 #endif
 }
 
-attn_status attn_ref_compute(attn_ref *r, const attn_problem *p, const attn_tensors *in,
+attn_status attn_ref_compute(attn_ref *r, const attn_problem *p_any, const attn_tensors *in,
                              long want, uint64_t seed, int threads)
 {
+    /* Softmax attention whatever kind p_any names: ref_row reads the kind. */
+    attn_problem dense = *p_any;
+    dense.kind = ATTN_KIND_SOFTMAX;
+    const attn_problem *p = &dense;
     memset(r, 0, sizeof(*r));
     r->total_rows = (size_t)p->batch * p->heads * p->seq_q;
     r->nrows = attn_ref_plan_rows(p, want);

@@ -1,68 +1,120 @@
 /* The efficient-attention variants (definitions in variant.h), none of
  * which forms the N x N score matrix:
- *   local, sparse  exact softmax over the visible key intervals of each row
- *                  only (window, global tokens, random blocks, merged), online
- *                  over the intervals; O(N (w + g + r bs) d).
+ *   local, sparse  exact softmax over each row's visible key intervals
+ *                  (window, global tokens, random blocks, merged); a block
+ *                  of rows scores only the union of its rows' intervals;
+ *                  O(N (w + g + r bs) d).
  *   linear         S = sum_j phi(k_j) v_j^T and z = sum_j phi(k_j), running
  *                  prefix sums under causal masks; O(N dk dv).
  *   performer      the same with FAVOR+ features; O(N m d).
  *   linformer      K' = E K, V' = F V, then softmax over p keys; O(N p d).
  * Threads: OpenMP over (batch, head) pairs and, for local and sparse, over
- * blocks of 32 consecutive query rows, whose windows overlap so their K and
- * V rows stay in cache. Sums over keys (S, z, K', V') are kept in double. */
+ * blocks of QBLOCK consecutive query rows as well.
+ *
+ * All of them are GEMM-shaped: every product (a block's scores against the
+ * union of its rows' key intervals and P V for local and sparse; features
+ * W x, S += phi(K)^T V, phi(Q) S, E K, Q K'^T, P V') is one call of the
+ * register-tiled kernels of kernels/ (the tiled backend's, AVX-512 / AVX2 /
+ * C chosen at run time). Sums over keys (S, z, K', V') are taken in float
+ * over chunks of KCHUNK keys and added up across chunks in double, so their
+ * rounding does not grow with N. Queries go in blocks of QBLOCK rows: under
+ * a causal mask a block takes the prefix sums over the keys every one of its
+ * rows sees, plus a masked QBLOCK x QBLOCK product for the keys only some of
+ * its rows see (the chunked form of causal linear attention). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "host.h"
+#include "kernels/kernels.h"
 #include "variant.h"
 
-#define ROW_BLOCK 32
+#define QBLOCK 64
+#define KCHUNK 256
+#define LOG2E 1.4426950408889634
 
 typedef struct eff_state {
     attn_problem p;
     int *kv_len;
     int threads;
     const attn_allocator *alloc;
+    const attn_kernels *k;
     float *scratch;             /* [threads][per_thread] floats */
     size_t per_thread;
     double *dscratch;           /* [threads][per_thread_d] doubles */
     size_t per_thread_d;
-    float *w;                   /* performer: W [m][dk] */
-    float *e, *f;               /* linformer: E, F [p][Nk] */
+    attn_span *spans;           /* local, sparse: [threads][spans_per_thread] */
+    size_t spans_per_thread;
+    float *wt;                  /* performer: W^T [dk][m] */
+    float *et, *ft;             /* linformer: E^T, F^T [Nk][p] */
+    float *ones;                /* [n_ones] 1.0f: the kernels' alpha to accumulate */
+    size_t n_ones;
     attn_tensors t;
 } eff_state;
 
-/* Per-thread scratch, floats and doubles, for each kind. */
+/* Features per key and query: dk for linear, m for performer. */
+static size_t n_features(const attn_problem *p)
+{
+    return p->kind == ATTN_KIND_PERFORMER ? (size_t)p->var.features : (size_t)p->d_k;
+}
+
+/* Keys a block of QBLOCK rows can see at most: the union of their windows
+ * for local; every key for sparse (a global query row sees them all). */
+static size_t masked_cap(const attn_problem *p)
+{
+    const size_t nk = (size_t)p->seq_kv;
+    if (p->kind == ATTN_KIND_LOCAL) {
+        const size_t w = QBLOCK + 2 * (size_t)p->var.window;
+        return w < nk ? w : nk;
+    }
+    return nk;
+}
+
+/* Intervals one row can have (variant.h: attn_variant_spans). */
+static size_t spans_per_row(const attn_problem *p)
+{
+    return p->kind == ATTN_KIND_SPARSE ? (size_t)p->var.random_blocks + 2 : 1;
+}
+
+/* Per-thread scratch, floats and doubles, for each kind.
+ * linear, performer: phi(K) [Nk][nf], phi(Q) [QB][nf] and its transpose,
+ *   the masked block [QB][QB], a chunk of S and S in float [nf][dv], z in
+ *   float [nf] (twice), den [QB], one row [max(nf, dk)]; S, z in double.
+ * linformer: a chunk of K' and V', K'^T and V' in float, scores [QB][p];
+ *   K', V' in double. */
 static void scratch_sizes(const attn_problem *p, size_t *fl, size_t *db)
 {
     const size_t nk = (size_t)p->seq_kv, dk = (size_t)p->d_k, dv = (size_t)p->d_v;
-    const size_t m = (size_t)p->var.features, np = (size_t)p->var.proj;
+    const size_t np = (size_t)p->var.proj, nf = n_features(p), qb = QBLOCK;
     *fl = *db = 0;
     switch (p->kind) {
-    case ATTN_KIND_LOCAL: {
-        const size_t w = 2 * (size_t)p->var.window + 1;
-        *fl = (w < nk ? w : nk) + dv;
-        break;
-    }
+    case ATTN_KIND_LOCAL:
     case ATTN_KIND_SPARSE:
-        *fl = nk + dv;      /* a global query row sees every key */
+        *fl = masked_cap(p) * (QBLOCK + dk + dv);
         break;
     case ATTN_KIND_LINEAR:
-        *fl = dk;
-        *db = dk * dv + dk + dv;
-        break;
     case ATTN_KIND_PERFORMER:
-        *fl = m + dk;
-        *db = m * dv + m + dv;
+        *fl = nk * nf + 2 * qb * nf + qb * qb + 2 * nf * dv + 2 * nf + qb + (nf > dk ? nf : dk);
+        *db = nf * dv + nf;
         break;
     case ATTN_KIND_LINFORMER:
-        *fl = np;
-        *db = np * (dk + dv) + dv;
+        *fl = 2 * np * (dk + dv) + qb * np;
+        *db = np * (dk + dv);
         break;
     default:
         break;
     }
+}
+
+static size_t ones_count(const attn_problem *p)
+{
+    const size_t nf = n_features(p), np = (size_t)p->var.proj;
+    size_t n = QBLOCK;
+    if (p->kind == ATTN_KIND_LINEAR || p->kind == ATTN_KIND_PERFORMER)
+        n = nf > n ? nf : n;
+    if (p->kind == ATTN_KIND_LINFORMER)
+        n = np > n ? np : n;
+    return n;
 }
 
 static size_t eff_workspace(const attn_problem *p, const attn_config *cfg)
@@ -72,7 +124,12 @@ static size_t eff_workspace(const attn_problem *p, const attn_config *cfg)
     size_t bytes = sizeof(eff_state) + attn_kv_len_bytes(p);
     bytes += (size_t)cfg->threads * fl * sizeof(float);
     bytes += (size_t)cfg->threads * db * sizeof(double);
-    if (p->kind == ATTN_KIND_PERFORMER)   /* W, and its double original in prepare */
+    if (p->kind == ATTN_KIND_LINEAR || p->kind == ATTN_KIND_PERFORMER ||
+        p->kind == ATTN_KIND_LINFORMER)
+        bytes += ones_count(p) * sizeof(float);
+    if (p->kind == ATTN_KIND_LOCAL || p->kind == ATTN_KIND_SPARSE)
+        bytes += (size_t)cfg->threads * QBLOCK * spans_per_row(p) * sizeof(attn_span);
+    if (p->kind == ATTN_KIND_PERFORMER)   /* W^T, and its double original in prepare */
         bytes += (size_t)p->var.features * p->d_k * (sizeof(float) + sizeof(double));
     if (p->kind == ATTN_KIND_LINFORMER)
         bytes += 2 * (size_t)p->var.proj * p->seq_kv * sizeof(float);
@@ -87,9 +144,11 @@ static void eff_release(void *state)
     const attn_allocator *a = s->alloc;
     attn_free(a, s->scratch);
     attn_free(a, s->dscratch);
-    attn_free(a, s->w);
-    attn_free(a, s->e);
-    attn_free(a, s->f);
+    attn_free(a, s->spans);
+    attn_free(a, s->wt);
+    attn_free(a, s->et);
+    attn_free(a, s->ft);
+    attn_free(a, s->ones);
     attn_free(a, s->kv_len);
     attn_free(a, s);
 }
@@ -113,6 +172,7 @@ static attn_status eff_prepare(const attn_problem *p, const attn_config *cfg, vo
     s->alloc = cfg->alloc;
     s->p = *p;
     s->threads = cfg->threads;
+    s->k = attn_kernels_best();
     if (!attn_own_kv_len(cfg->alloc, &s->p, &s->kv_len))
         goto fail;
     scratch_sizes(p, &s->per_thread, &s->per_thread_d);
@@ -123,28 +183,43 @@ static attn_status eff_prepare(const attn_problem *p, const attn_config *cfg, vo
         !(s->dscratch = attn_alloc(cfg->alloc,
                                    (size_t)s->threads * s->per_thread_d * sizeof(double))))
         goto fail;
+    if (p->kind == ATTN_KIND_LOCAL || p->kind == ATTN_KIND_SPARSE) {
+        s->spans_per_thread = QBLOCK * spans_per_row(p);
+        if (!(s->spans = attn_alloc(cfg->alloc, (size_t)s->threads * s->spans_per_thread *
+                                                    sizeof(attn_span))))
+            goto fail;
+    }
+    if (p->kind == ATTN_KIND_LINEAR || p->kind == ATTN_KIND_PERFORMER ||
+        p->kind == ATTN_KIND_LINFORMER) {
+        s->n_ones = ones_count(p);
+        if (!(s->ones = attn_alloc(cfg->alloc, s->n_ones * sizeof(float))))
+            goto fail;
+        for (size_t e = 0; e < s->n_ones; e++)
+            s->ones[e] = 1.0f;
+    }
     if (p->kind == ATTN_KIND_PERFORMER) {
-        const size_t n = (size_t)p->var.features * p->d_k;
+        const int m = p->var.features, dk = p->d_k;
         /* The generator works in double: a temporary, part of the peak. */
-        s->w = attn_alloc(cfg->alloc, n * sizeof(float));
-        double *w = s->w ? attn_alloc(cfg->alloc, n * sizeof(double)) : NULL;
+        s->wt = attn_alloc(cfg->alloc, (size_t)m * dk * sizeof(float));
+        double *w = s->wt ? attn_alloc(cfg->alloc, (size_t)m * dk * sizeof(double)) : NULL;
         if (!w)
             goto fail;
         attn_performer_features(p, w);
-        for (size_t e = 0; e < n; e++)
-            s->w[e] = (float)w[e];
+        for (int t = 0; t < m; t++)
+            for (int c = 0; c < dk; c++)
+                s->wt[(size_t)c * m + t] = (float)w[(size_t)t * dk + c];
         attn_free(cfg->alloc, w);
     }
     if (p->kind == ATTN_KIND_LINFORMER) {
-        const size_t n = (size_t)p->var.proj * p->seq_kv;
-        s->e = attn_alloc(cfg->alloc, n * sizeof(float));
-        s->f = attn_alloc(cfg->alloc, n * sizeof(float));
-        if (!s->e || !s->f)
+        const size_t n = (size_t)p->var.proj * p->seq_kv, np = (size_t)p->var.proj;
+        s->et = attn_alloc(cfg->alloc, n * sizeof(float));
+        s->ft = attn_alloc(cfg->alloc, n * sizeof(float));
+        if (!s->et || !s->ft)
             goto fail;
-        for (int t = 0; t < p->var.proj; t++)
-            for (int j = 0; j < p->seq_kv; j++) {
-                s->e[(size_t)t * p->seq_kv + j] = (float)attn_linformer_e(p, t, j);
-                s->f[(size_t)t * p->seq_kv + j] = (float)attn_linformer_f(p, t, j);
+        for (int j = 0; j < p->seq_kv; j++)
+            for (int t = 0; t < p->var.proj; t++) {
+                s->et[(size_t)j * np + t] = (float)attn_linformer_e(p, t, j);
+                s->ft[(size_t)j * np + t] = (float)attn_linformer_f(p, t, j);
             }
     }
     *state = s;
@@ -162,115 +237,118 @@ static attn_status eff_bind(void *state, const attn_tensors *t)
 
 /* ---- local, sparse ------------------------------------------------------- */
 
-typedef struct span {
-    int lo, hi;
-} span;
-
 static int cmp_span(const void *a, const void *b)
 {
-    const span *x = a, *y = b;
+    const attn_span *x = a, *y = b;
     return (x->lo > y->lo) - (x->lo < y->lo);
 }
 
-/* The visible keys of query i as ascending disjoint intervals; returns how many. */
-static int row_spans(const attn_problem *p, int b, int i, span *sp)
+/* Row r's visible keys as ranges of the packed union (all[0..nu), merged,
+ * ascending): each of the row's intervals lies inside one union interval. */
+static void packed_ranges(const attn_span *all, int nu, const attn_span *row, int ns,
+                          attn_span *out)
 {
-    const int end = attn_visible_end(p, b, i);
-    const int at = i + p->seq_kv - p->seq_q, w = p->var.window;
-    int n = 0;
-    if (p->kind == ATTN_KIND_SPARSE && i < p->var.globals) {
-        sp[n++] = (span){ 0, end };
-    } else {
-        sp[n++] = (span){ at - w > 0 ? at - w : 0, at + w + 1 };
-        if (p->kind == ATTN_KIND_SPARSE) {
-            sp[n++] = (span){ 0, p->var.globals };
-            if (p->var.random_blocks > 0) {
-                int blocks[ATTN_MAX_RANDOM_BLOCKS];
-                const int bs = p->var.block, nb = attn_random_blocks(p, at / bs, blocks);
-                for (int t = 0; t < nb; t++)
-                    sp[n++] = (span){ blocks[t] * bs, (blocks[t] + 1) * bs };
-            }
+    int x = 0, off = 0;
+    for (int y = 0; y < ns; y++) {
+        while (x < nu && all[x].hi < row[y].hi) {
+            off += all[x].hi - all[x].lo;
+            x++;
         }
+        const int lo = off + row[y].lo - all[x].lo;
+        out[y] = (attn_span){ lo, lo + row[y].hi - row[y].lo };
     }
-    for (int x = 0; x < n; x++)
-        if (sp[x].hi > end)
-            sp[x].hi = end;
-    qsort(sp, (size_t)n, sizeof(*sp), cmp_span);
-    int m = 0;
-    for (int x = 0; x < n; x++) {
-        if (sp[x].hi <= sp[x].lo)
-            continue;
-        if (m && sp[x].lo <= sp[m - 1].hi) {
-            if (sp[x].hi > sp[m - 1].hi)
-                sp[m - 1].hi = sp[x].hi;
-        } else {
-            sp[m++] = sp[x];
-        }
-    }
-    return m;
 }
 
-static void masked_row(const eff_state *s, size_t bh, int i, float *sc, float *acc)
+/* Rows [i0, i0 + rows) of one (batch, head): the union of their visible
+ * intervals is packed (K^T, V), the block's scores against it are one GEMM,
+ * each row is masked to its own intervals and softmaxed, and P V is one
+ * more GEMM. The waste is the union's keys a row does not see: for local,
+ * (QBLOCK + 2w) keys per row instead of 2w + 1. */
+static void masked_block(const eff_state *s, size_t bh, int i0, int rows, float *fs,
+                         attn_span *all)
 {
     const attn_problem *p = &s->p;
-    const int nk = p->seq_kv, dk = p->d_k, dv = p->d_v, b = (int)(bh / (size_t)p->heads);
-    const float *q = s->t.q + (bh * p->seq_q + i) * (size_t)dk;
+    const attn_kernels *kn = s->k;
+    const int nq = p->seq_q, nk = p->seq_kv, dk = p->d_k, dv = p->d_v;
+    const int b = (int)(bh / (size_t)p->heads);
+    const size_t cap = masked_cap(p);
+    float *sc = fs, *kt = sc + QBLOCK * cap, *vp = kt + (size_t)dk * cap;
+    const float *q = s->t.q + (bh * nq + i0) * (size_t)dk;
     const float *k = s->t.k + bh * (size_t)nk * dk, *v = s->t.v + bh * (size_t)nk * dv;
-    float *o = s->t.o + (bh * p->seq_q + i) * (size_t)dv;
-    span sp[ATTN_MAX_RANDOM_BLOCKS + 2];
-    const int ns = row_spans(p, b, i, sp);
+    float *o = s->t.o + (bh * nq + i0) * (size_t)dv;
+    attn_span row[ATTN_MAX_SPANS], rng[ATTN_MAX_SPANS];
+
     int n = 0;
-    float mx = -INFINITY;
-    for (int x = 0; x < ns; x++)
-        for (int j = sp[x].lo; j < sp[x].hi; j++) {
-            const float *kj = k + (size_t)j * dk;
-            float dot = 0;
-#pragma omp simd reduction(+ : dot)
-            for (int c = 0; c < dk; c++)
-                dot += q[c] * kj[c];
-            dot *= p->scale;
-            sc[n++] = dot;
-            mx = dot > mx ? dot : mx;
+    for (int r = 0; r < rows; r++)
+        n += attn_variant_spans(p, b, i0 + r, all + n);
+    qsort(all, (size_t)n, sizeof(*all), cmp_span);
+    int nu = 0;
+    for (int x = 0; x < n; x++) {
+        if (nu && all[x].lo <= all[nu - 1].hi) {
+            if (all[x].hi > all[nu - 1].hi)
+                all[nu - 1].hi = all[x].hi;
+        } else {
+            all[nu++] = all[x];
         }
-    for (int c = 0; c < dv; c++)
-        acc[c] = 0;
-    if (!n) {
-        memset(o, 0, (size_t)dv * sizeof(float));
+    }
+    int nkeys = 0;
+    for (int x = 0; x < nu; x++) {
+        const int lo = all[x].lo, len = all[x].hi - lo;
+        memcpy(vp + (size_t)nkeys * dv, v + (size_t)lo * dv, (size_t)len * dv * sizeof(float));
+        for (int c = 0; c < dk; c++) {
+            float *dst = kt + (size_t)c * cap + nkeys;
+            for (int j = 0; j < len; j++)
+                dst[j] = k[(size_t)(lo + j) * dk + c];
+        }
+        nkeys += len;
+    }
+    if (!nkeys) {
+        memset(o, 0, (size_t)rows * dv * sizeof(float));
         return;
     }
-    float l = 0;
-    n = 0;
-    for (int x = 0; x < ns; x++)
-        for (int j = sp[x].lo; j < sp[x].hi; j++) {
-            const float e = expf(sc[n++] - mx);
-            const float *vj = v + (size_t)j * dv;
-            l += e;
-#pragma omp simd
-            for (int c = 0; c < dv; c++)
-                acc[c] += e * vj[c];
+    kn->qk(sc, (ptrdiff_t)cap, q, dk, kt, (ptrdiff_t)cap, rows, nkeys, dk);
+    const float ls = (float)(p->scale * LOG2E);
+    for (int r = 0; r < rows; r++) {
+        float *sr = sc + (size_t)r * cap;
+        const int ns = attn_variant_spans(p, b, i0 + r, row);
+        packed_ranges(all, nu, row, ns, rng);
+        int prev = 0;
+        for (int y = 0; y < ns; y++) {
+            for (int u = prev; u < rng[y].lo; u++)
+                sr[u] = -INFINITY;
+            for (int u = rng[y].lo; u < rng[y].hi; u++)
+                sr[u] *= ls;
+            prev = rng[y].hi;
         }
-    const float inv = 1.0f / l;
-    for (int c = 0; c < dv; c++)
-        o[c] = acc[c] * inv;
+        for (int u = prev; u < nkeys; u++)
+            sr[u] = -INFINITY;
+        kn->softmax_rows(sr, (ptrdiff_t)cap, 1, nkeys, NULL);
+        /* Masked keys came out of exp2 as at most 2^-126, not 0. */
+        prev = 0;
+        for (int y = 0; y < ns; y++) {
+            memset(sr + prev, 0, (size_t)(rng[y].lo - prev) * sizeof(float));
+            prev = rng[y].hi;
+        }
+        memset(sr + prev, 0, (size_t)(nkeys - prev) * sizeof(float));
+    }
+    kn->qk(o, dv, sc, (ptrdiff_t)cap, vp, dv, rows, dv, nkeys);
 }
 
 static void run_masked(eff_state *s)
 {
     const attn_problem *p = &s->p;
     const long bh_n = (long)p->batch * p->heads;
-    const long blocks = (p->seq_q + ROW_BLOCK - 1) / ROW_BLOCK;
+    const long blocks = (p->seq_q + QBLOCK - 1) / QBLOCK;
     const long total = bh_n * blocks;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(s->threads) schedule(dynamic, 1)
 #endif
     for (long x = 0; x < total; x++) {
-        float *sc = s->scratch + (size_t)attn_thread_id() * s->per_thread;
-        float *acc = sc + (s->per_thread - (size_t)p->d_v);
-        const size_t bh = (size_t)(x / blocks);
-        const int i0 = (int)(x % blocks) * ROW_BLOCK;
-        const int i1 = i0 + ROW_BLOCK < p->seq_q ? i0 + ROW_BLOCK : p->seq_q;
-        for (int i = i0; i < i1; i++)
-            masked_row(s, bh, i, sc, acc);
+        const int tid = attn_thread_id();
+        const int i0 = (int)(x % blocks) * QBLOCK;
+        const int rows = p->seq_q - i0 < QBLOCK ? p->seq_q - i0 : QBLOCK;
+        masked_block(s, (size_t)(x / blocks), i0, rows, s->scratch + (size_t)tid * s->per_thread,
+                     s->spans + (size_t)tid * s->spans_per_thread);
     }
 }
 
@@ -281,154 +359,222 @@ static inline float elu1(float x)
     return x > 0 ? x + 1.0f : expf(x);
 }
 
-/* phi of one query or key row into f (length m for performer, dk for
- * linear). Performer: exponents minus `sub` (or minus their own max when sub
- * is NULL); the 1/sqrt(m) cancels in the ratio and is left out. */
-static void features(const eff_state *s, const float *x, float *f, const float *sub,
-                     float *max_out)
+/* Performer's feature exponents of `rows` rows of x (stride dk), in log2
+ * units, into g [rows][m]: log2(e) (W x~ - |x~|^2 / 2) with x~ = x scale^(1/2). */
+static void performer_exponents(const eff_state *s, const float *x, int rows, float *g)
 {
     const attn_problem *p = &s->p;
-    const int dk = p->d_k;
-    if (p->kind == ATTN_KIND_LINEAR) {
+    const int dk = p->d_k, m = p->var.features;
+    const float a = (float)(LOG2E * sqrt((double)p->scale));
+    const float h = (float)(0.5 * LOG2E * p->scale);
+    s->k->qk(g, m, x, dk, s->wt, m, rows, m, dk);
+    for (int r = 0; r < rows; r++) {
+        const float *xr = x + (size_t)r * dk;
+        float sq = 0;
+#pragma omp simd reduction(+ : sq)
         for (int c = 0; c < dk; c++)
-            f[c] = elu1(x[c]);
+            sq += xr[c] * xr[c];
+        const float off = h * sq;
+        float *gr = g + (size_t)r * m;
+#pragma omp simd
+        for (int t = 0; t < m; t++)
+            gr[t] = a * gr[t] - off;
+    }
+}
+
+/* g[r][t] <- 2^(g[r][t] - shift), shift = *sub or, when sub is NULL, the
+ * row's own max. tmp holds one row. */
+static void exp2_rows(const eff_state *s, float *g, int rows, int m, const float *sub, float *tmp)
+{
+    for (int r = 0; r < rows; r++) {
+        float *gr = g + (size_t)r * m;
+        float sh;
+        if (sub) {
+            sh = *sub;
+        } else {
+            sh = -INFINITY;
+            for (int t = 0; t < m; t++)
+                sh = gr[t] > sh ? gr[t] : sh;
+        }
+#pragma omp simd
+        for (int t = 0; t < m; t++)
+            tmp[t] = gr[t] - sh;
+        s->k->exp2(gr, tmp, m);
+    }
+}
+
+/* phi of `rows` query rows of x into f [rows][nf]. Performer: each row minus
+ * its own max exponent (it cancels in the ratio, as does 1/sqrt(m)). */
+static void phi_queries(const eff_state *s, const float *x, int rows, float *f, float *tmp)
+{
+    const attn_problem *p = &s->p;
+    if (p->kind == ATTN_KIND_LINEAR) {
+        const size_t n = (size_t)rows * p->d_k;
+        for (size_t e = 0; e < n; e++)
+            f[e] = elu1(x[e]);
+        return;
+    }
+    performer_exponents(s, x, rows, f);
+    exp2_rows(s, f, rows, p->var.features, NULL, tmp);
+}
+
+/* phi of the first n key rows of x into f [n][nf]. Performer: every key
+ * minus the largest exponent of them all (one stabilizer per head). */
+static void phi_keys(const eff_state *s, const float *x, int n, float *f, float *tmp)
+{
+    const attn_problem *p = &s->p;
+    if (p->kind == ATTN_KIND_LINEAR) {
+        phi_queries(s, x, n, f, tmp);
         return;
     }
     const int m = p->var.features;
-    const float rs = sqrtf(p->scale);
-    float sq = 0;
-    for (int c = 0; c < dk; c++)
-        sq += (rs * x[c]) * (rs * x[c]);
-    float mx = -INFINITY;
-    for (int t = 0; t < m; t++) {
-        const float *wt = s->w + (size_t)t * dk;
-        float dot = 0;
-#pragma omp simd reduction(+ : dot)
-        for (int c = 0; c < dk; c++)
-            dot += wt[c] * x[c];
-        f[t] = rs * dot - 0.5f * sq;
-        mx = f[t] > mx ? f[t] : mx;
-    }
-    if (max_out) {
-        *max_out = mx;
-        return;
-    }
-    const float shift = sub ? *sub : mx;
-    for (int t = 0; t < m; t++)
-        f[t] = expf(f[t] - shift);
+    performer_exponents(s, x, n, f);
+    float kmax = -INFINITY;
+    for (size_t e = 0; e < (size_t)n * m; e++)
+        kmax = f[e] > kmax ? f[e] : kmax;
+    exp2_rows(s, f, n, m, &kmax, tmp);
 }
 
-static void kernel_head(eff_state *s, size_t bh, float *f, double *sv, double *z, double *num)
+/* S += phi(K)^T V and z += column sums of phi(K) over keys [j0, j1): float
+ * within chunks of KCHUNK keys, double across them. */
+static void add_prefix(const eff_state *s, const float *fk, const float *v, int j0, int j1,
+                       float *sc, float *zc, double *sd, double *zd)
+{
+    const int nf = (int)n_features(&s->p), dv = s->p.d_v;
+    const size_t nsv = (size_t)nf * dv;
+    for (int c0 = j0; c0 < j1; c0 += KCHUNK) {
+        const int n = j1 - c0 < KCHUNK ? j1 - c0 : KCHUNK;
+        memset(sc, 0, nsv * sizeof(float));
+        memset(zc, 0, (size_t)nf * sizeof(float));
+        s->k->pv(sc, dv, fk + (size_t)c0 * nf, nf, v + (size_t)c0 * dv, dv, s->ones, nf, n, dv);
+        for (int j = 0; j < n; j++) {
+            const float *row = fk + (size_t)(c0 + j) * nf;
+#pragma omp simd
+            for (int t = 0; t < nf; t++)
+                zc[t] += row[t];
+        }
+        for (size_t e = 0; e < nsv; e++)
+            sd[e] += sc[e];
+        for (int t = 0; t < nf; t++)
+            zd[t] += zc[t];
+    }
+}
+
+static void kernel_head(eff_state *s, size_t bh, float *fs, double *ds)
 {
     const attn_problem *p = &s->p;
+    const attn_kernels *kn = s->k;
     const int nq = p->seq_q, nk = p->seq_kv, dk = p->d_k, dv = p->d_v;
-    const int b = (int)(bh / (size_t)p->heads);
-    const int nf = p->kind == ATTN_KIND_LINEAR ? dk : p->var.features;
+    const int nf = (int)n_features(p), b = (int)(bh / (size_t)p->heads);
+    const size_t nsv = (size_t)nf * dv;
+    const float *q = s->t.q + bh * (size_t)nq * dk;
     const float *k = s->t.k + bh * (size_t)nk * dk, *v = s->t.v + bh * (size_t)nk * dv;
-    const int valid = p->kv_len ? p->kv_len[b] : nk;
-    float kmax = 0;
-    if (p->kind == ATTN_KIND_PERFORMER) {
-        /* One stabilizer for every key of the head: it cancels in the ratio. */
-        kmax = -INFINITY;
-        for (int j = 0; j < valid; j++) {
-            float mj;
-            features(s, k + (size_t)j * dk, f, NULL, &mj);
-            kmax = mj > kmax ? mj : kmax;
-        }
-    }
-    memset(sv, 0, (size_t)nf * dv * sizeof(double));
-    memset(z, 0, (size_t)nf * sizeof(double));
+    float *o = s->t.o + bh * (size_t)nq * dv;
+    float *fk = fs, *fq = fk + (size_t)nk * nf, *fqt = fq + (size_t)QBLOCK * nf;
+    float *at = fqt + (size_t)QBLOCK * nf, *sc = at + QBLOCK * QBLOCK;
+    float *sf = sc + nsv, *zf = sf + nsv, *zc = zf + nf, *den = zc + nf, *tmp = den + QBLOCK;
+    double *sd = ds, *zd = sd + nsv;
+
+    /* Visible ends never decrease with i: the last row sees every key any row does. */
+    const int kend = nq ? attn_visible_end(p, b, nq - 1) : 0;
+    phi_keys(s, k, kend, fk, tmp);
+    memset(sd, 0, nsv * sizeof(double));
+    memset(zd, 0, (size_t)nf * sizeof(double));
+    memset(sf, 0, nsv * sizeof(float));
+    memset(zf, 0, (size_t)nf * sizeof(float));
     int added = 0;
-    /* Keys are added in order up to each row's visible end: all of them at
-     * once without a causal mask, a running prefix with one. */
-    for (int i = 0; i < nq; i++) {
-        const int end = attn_visible_end(p, b, i);
-        for (; added < end; added++) {
-            features(s, k + (size_t)added * dk, f, &kmax, NULL);
-            const float *vj = v + (size_t)added * dv;
-            for (int t = 0; t < nf; t++) {
-                const double ft = f[t];
-                double *row = sv + (size_t)t * dv;
-#pragma omp simd
-                for (int c = 0; c < dv; c++)
-                    row[c] += ft * vj[c];
-                z[t] += ft;
+    for (int i0 = 0; i0 < nq; i0 += QBLOCK) {
+        const int rows = nq - i0 < QBLOCK ? nq - i0 : QBLOCK;
+        /* Keys [0, e0) are seen by every row of the block: prefix sums.
+         * Keys [e0, e1) by some (fewer than QBLOCK: a causal diagonal). */
+        const int e0 = attn_visible_end(p, b, i0), e1 = attn_visible_end(p, b, i0 + rows - 1);
+        if (e0 > added) {
+            add_prefix(s, fk, v, added, e0, sc, zc, sd, zd);
+            for (size_t e = 0; e < nsv; e++)
+                sf[e] = (float)sd[e];
+            for (int t = 0; t < nf; t++)
+                zf[t] = (float)zd[t];
+            added = e0;
+        }
+        float *ob = o + (size_t)i0 * dv;
+        phi_queries(s, q + (size_t)i0 * dk, rows, fq, tmp);
+        kn->qk(ob, dv, fq, nf, sf, dv, rows, dv, nf);
+        for (int r = 0; r < rows; r++) {
+            const float *fr = fq + (size_t)r * nf;
+            double d = 0;
+            for (int t = 0; t < nf; t++)
+                d += (double)fr[t] * zf[t];
+            den[r] = (float)d;
+        }
+        const int np = e1 - e0;
+        if (np > 0) {
+            for (int r = 0; r < rows; r++)
+                for (int t = 0; t < nf; t++)
+                    fqt[(size_t)t * QBLOCK + r] = fq[(size_t)r * nf + t];
+            kn->qk(at, QBLOCK, fk + (size_t)e0 * nf, nf, fqt, QBLOCK, np, rows, nf);
+            for (int r = 0; r < rows; r++) {
+                const int end = attn_visible_end(p, b, i0 + r);
+                float d = 0;
+                for (int j = 0; j < np; j++) {
+                    float *a = at + (size_t)j * QBLOCK + r;
+                    if (e0 + j >= end)
+                        *a = 0;
+                    d += *a;
+                }
+                den[r] += d;
             }
+            kn->pv(ob, dv, at, QBLOCK, v + (size_t)e0 * dv, dv, s->ones, rows, np, dv);
         }
-        float *o = s->t.o + (bh * nq + i) * (size_t)dv;
-        if (!end) {
-            memset(o, 0, (size_t)dv * sizeof(float));
-            continue;
-        }
-        features(s, s->t.q + (bh * nq + i) * (size_t)dk, f, NULL, NULL);
-        double den = 0;
-        for (int c = 0; c < dv; c++)
-            num[c] = 0;
-        for (int t = 0; t < nf; t++) {
-            const double ft = f[t];
-            const double *row = sv + (size_t)t * dv;
-#pragma omp simd
+        for (int r = 0; r < rows; r++) {
+            float *orow = ob + (size_t)r * dv;
+            const float d = den[r];
             for (int c = 0; c < dv; c++)
-                num[c] += ft * row[c];
-            den += ft * z[t];
+                orow[c] = d > 0 ? orow[c] / d : 0.0f;
         }
-        for (int c = 0; c < dv; c++)
-            o[c] = den > 0 ? (float)(num[c] / den) : 0.0f;
     }
 }
 
 /* ---- linformer ----------------------------------------------------------- */
 
-static void linformer_head(eff_state *s, size_t bh, float *sc, double *kp, double *vp,
-                           double *acc)
+static void linformer_head(eff_state *s, size_t bh, float *fs, double *ds)
 {
     const attn_problem *p = &s->p;
+    const attn_kernels *kn = s->k;
     const int nq = p->seq_q, nk = p->seq_kv, dk = p->d_k, dv = p->d_v, np = p->var.proj;
     const int b = (int)(bh / (size_t)p->heads);
     const int valid = p->kv_len ? p->kv_len[b] : nk;
+    const float *q = s->t.q + bh * (size_t)nq * dk;
     const float *k = s->t.k + bh * (size_t)nk * dk, *v = s->t.v + bh * (size_t)nk * dv;
-    memset(kp, 0, (size_t)np * dk * sizeof(double));
-    memset(vp, 0, (size_t)np * dv * sizeof(double));
-    for (int t = 0; t < np; t++) {
-        const float *et = s->e + (size_t)t * nk, *ft = s->f + (size_t)t * nk;
-        double *kt = kp + (size_t)t * dk, *vt = vp + (size_t)t * dv;
-        for (int j = 0; j < valid; j++) {
-            const double e = et[j], f = ft[j];
-            const float *kj = k + (size_t)j * dk, *vj = v + (size_t)j * dv;
-#pragma omp simd
-            for (int c = 0; c < dk; c++)
-                kt[c] += e * kj[c];
-#pragma omp simd
-            for (int c = 0; c < dv; c++)
-                vt[c] += f * vj[c];
-        }
+    float *o = s->t.o + bh * (size_t)nq * dv;
+    const size_t nkp = (size_t)np * dk, nvp = (size_t)np * dv;
+    float *kc = fs, *vc = kc + nkp, *kpt = vc + nvp, *vpf = kpt + nkp, *sc = vpf + nvp;
+    double *kd = ds, *vd = kd + nkp;
+
+    memset(kd, 0, nkp * sizeof(double));
+    memset(vd, 0, nvp * sizeof(double));
+    for (int j0 = 0; j0 < valid; j0 += KCHUNK) {
+        const int n = valid - j0 < KCHUNK ? valid - j0 : KCHUNK;
+        memset(kc, 0, nkp * sizeof(float));
+        memset(vc, 0, nvp * sizeof(float));
+        kn->pv(kc, dk, s->et + (size_t)j0 * np, np, k + (size_t)j0 * dk, dk, s->ones, np, n, dk);
+        kn->pv(vc, dv, s->ft + (size_t)j0 * np, np, v + (size_t)j0 * dv, dv, s->ones, np, n, dv);
+        for (size_t e = 0; e < nkp; e++)
+            kd[e] += kc[e];
+        for (size_t e = 0; e < nvp; e++)
+            vd[e] += vc[e];
     }
-    for (int i = 0; i < nq; i++) {
-        const float *q = s->t.q + (bh * nq + i) * (size_t)dk;
-        float mx = -INFINITY;
-        for (int t = 0; t < np; t++) {
-            const double *kt = kp + (size_t)t * dk;
-            double dot = 0;
-#pragma omp simd reduction(+ : dot)
-            for (int c = 0; c < dk; c++)
-                dot += q[c] * kt[c];
-            sc[t] = (float)(p->scale * dot);
-            mx = sc[t] > mx ? sc[t] : mx;
-        }
-        double l = 0;
-        for (int c = 0; c < dv; c++)
-            acc[c] = 0;
-        for (int t = 0; t < np; t++) {
-            const double e = expf(sc[t] - mx);
-            const double *vt = vp + (size_t)t * dv;
-            l += e;
-#pragma omp simd
-            for (int c = 0; c < dv; c++)
-                acc[c] += e * vt[c];
-        }
-        float *o = s->t.o + (bh * nq + i) * (size_t)dv;
-        for (int c = 0; c < dv; c++)
-            o[c] = (float)(acc[c] / l);
+    /* K'^T scaled into log2 units for the softmax kernel, and V'. */
+    const double ls = p->scale * LOG2E;
+    for (int t = 0; t < np; t++)
+        for (int c = 0; c < dk; c++)
+            kpt[(size_t)c * np + t] = (float)(ls * kd[(size_t)t * dk + c]);
+    for (size_t e = 0; e < nvp; e++)
+        vpf[e] = (float)vd[e];
+    for (int i0 = 0; i0 < nq; i0 += QBLOCK) {
+        const int rows = nq - i0 < QBLOCK ? nq - i0 : QBLOCK;
+        kn->qk(sc, np, q + (size_t)i0 * dk, dk, kpt, np, rows, np, dk);
+        kn->softmax_rows(sc, np, rows, np, NULL);
+        kn->qk(o + (size_t)i0 * dv, dv, sc, np, vpf, dv, rows, dv, np);
     }
 }
 
@@ -441,7 +587,6 @@ static attn_status eff_run(void *state)
         return ATTN_OK;
     }
     const long bh_n = (long)p->batch * p->heads;
-    const size_t dk = (size_t)p->d_k, dv = (size_t)p->d_v;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(s->threads) schedule(dynamic, 1)
 #endif
@@ -449,13 +594,10 @@ static attn_status eff_run(void *state)
         const int tid = attn_thread_id();
         float *f = s->scratch + (size_t)tid * s->per_thread;
         double *d = s->dscratch + (size_t)tid * s->per_thread_d;
-        if (p->kind == ATTN_KIND_LINFORMER) {
-            const size_t np = (size_t)p->var.proj;
-            linformer_head(s, (size_t)bh, f, d, d + np * dk, d + np * (dk + dv));
-        } else {
-            const size_t nf = p->kind == ATTN_KIND_LINEAR ? dk : (size_t)p->var.features;
-            kernel_head(s, (size_t)bh, f, d, d + nf * dv, d + nf * dv + nf);
-        }
+        if (p->kind == ATTN_KIND_LINFORMER)
+            linformer_head(s, (size_t)bh, f, d);
+        else
+            kernel_head(s, (size_t)bh, f, d);
     }
     return ATTN_OK;
 }

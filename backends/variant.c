@@ -54,6 +54,49 @@ int attn_random_blocks(const attn_problem *p, int qb, int *out)
     return n;
 }
 
+static int cmp_span(const void *a, const void *b)
+{
+    const attn_span *x = a, *y = b;
+    return (x->lo > y->lo) - (x->lo < y->lo);
+}
+
+int attn_variant_spans(const attn_problem *p, int b, int i, attn_span *sp)
+{
+    const int end = attn_visible_end(p, b, i);
+    const int at = i + p->seq_kv - p->seq_q, w = p->var.window;
+    int n = 0;
+    if (p->kind == ATTN_KIND_SPARSE && i < p->var.globals) {
+        sp[n++] = (attn_span){ 0, end };
+    } else {
+        sp[n++] = (attn_span){ at - w > 0 ? at - w : 0, at + w + 1 };
+        if (p->kind == ATTN_KIND_SPARSE) {
+            sp[n++] = (attn_span){ 0, p->var.globals };
+            if (p->var.random_blocks > 0) {
+                int blocks[ATTN_MAX_RANDOM_BLOCKS];
+                const int bs = p->var.block, nb = attn_random_blocks(p, at / bs, blocks);
+                for (int t = 0; t < nb; t++)
+                    sp[n++] = (attn_span){ blocks[t] * bs, (blocks[t] + 1) * bs };
+            }
+        }
+    }
+    for (int x = 0; x < n; x++)
+        if (sp[x].hi > end)
+            sp[x].hi = end;
+    qsort(sp, (size_t)n, sizeof(*sp), cmp_span);
+    int m = 0;
+    for (int x = 0; x < n; x++) {
+        if (sp[x].hi <= sp[x].lo)
+            continue;
+        if (m && sp[x].lo <= sp[m - 1].hi) {
+            if (sp[x].hi > sp[m - 1].hi)
+                sp[m - 1].hi = sp[x].hi;
+        } else {
+            sp[m++] = sp[x];
+        }
+    }
+    return m;
+}
+
 void attn_performer_features(const attn_problem *p, double *w)
 {
     const int m = p->var.features, d = p->d_k;

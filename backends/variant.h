@@ -60,6 +60,15 @@ double attn_gauss(uint64_t seed, uint64_t stream, uint64_t index);
  * distinct, in out[0..n); n = min(random_blocks, number of key blocks). */
 int attn_random_blocks(const attn_problem *p, int qb, int *out);
 
+/* local, sparse: the keys query i of batch b sees, as ascending disjoint
+ * half-open intervals [lo, hi) in sp (room for ATTN_MAX_SPANS); returns how
+ * many. The backend's iteration order; the reference keeps its own predicate. */
+typedef struct attn_span {
+    int lo, hi;
+} attn_span;
+#define ATTN_MAX_SPANS (ATTN_MAX_RANDOM_BLOCKS + 2)
+int attn_variant_spans(const attn_problem *p, int b, int i, attn_span *sp);
+
 /* performer: W [m][d_k], row-major. Blocks of d_k rows are orthogonalized
  * (Gram-Schmidt on Gaussian rows), then each row is given the norm of an
  * independent Gaussian d_k-vector, so every row is marginally N(0, I). */

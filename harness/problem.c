@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "problem.h"
+#include "variant.h"
 
 static const char *const fill_names[ATTN_FILL_COUNT] = {
     [ATTN_FILL_NORMAL]  = "normal",
@@ -48,19 +49,53 @@ bool attn_problem_sizes(const attn_problem *p, attn_sizes *s)
     return mul(&s->inputs, sizeof(float)) && mul(&s->output, sizeof(float));
 }
 
-/* Score entries left visible by the masks, summed over batch and heads. */
+/* Score entries left visible by the masks, summed over batch and heads;
+ * for local and sparse, by their patterns as well. */
 static double visible_entries(const attn_problem *p)
 {
     double pairs = 0;
+    attn_span sp[ATTN_MAX_SPANS];
     for (int b = 0; b < p->batch; b++)
-        for (int i = 0; i < p->seq_q; i++)
-            pairs += attn_visible_end(p, b, i);
+        for (int i = 0; i < p->seq_q; i++) {
+            if (p->kind == ATTN_KIND_LOCAL || p->kind == ATTN_KIND_SPARSE) {
+                const int n = attn_variant_spans(p, b, i, sp);
+                for (int x = 0; x < n; x++)
+                    pairs += sp[x].hi - sp[x].lo;
+            } else {
+                pairs += attn_visible_end(p, b, i);
+            }
+        }
     return pairs * p->heads;
 }
 
 double attn_problem_flops(const attn_problem *p)
 {
-    return 2.0 * (p->d_k + p->d_v) * visible_entries(p);
+    const double dk = p->d_k, dv = p->d_v, nq = p->seq_q, h = p->heads;
+    double keys = 0;    /* keys some row of a batch sees, summed over the batch */
+    for (int b = 0; b < p->batch; b++)
+        keys += p->seq_q ? attn_visible_end(p, b, p->seq_q - 1) : 0;
+    const double queries = (double)p->batch * nq;
+    switch (p->kind) {
+    case ATTN_KIND_LINEAR:
+    case ATTN_KIND_PERFORMER: {
+        const double nf = p->kind == ATTN_KIND_LINEAR ? dk : p->var.features;
+        /* S += phi(k) v^T, z += phi(k); phi(q)^T S, phi(q).z; performer's W x. */
+        double f = keys * (2 * nf * dv + nf) + queries * (2 * nf * dv + 2 * nf);
+        if (p->kind == ATTN_KIND_PERFORMER)
+            f += (keys + queries) * 2 * nf * dk;
+        return f * h;
+    }
+    case ATTN_KIND_LINFORMER: {
+        const double np = p->var.proj;
+        double valid = 0;
+        for (int b = 0; b < p->batch; b++)
+            valid += p->kv_len ? p->kv_len[b] : p->seq_kv;
+        /* E K, F V; then Q K'^T and P V' over p projected keys. */
+        return (valid + queries) * 2 * np * (dk + dv) * h;
+    }
+    default:
+        return 2.0 * (dk + dv) * visible_entries(p);
+    }
 }
 
 double attn_problem_flops_dense(const attn_problem *p)

@@ -39,7 +39,13 @@ typedef struct attn_sizes {
 /* false when a size overflows size_t. */
 bool attn_problem_sizes(const attn_problem *p, attn_sizes *s);
 
-/* Floating-point operations: 2*dk (Q.K) + 2*dv (P.V) per visible score entry. */
+/* Floating-point operations of the algorithm p's kind defines: softmax,
+ * local, sparse: 2*dk (Q.K) + 2*dv (P.V) per score entry visible under the
+ * masks and the pattern; linear, performer: the feature map (performer:
+ * 2*m*dk per key and query), S and z over the keys some row sees
+ * (2*nf*dv + nf per key) and their use per query (2*nf*dv + 2*nf);
+ * linformer: 2*p*(dk+dv) per valid key (E K, F V) and per query (Q K'^T, P V').
+ * Exponentials and the causal blocks' extra work are not counted. */
 double attn_problem_flops(const attn_problem *p);
 /* The same for every score entry, masked or not: the dense-formula count. */
 double attn_problem_flops_dense(const attn_problem *p);

@@ -224,12 +224,47 @@ static void approximation(void)
            "linformer with p = 8 of 64 keys: approximation nmse %.3g, reported", r.approx_nmse);
 }
 
+/* The FLOP counts follow each kind's algorithm, checked against hand counts. */
+static void flop_counts(void)
+{
+    attn_problem p = { 1, 3, 10, 10, 4, 2, 0.5f, false, NULL, ATTN_KIND_LOCAL };
+    p.var = attn_variant_defaults();
+    p.var.window = 2;
+    /* Rows see 3, 4, 5 x 6, 4, 3 keys: 44 pairs, 2 (dk + dv) = 12 each, 3 heads. */
+    tap_ok(attn_problem_flops(&p) == 44.0 * 12 * 3, "local: flops for 44 visible pairs (got %g)",
+           attn_problem_flops(&p));
+    p.kind = ATTN_KIND_SPARSE;
+    p.var.globals = 1;
+    p.var.random_blocks = 0;
+    /* Row 0 (global) sees all 10 keys; rows 1..9 their window, plus key 0
+     * (global) where the window does not reach it. */
+    double pairs = 10;
+    for (int i = 1; i < 10; i++) {
+        const int lo = i - 2 > 0 ? i - 2 : 0, hi = i + 3 < 10 ? i + 3 : 10;
+        pairs += hi - lo + (lo > 0);
+    }
+    tap_ok(attn_problem_flops(&p) == pairs * 12 * 3, "sparse: flops for %g visible pairs (got %g)",
+           pairs, attn_problem_flops(&p));
+    p.kind = ATTN_KIND_LINFORMER;
+    p.var.proj = 5;
+    /* (10 keys + 10 queries) x 2 p (dk + dv) x 3 heads. */
+    tap_ok(attn_problem_flops(&p) == 20.0 * 2 * 5 * 6 * 3, "linformer: flops (got %g)",
+           attn_problem_flops(&p));
+    p.kind = ATTN_KIND_PERFORMER;
+    p.var.features = 7;
+    /* keys: 2 m dv + m + 2 m dk; queries: 2 m dv + 2 m + 2 m dk. */
+    const double per_key = 2 * 7 * 2 + 7 + 2 * 7 * 4, per_query = 2 * 7 * 2 + 2 * 7 + 2 * 7 * 4;
+    tap_ok(attn_problem_flops(&p) == (10 * per_key + 10 * per_query) * 3,
+           "performer: flops (got %g)", attn_problem_flops(&p));
+}
+
 int main(void)
 {
-    tap_plan(14 + 3 + 7 + 2);
+    tap_plan(14 + 3 + 7 + 2 + 4);
     grids();
     hand_values();
     planted();
     approximation();
+    flop_counts();
     return 0;
 }

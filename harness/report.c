@@ -121,6 +121,13 @@ void attn_report_details(FILE *f, const attn_result *r)
         fprintf(f, "  time: median %s, min %s, mean %s, stddev %s (cv %.1f%%), cpu %s; "
                    "%d reps x %ld runs%s\n", med, min, mean, sd, 100.0 * t->real_stats.cv, cpu,
                 t->reps, t->iterations, t->budget_hit ? " (stopped by --max-time)" : "");
+        if (t->busy_threads)
+            fprintf(f, "  warning: another thread of this process was still using CPU after "
+                       "%.1f s of waiting (a BLAS or OpenMP pool spinning?); these times may be "
+                       "low\n", t->idle_wait_s);
+        else if (t->idle_wait_s > 0.02)
+            fprintf(f, "  waited %.0f ms before timing for this process's other threads to go "
+                       "idle\n", 1e3 * t->idle_wait_s);
     }
     if (r->device[0] && (r->verdict == ATTN_PASSED || r->verdict == ATTN_FAILED)) {
         char up[32], down[32];

@@ -1,6 +1,11 @@
+#include <dirent.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "timer.h"
 
@@ -38,6 +43,56 @@ void attn_clock_resolution(double *advertised, double *observed)
     *observed = best;
 }
 
+/* Whether another thread of this process is runnable (state R in
+ * /proc/self/task/TID/stat): spinning, or waiting for a core to spin on.
+ * -1 when /proc cannot tell. */
+static int others_runnable(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return -1;
+    const long self = (long)syscall(SYS_gettid);
+    int found = 0;
+    struct dirent *e;
+    while (!found && (e = readdir(d))) {
+        char *end;
+        const long tid = strtol(e->d_name, &end, 10);
+        if (*end || end == e->d_name || tid == self)
+            continue;
+        char path[64], buf[512];
+        snprintf(path, sizeof(path), "/proc/self/task/%ld/stat", tid);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;   /* the thread has exited */
+        const size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        const char *paren = strrchr(buf, ')');   /* the name may hold spaces and ')' */
+        found = paren && paren[1] == ' ' && paren[2] == 'R';
+    }
+    closedir(d);
+    return found;
+}
+
+double attn_quiesce(double max_s)
+{
+    const double t0 = attn_now();
+    int quiet = 0;
+    for (;;) {
+        const double c0 = attn_cpu_now(), w0 = attn_now();
+        nanosleep(&(struct timespec){ .tv_nsec = 2000000 }, NULL);
+        const double w1 = attn_now();
+        int busy = others_runnable();
+        if (busy < 0)
+            busy = attn_cpu_now() - c0 >= 0.1 * (w1 - w0);
+        quiet = busy ? 0 : quiet + 1;
+        if (quiet == 2)
+            return attn_now() - t0;
+        if (w1 - t0 >= max_s)
+            return -(w1 - t0);
+    }
+}
+
 attn_status attn_time_runs(const attn_backend *be, void *state, const attn_timer_opts *o,
                            attn_timing *t)
 {
@@ -46,6 +101,9 @@ attn_status attn_time_runs(const attn_backend *be, void *state, const attn_timer
         return ATTN_OK;
     attn_status st;
 
+    const double idle = attn_quiesce(1.0);
+    t->idle_wait_s = fabs(idle);
+    t->busy_threads = idle < 0;
     const double w0 = attn_now();
     long warm = 0;
     do {

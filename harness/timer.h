@@ -28,7 +28,19 @@ typedef struct attn_timing {
     double device[ATTN_MAX_REPS];
     attn_stats device_stats;
     bool budget_hit;                /* max_time stopped it before reps */
+    double idle_wait_s;             /* waited for other threads to go idle (attn_quiesce) */
+    bool busy_threads;              /* ... and they never did: the times may be low */
 } attn_timing;
+
+/* Waits until no other thread of this process wants a core: a BLAS pool
+ * spin-waiting for work (OpenBLAS's workers spin for about 0.1 s after the
+ * library loads, whatever its thread count), or an OpenMP team spinning after
+ * its last region. Timing while one spins takes a core from the runs. Polls
+ * every 2 ms until two polls in a row find no other thread runnable (state R
+ * in /proc/self/task; without /proc: the process used under a tenth of the
+ * poll's time as CPU time), for at most max_s. Returns the seconds waited,
+ * negated when it gave up. */
+double attn_quiesce(double max_s);
 
 /* Seconds on CLOCK_MONOTONIC, and process CPU seconds. */
 double attn_now(void);

@@ -1,5 +1,7 @@
 /* Statistics on known samples, the size-list parser, and the sweep's order. */
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,6 +9,7 @@
 #include "stats.h"
 #include "sweep.h"
 #include "tap.h"
+#include "timer.h"
 
 static bool near(double a, double b)
 {
@@ -97,10 +100,62 @@ static void order(void)
     attn_cli_free(&o);
 }
 
+static atomic_bool spin_stop, spin_started;
+
+/* Spins for *arg seconds of wall time or until spin_stop, like a BLAS pool
+ * waiting for work. */
+static void *spinner(void *arg)
+{
+    const double until = attn_now() + *(const double *)arg;
+    atomic_store(&spin_started, true);
+    volatile unsigned long x = 0;
+    while (attn_now() < until && !atomic_load(&spin_stop))
+        x++;
+    return NULL;
+}
+
+/* The timer waits for the process's other threads to stop burning CPU. */
+static void quiesce(void)
+{
+    double idle = attn_quiesce(1.0);
+    tap_ok(idle > 0 && idle < 0.5, "at start-up (a linked OpenBLAS pool spins about 0.1 s after load): idle after %.1f ms", 1e3 * idle);
+
+    pthread_t th;
+    double secs = 0.2;
+    atomic_store(&spin_stop, false);
+    atomic_store(&spin_started, false);
+    if (pthread_create(&th, NULL, spinner, &secs) != 0) {
+        tap_ok(false, "pthread_create");
+        tap_ok(false, "pthread_create");
+        return;
+    }
+    while (!atomic_load(&spin_started))
+        ;
+    idle = attn_quiesce(5.0);
+    pthread_join(th, NULL);
+    tap_ok(idle >= 0.15, "a thread spinning for 200 ms: waited %.1f ms for it", 1e3 * idle);
+
+    secs = 10;
+    atomic_store(&spin_stop, false);
+    atomic_store(&spin_started, false);
+    if (pthread_create(&th, NULL, spinner, &secs) != 0) {
+        tap_ok(false, "pthread_create");
+        return;
+    }
+    while (!atomic_load(&spin_started))
+        ;
+    idle = attn_quiesce(0.1);
+    atomic_store(&spin_stop, true);
+    pthread_join(th, NULL);
+    tap_ok(idle < 0 && idle >= -0.2, "a thread that keeps spinning: gave up after %.1f ms",
+           -1e3 * idle);
+}
+
 int main(void)
 {
     stats();
     lists();
     order();
+    quiesce();
     return tap_done();
 }

@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -166,6 +167,15 @@ static void put_num(line *l, bool known, double v)
         put(l, ",");
 }
 
+/* Byte counts are exact integers (%.9g would round those over 1e9). */
+static void put_bytes(line *l, bool known, uint64_t v)
+{
+    if (known)
+        put(l, ",%" PRIu64, v);
+    else
+        put(l, ",");
+}
+
 int attn_csv_append(attn_csv *c, const attn_result *r, const attn_setup *s, double peak_gflops)
 {
     const attn_problem *p = &r->p;
@@ -221,10 +231,10 @@ int attn_csv_append(attn_csv *c, const attn_result *r, const attn_setup *s, doub
     put_num(&l, peak_gflops > 0, peak_gflops);
     put_num(&l, timed && peak_gflops > 0, 100.0 * r->flops / t->real_stats.median * 1e-9 / peak_gflops);
     const bool ran = r->verdict == ATTN_PASSED || r->verdict == ATTN_FAILED;
-    put_num(&l, ran, (double)r->ws_peak);
-    put_num(&l, r->ws_predicted > 0, (double)r->ws_predicted);
-    put_num(&l, ran && r->rss_known, (double)r->rss_peak);
-    put_num(&l, r->device_known, (double)r->device_bytes);
+    put_bytes(&l, ran, r->ws_peak);
+    put_bytes(&l, r->ws_predicted > 0, r->ws_predicted);
+    put_bytes(&l, ran && r->rss_known, r->rss_peak);
+    put_bytes(&l, r->device_known, r->device_bytes);
     put(&l, ",%zu", r->score_bytes);
     put_text(&l, r->device[0] ? r->device : "host");
     put_text(&l, r->repro);

@@ -28,7 +28,7 @@ def read_rows(path):
         rows = list(csv.DictReader(f))
     if not rows:
         die(f"{path}: no rows")
-    need = {"backend", "verdict", "seq_q", "real_median_s", "workspace_bytes", "batch", "heads",
+    need = {"backend", "verdict", "seq_q", "real_median_s", "workspace_bytes", "batch", "heads", "scale",
             "seq_kv", "d_k", "d_v", "approx_nmse", "approx_max_abs", "features", "proj"}
     missing = need - set(rows[0])
     if missing:
@@ -38,6 +38,14 @@ def read_rows(path):
         die(f"{path}: {len(bad)} case(s) did not pass, e.g. {bad[0]['backend']} "
             f"N={bad[0]['seq_q']}: {bad[0]['verdict']} {bad[0].get('reason', '')}")
     return rows
+
+
+def as_int(x):
+    """A byte count; older CSVs wrote those over 1e9 as %.9g."""
+    try:
+        return int(x)
+    except ValueError:
+        return int(float(x))
 
 
 def io_bytes(r):
@@ -86,7 +94,7 @@ def lra(d, exact):
                 die(f"lra-raw.csv: no row for {be if not r else exact} at N={n}")
             pr, pe = paper.get((pk, n)), paper.get(("exact", n))
             t, te = float(r["real_median_s"]), float(e["real_median_s"])
-            ws, wse = int(r["workspace_bytes"]), int(e["workspace_bytes"])
+            ws, wse = as_int(r["workspace_bytes"]), as_int(e["workspace_bytes"])
             tot, tote = ws + io_bytes(r), wse + io_bytes(e)
             out.append({
                 "backend": be, "n": n, "median_s": t, "speedup": te / t,
@@ -146,8 +154,8 @@ def scaling(d, exact):
         if not all(rs):
             die(f"scaling-raw.csv: {be} lacks some of N = {sizes}")
         t = [float(r["real_median_s"]) for r in rs]
-        ws = [max(int(r["workspace_bytes"]), 1) for r in rs]
-        tot = [int(r["workspace_bytes"]) + io_bytes(r) for r in rs]
+        ws = [max(as_int(r["workspace_bytes"]), 1) for r in rs]
+        tot = [as_int(r["workspace_bytes"]) + io_bytes(r) for r in rs]
         out.append({"backend": be, "n_min": sizes[0], "n_max": sizes[-1],
                     "time_exponent": f"{slope(sizes, t):.3f}",
                     "workspace_exponent": f"{slope(sizes, ws):.3f}",
@@ -175,12 +183,13 @@ def approx(d):
     rows = read_rows(os.path.join(d, "approx-raw.csv"))
     out = []
     for be, knob in (("performer", "features"), ("linformer", "proj")):
-        rs = sorted((r for r in rows if r["backend"] == be), key=lambda r: int(r[knob]))
+        rs = sorted((r for r in rows if r["backend"] == be),
+                    key=lambda r: (-float(r["scale"]), int(r[knob])))
         if not rs:
             die(f"approx-raw.csv: no {be} rows")
         for r in rs:
             out.append({"backend": be, "knob": knob, "value": int(r[knob]), "n": int(r["seq_q"]),
-                        "median_s": float(r["real_median_s"]),
+                        "scale": float(r["scale"]), "median_s": float(r["real_median_s"]),
                         "approx_nmse": float(r["approx_nmse"]),
                         "approx_max_abs": float(r["approx_max_abs"]),
                         "rows_checked": r["rows_checked"], "rows_total": r["rows_total"]})
@@ -190,11 +199,11 @@ def approx(d):
         w.writerows(out)
     md = ["### Approximation error against softmax attention, N = "
           f"{out[0]['n']} ({out[0]['rows_checked']} of {out[0]['rows_total']} rows)", "",
-          "| backend | knob | value | median time | nmse vs softmax | max abs vs softmax |",
-          "|---|---|---:|---:|---:|---:|"]
+          "| backend | scale | knob | value | median time | nmse vs softmax | max abs vs softmax |",
+          "|---|---:|---|---:|---:|---:|---:|"]
     for o in out:
-        md.append(f"| `{o['backend']}` | `--{o['knob']}` | {o['value']} | {fmt_time(o['median_s'])} | "
-                  f"{o['approx_nmse']:.4g} | {o['approx_max_abs']:.4g} |")
+        md.append(f"| `{o['backend']}` | {o['scale']:.4g} | `--{o['knob']}` | {o['value']} | "
+                  f"{fmt_time(o['median_s'])} | {o['approx_nmse']:.4g} | {o['approx_max_abs']:.4g} |")
     return md
 
 

@@ -4,8 +4,11 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "case.h"
 #include "cli.h"
+#include "csv.h"
 #include "stats.h"
 #include "sweep.h"
 #include "tap.h"
@@ -151,11 +154,44 @@ static void quiesce(void)
            -1e3 * idle);
 }
 
+/* Byte counts reach the CSV as exact integers, also past 1e9. */
+static void csv_bytes(void)
+{
+    char path[] = "/tmp/attnbench-csv-XXXXXX";
+    const int fd = mkstemp(path);
+    if (fd < 0) {
+        tap_ok(false, "mkstemp");
+        return;
+    }
+    close(fd);
+    unlink(path);
+    attn_csv c = { .fd = -1 };
+    attn_result r;
+    memset(&r, 0, sizeof(r));
+    r.be = attn_backend_find("naive");
+    r.p = (attn_problem){ 1, 1, 8, 8, 4, 4, 0.5f, false, NULL, ATTN_KIND_SOFTMAX };
+    r.verdict = ATTN_PASSED;
+    r.ws_peak = 2147614884u;
+    r.ws_predicted = 4294967297u;
+    const attn_setup s = { .seed = 1, .threads = 1 };
+    bool ok = attn_csv_open(&c, path, false) < 0 && attn_csv_append(&c, &r, &s, 0) < 0;
+    attn_csv_close(&c);
+    char buf[8192] = "";
+    FILE *f = fopen(path, "r");
+    ok = ok && f && fread(buf, 1, sizeof(buf) - 1, f) > 0;
+    if (f)
+        fclose(f);
+    unlink(path);
+    tap_ok(ok && strstr(buf, ",2147614884,4294967297,"),
+           "workspace bytes 2147614884 and 4294967297 are written exactly");
+}
+
 int main(void)
 {
     stats();
     lists();
     order();
     quiesce();
+    csv_bytes();
     return tap_done();
 }

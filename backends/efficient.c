@@ -90,7 +90,7 @@ static void scratch_sizes(const attn_problem *p, size_t *fl, size_t *db)
     switch (p->kind) {
     case ATTN_KIND_LOCAL:
     case ATTN_KIND_SPARSE:
-        *fl = masked_cap(p) * (QBLOCK + dk + dv);
+        *fl = (masked_cap(p) + 32) * (QBLOCK + dk) + masked_cap(p) * dv;
         break;
     case ATTN_KIND_LINEAR:
     case ATTN_KIND_PERFORMER:
@@ -271,7 +271,7 @@ static void masked_block(const eff_state *s, size_t bh, int i0, int rows, float 
     const attn_kernels *kn = s->k;
     const int nq = p->seq_q, nk = p->seq_kv, dk = p->d_k, dv = p->d_v;
     const int b = (int)(bh / (size_t)p->heads);
-    const size_t cap = masked_cap(p);
+    const size_t cap = masked_cap(p) + 32;
     float *sc = fs, *kt = sc + QBLOCK * cap, *vp = kt + (size_t)dk * cap;
     const float *q = s->t.q + (bh * nq + i0) * (size_t)dk;
     const float *k = s->t.k + bh * (size_t)nk * dk, *v = s->t.v + bh * (size_t)nk * dv;
@@ -292,11 +292,19 @@ static void masked_block(const eff_state *s, size_t bh, int i0, int rows, float 
         }
     }
     int nkeys = 0;
+    for (int x = 0; x < nu; x++)
+        nkeys += all[x].hi - all[x].lo;
+    /* Rows of S and K^T: whole vectors, and never a multiple of 1 KiB apart
+     * (64 rows 2^k floats apart would share a handful of cache sets). */
+    ptrdiff_t ld = (nkeys + 15) / 16 * 16;
+    if (ld % 256 == 0)
+        ld += 16;
+    nkeys = 0;
     for (int x = 0; x < nu; x++) {
         const int lo = all[x].lo, len = all[x].hi - lo;
         memcpy(vp + (size_t)nkeys * dv, v + (size_t)lo * dv, (size_t)len * dv * sizeof(float));
         for (int c = 0; c < dk; c++) {
-            float *dst = kt + (size_t)c * cap + nkeys;
+            float *dst = kt + (size_t)c * ld + nkeys;
             for (int j = 0; j < len; j++)
                 dst[j] = k[(size_t)(lo + j) * dk + c];
         }
@@ -306,10 +314,10 @@ static void masked_block(const eff_state *s, size_t bh, int i0, int rows, float 
         memset(o, 0, (size_t)rows * dv * sizeof(float));
         return;
     }
-    kn->qk(sc, (ptrdiff_t)cap, q, dk, kt, (ptrdiff_t)cap, rows, nkeys, dk);
+    kn->qk(sc, ld, q, dk, kt, ld, rows, nkeys, dk);
     const float ls = (float)(p->scale * LOG2E);
     for (int r = 0; r < rows; r++) {
-        float *sr = sc + (size_t)r * cap;
+        float *sr = sc + (size_t)r * ld;
         const int ns = attn_variant_spans(p, b, i0 + r, row);
         packed_ranges(all, nu, row, ns, rng);
         int prev = 0;
@@ -322,7 +330,7 @@ static void masked_block(const eff_state *s, size_t bh, int i0, int rows, float 
         }
         for (int u = prev; u < nkeys; u++)
             sr[u] = -INFINITY;
-        kn->softmax_rows(sr, (ptrdiff_t)cap, 1, nkeys, NULL);
+        kn->softmax_rows(sr, ld, 1, nkeys, NULL);
         /* Masked keys came out of exp2 as at most 2^-126, not 0. */
         prev = 0;
         for (int y = 0; y < ns; y++) {
@@ -331,22 +339,64 @@ static void masked_block(const eff_state *s, size_t bh, int i0, int rows, float 
         }
         memset(sr + prev, 0, (size_t)(nkeys - prev) * sizeof(float));
     }
-    kn->qk(o, dv, sc, (ptrdiff_t)cap, vp, dv, rows, dv, nkeys);
+    kn->qk(o, dv, sc, ld, vp, dv, rows, dv, nkeys);
+}
+
+/* The row blocks of one (batch, head): sparse's global query rows (which see
+ * every key) in blocks of their own, then blocks of at most QBLOCK rows that
+ * end on multiples of QBLOCK, so that with the default --block 64 each block
+ * is one query block and shares its random key blocks. */
+static int global_rows(const attn_problem *p)
+{
+    if (p->kind != ATTN_KIND_SPARSE)
+        return 0;
+    return p->var.globals < p->seq_q ? p->var.globals : p->seq_q;
+}
+
+static long row_blocks(const attn_problem *p)
+{
+    const int g = global_rows(p), a = (g + QBLOCK - 1) / QBLOCK * QBLOCK;
+    long n = (g + QBLOCK - 1) / QBLOCK;
+    if (a > g && g < p->seq_q)
+        n++;
+    if (p->seq_q > a)
+        n += (p->seq_q - a + QBLOCK - 1) / QBLOCK;
+    return n;
+}
+
+static void row_block(const attn_problem *p, long x, int *i0, int *rows)
+{
+    const int g = global_rows(p), a = (g + QBLOCK - 1) / QBLOCK * QBLOCK;
+    const long gb = (g + QBLOCK - 1) / QBLOCK;
+    int lo, hi;
+    if (x < gb) {
+        lo = (int)x * QBLOCK;
+        hi = lo + QBLOCK < g ? lo + QBLOCK : g;
+    } else if (a > g && x == gb) {
+        lo = g;
+        hi = a;
+    } else {
+        lo = a + (int)(x - gb - (a > g)) * QBLOCK;
+        hi = lo + QBLOCK;
+    }
+    hi = hi < p->seq_q ? hi : p->seq_q;
+    *i0 = lo;
+    *rows = hi - lo;
 }
 
 static void run_masked(eff_state *s)
 {
     const attn_problem *p = &s->p;
     const long bh_n = (long)p->batch * p->heads;
-    const long blocks = (p->seq_q + QBLOCK - 1) / QBLOCK;
+    const long blocks = row_blocks(p);
     const long total = bh_n * blocks;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(s->threads) schedule(dynamic, 1)
 #endif
     for (long x = 0; x < total; x++) {
         const int tid = attn_thread_id();
-        const int i0 = (int)(x % blocks) * QBLOCK;
-        const int rows = p->seq_q - i0 < QBLOCK ? p->seq_q - i0 : QBLOCK;
+        int i0, rows;
+        row_block(p, x % blocks, &i0, &rows);
         masked_block(s, (size_t)(x / blocks), i0, rows, s->scratch + (size_t)tid * s->per_thread,
                      s->spans + (size_t)tid * s->spans_per_thread);
     }

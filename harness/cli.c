@@ -525,6 +525,7 @@ void attn_cli_usage(FILE *f, const char *prog)
 {
     fprintf(f,
 "usage: %s [options]\n"
+"       %s arch [options]   the LSTM / CNN / self-attention comparison (arch --help)\n"
 "\n"
 "Checks every selected attention backend against a double-precision reference,\n"
 "then times it and measures its memory. One case prints a comparison table\n"
@@ -581,7 +582,7 @@ void attn_cli_usage(FILE *f, const char *prog)
 "exit codes: 0 all ran cases PASSED; 1 a case FAILED; 2 bad command line;\n"
 "3 shape too large (size_t overflow or memory); 4 a case hit an ERROR or an output\n"
 "file could not be written; 5 nothing ran (every case SKIPPED)\n",
-            prog, MAX_BATCH, MAX_HEADS, MAX_SEQ, MAX_DIM, MAX_THREADS, ATTN_MAX_REPS,
+            prog, prog, MAX_BATCH, MAX_HEADS, MAX_SEQ, MAX_DIM, MAX_THREADS, ATTN_MAX_REPS,
             ATTN_DEFAULT_WINDOW, ATTN_DEFAULT_GLOBALS, ATTN_DEFAULT_RANDOM_BLOCKS,
             ATTN_DEFAULT_BLOCK, ATTN_DEFAULT_FEATURES, ATTN_DEFAULT_PROJ);
 }

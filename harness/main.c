@@ -10,6 +10,7 @@
 #include <omp.h>
 #endif
 
+#include "arch.h"
 #include "cli.h"
 #include "config.h"
 #include "machine.h"
@@ -151,6 +152,8 @@ static int run(const attn_opts *o, const char *prog)
 int main(int argc, char **argv)
 {
     const char *prog = argc > 0 && argv[0] ? argv[0] : "attnbench";
+    if (argc > 1 && !strcmp(argv[1], "arch"))
+        return arch_main(argc - 1, argv + 1, prog);
     attn_opts o;
     int rc = attn_cli_parse(&o, argc, argv);
     if (rc < 0) {

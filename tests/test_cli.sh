@@ -137,4 +137,17 @@ code=$?
 grep -q "^naive  *PASSED" "$tmp/out2"
 result "$([ $code = 0 ] && [ $? = 0 ] && echo 1 || echo 0)" "the repro line reruns the case and passes" "$(cat "$tmp/out2")"
 
+# attnbench arch: its own options, refused with one line each.
+refused 2 "--dmodel 12: attention needs a multiple of 8" arch --dmodel 12
+refused 2 "--models: unknown model 'lstm'" arch --models lstm
+refused 2 "--attn-backend: linear computes linear attention, not softmax attention" arch --attn-backend linear
+refused 2 "--attn-backend: unknown backend 'fast'" arch --attn-backend fast
+refused 2 "--conv: 'fft' is not shift or im2col" arch --conv fft
+refused 2 "--batch: '0' is not an integer in [1, 1048576]" arch --batch 0
+refused 2 "arch: unknown or incomplete option '--bogus'" arch --bogus
+refused 2 "--seq: '0' is not an integer" arch --seq 0
+runs 0 "--attn-backend B" arch --help
+runs 0 "log-log exponents against N" arch --batch 2 --dmodel 16 --seq 8,16 --reps 1 --min-time 0.001
+runs 0 "cnn" arch --batch 2 --dmodel 12 --models rnn,cnn --seq 5 --reps 0
+
 echo "1..$n"

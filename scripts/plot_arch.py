@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""Charts of `attnbench arch --csv FILE`: the RNN / CNN / self-attention comparison.
+
+    python3 scripts/plot_arch.py arch.csv --out DIR [--short-max 512] [--machine TEXT]
+
+Writes DIR/arch_time.png (time per forward against N, N <= --short-max),
+DIR/arch_relative.png (time relative to the CNN, with y = 1),
+DIR/arch_memory.png (attention against the RNN: measured and analytic memory,
+log scale) and DIR/arch_long.png (every N in the CSV: where attention's
+quadratic term takes over; the crossover N is printed). Needs matplotlib
+(Debian: python3-matplotlib).
+"""
+import argparse
+import csv
+import math
+import os
+import sys
+
+MODELS = ["rnn", "cnn", "attention", "mha"]
+LABELS = {"rnn": "LSTM + Linear", "cnn": "CNN (2 conv + LayerNorm)",
+          "attention": "self-attention (1 head)", "mha": "multi-head attention layer (8 heads)"}
+
+
+def die(msg):
+    print(f"plot_arch.py: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def load(path):
+    if not os.path.exists(path):
+        die(f"{path}: no such file")
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        die(f"{path}: no rows (run attnbench arch --csv {path})")
+    need = {"model", "verdict", "seq", "median_s", "peak_bytes", "analytic_bytes", "batch",
+            "dmodel", "threads", "time_vs_cnn"}
+    missing = need - set(rows[0])
+    if missing:
+        die(f"{path}: not an attnbench arch CSV: no column {', '.join(sorted(missing))}")
+    data = {}
+    for r in rows:
+        if r["verdict"] != "OK" or not r["median_s"]:
+            continue
+        data.setdefault(r["model"], []).append(r)
+    if not data:
+        die(f"{path}: no model ran (every row is SKIPPED or ERROR)")
+    for m in data:
+        data[m].sort(key=lambda r: int(r["seq"]))
+    return rows[0], data
+
+
+def crossover(a, b, key):
+    """First N where a's value exceeds b's, log-log interpolated; the first N
+    when it already does there; None if never."""
+    pa = {int(r["seq"]): float(r[key]) for r in a if r[key]}
+    pb = {int(r["seq"]): float(r[key]) for r in b if r[key]}
+    ns = sorted(set(pa) & set(pb))
+    for i, n in enumerate(ns):
+        d1 = math.log(pa[n] / pb[n])
+        if d1 > 0:
+            if i == 0:
+                return n
+            n0 = ns[i - 1]
+            d0 = math.log(pa[n0] / pb[n0])
+            f = -d0 / (d1 - d0)
+            return math.exp(math.log(n0) + f * (math.log(n) - math.log(n0)))
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("csv")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--short-max", type=int, default=512,
+                    help="largest N of the first three charts (default 512)")
+    ap.add_argument("--machine", default="", help="machine description for the titles")
+    a = ap.parse_args()
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        die("matplotlib is missing (Debian: apt-get install python3-matplotlib)")
+    first, data = load(a.csv)
+    os.makedirs(a.out, exist_ok=True)
+    shape = f"B={first['batch']}, d_model={first['dmodel']}, {first['threads']} threads"
+    where = f"{shape}{', ' + a.machine if a.machine else ''}"
+
+    def xs(m, short=True):
+        return [r for r in data.get(m, []) if not short or int(r["seq"]) <= a.short_max]
+
+    def finish(fig, ax, title, ylabel, name, logx=True):
+        ax.set_title(title + "\n" + where, fontsize=10)
+        ax.set_xlabel("sequence length N (tokens)")
+        ax.set_ylabel(ylabel)
+        if logx:
+            ax.set_xscale("log", base=2)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8, loc="upper left")
+        fig.tight_layout()
+        path = os.path.join(a.out, name)
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+        print(f"wrote {path}")
+
+    # 1. time per forward
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for m in MODELS:
+        rs = xs(m)
+        if rs:
+            ax.plot([int(r["seq"]) for r in rs], [float(r["median_s"]) * 1e3 for r in rs], "o-",
+                    label=LABELS[m])
+    ax.set_yscale("log")
+    finish(fig, ax, "Time per forward pass (median)", "time (ms, log scale)", "arch_time.png")
+
+    # 2. relative to the CNN
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for m in MODELS:
+        rs = [r for r in xs(m) if r["time_vs_cnn"]]
+        if rs:
+            ax.plot([int(r["seq"]) for r in rs], [float(r["time_vs_cnn"]) for r in rs], "o-",
+                    label=LABELS[m])
+    ax.axhline(1.0, color="black", linestyle="--", linewidth=1, label="CNN (y = 1)")
+    ax.set_yscale("log")
+    finish(fig, ax, "Time relative to the CNN", "time / CNN time (log scale)", "arch_relative.png")
+
+    # 3. memory: attention against the RNN, measured and analytic
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for m, color in (("attention", "tab:green"), ("rnn", "tab:blue")):
+        rs = xs(m)
+        if not rs:
+            continue
+        n = [int(r["seq"]) for r in rs]
+        ax.plot(n, [int(r["peak_bytes"]) / 2**20 for r in rs], "o-", color=color,
+                label=f"{LABELS[m]}: measured peak (activations + workspace)")
+        an = [r for r in rs if r["analytic_bytes"]]
+        if an:
+            ax.plot([int(r["seq"]) for r in an], [float(r["analytic_bytes"]) / 2**20 for r in an],
+                    "s--", color=color, alpha=0.7, label=f"{LABELS[m]}: analytic (the articles')")
+    ax.set_yscale("log")
+    finish(fig, ax, "Memory against sequence length", "MiB (log scale)", "arch_memory.png")
+
+    # 4. every N: where attention's quadratic term takes over
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for m in MODELS:
+        rs = xs(m, short=False)
+        if rs:
+            ax.plot([int(r["seq"]) for r in rs], [float(r["median_s"]) * 1e3 for r in rs], "o-",
+                    label=LABELS[m])
+    notes = []
+    for m in ("attention", "mha"):
+        if m in data and "rnn" in data:
+            c = crossover(data[m], data["rnn"], "median_s")
+            ns = [int(r["seq"]) for r in data[m]]
+            if c and c <= min(ns):
+                notes.append(f"{m}: slower than the LSTM already at N = {min(ns)}")
+            elif c:
+                notes.append(f"{m}: slower than the LSTM from N = {c:.0f}")
+                ax.axvline(c, color="gray", linestyle=":", linewidth=1)
+            else:
+                notes.append(f"{m}: faster than the LSTM up to N = {max(ns)}")
+    if "attention" in data and "rnn" in data:
+        c = crossover(data["attention"], data["rnn"], "analytic_bytes")
+        n0 = min(int(r["seq"]) for r in data["attention"])
+        if c:
+            notes.append("analytic memory: attention above the LSTM " +
+                         (f"already at N = {n0}" if c <= n0 else f"from N = {c:.0f}"))
+    for line in notes:
+        print("crossover: " + line)
+    if notes:
+        ax.text(0.98, 0.03, "\n".join(notes), transform=ax.transAxes, ha="right", va="bottom",
+                fontsize=8, bbox=dict(boxstyle="round", facecolor="white", alpha=0.85))
+    ax.set_yscale("log")
+    finish(fig, ax, "Time per forward pass, long sequences", "time (ms, log scale)",
+           "arch_long.png")
+
+
+if __name__ == "__main__":
+    main()

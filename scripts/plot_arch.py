@@ -15,6 +15,7 @@ import csv
 import math
 import os
 import sys
+import textwrap
 
 MODELS = ["rnn", "cnn", "attention", "mha"]
 LABELS = {"rnn": "LSTM + Linear", "cnn": "CNN (2 conv + LayerNorm)",
@@ -91,7 +92,7 @@ def main():
         return [r for r in data.get(m, []) if not short or int(r["seq"]) <= a.short_max]
 
     def finish(fig, ax, title, ylabel, name, logx=True):
-        ax.set_title(title + "\n" + where, fontsize=10)
+        ax.set_title(title + "\n" + textwrap.fill(where, 80), fontsize=10)
         ax.set_xlabel("sequence length N (tokens)")
         ax.set_ylabel(ylabel)
         if logx:

@@ -803,8 +803,8 @@ int arch_main(int argc, char **argv, const char *prog)
     }
     size_t nr = 0;
     bool failed = false;
-    printf("\n%-10s %6s %12s %6s %9s %9s %11s %11s\n", "model", "N", "median", "cv", "vs cnn",
-           "GFLOP/s", "peak mem", "analytic");
+    printf("\n%-10s %6s %12s %6s %9s %9s %9s %11s %11s\n", "model", "N", "median", "cv", "vs cnn",
+           "GFLOP", "GFLOP/s", "peak mem", "analytic");
     for (size_t si = 0; si < o.seq.n; si++)
         for (int mi = 0; mi < ARCH_COUNT; mi++) {
             if (!o.models[mi])
@@ -839,8 +839,8 @@ int arch_main(int argc, char **argv, const char *prog)
             }
             if (!r->t.reps) {
                 fmt_b(pk, sizeof(pk), (double)r->peak);
-                printf("%-10s %6d %12s %6s %9s %9s %11s %11s\n", model_names[mi], r->n, "ran",
-                       "-", "-", "-", pk, an);
+                printf("%-10s %6d %12s %6s %9s %9.3g %9s %11s %11s\n", model_names[mi], r->n,
+                       "ran", "-", "-", r->flops * 1e-9, "-", pk, an);
                 continue;
             }
             const arch_row *cnn = find_row(rows, nr, ARCH_CNN, r->n);
@@ -849,8 +849,9 @@ int arch_main(int argc, char **argv, const char *prog)
                 snprintf(vs, sizeof(vs), "%.2fx", r->t.real_stats.median / cnn->t.real_stats.median);
             fmt_s(med, sizeof(med), r->t.real_stats.median);
             fmt_b(pk, sizeof(pk), (double)r->peak);
-            printf("%-10s %6d %12s %5.1f%% %9s %9.1f %11s %11s\n", model_names[mi], r->n, med,
-                   100 * r->t.real_stats.cv, vs, r->flops / r->t.real_stats.median * 1e-9, pk, an);
+            printf("%-10s %6d %12s %5.1f%% %9s %9.3g %9.1f %11s %11s\n", model_names[mi], r->n,
+                   med, 100 * r->t.real_stats.cv, vs, r->flops * 1e-9,
+                   r->flops / r->t.real_stats.median * 1e-9, pk, an);
             fflush(stdout);
         }
 

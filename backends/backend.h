@@ -155,6 +155,10 @@ typedef struct attn_backend {
     /* Every device it could use, one line each, numbered as --device takes
      * them; returns the length snprintf would. */
     int         (*devices)(char *buf, size_t len);                        /* optional */
+    /* The attention weights of the bound inputs, P [B][H][Nq][Nk] (0 where
+     * a key is not visible), computed after bind the way run computes them;
+     * for the visualization (--dump-weights), never timed. */
+    attn_status (*weights)(void *state, float *out);                      /* optional */
 } attn_backend;
 
 /* read for host backends that write O in place during run: a copy only when

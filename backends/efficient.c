@@ -384,6 +384,40 @@ static void row_block(const attn_problem *p, long x, int *i0, int *rows)
     *rows = hi - lo;
 }
 
+/* local, sparse: P over each row's own intervals, 0 elsewhere. */
+static attn_status masked_weights(void *state, float *out)
+{
+    eff_state *s = state;
+    const attn_problem *p = &s->p;
+    const int nq = p->seq_q, nk = p->seq_kv, dk = p->d_k;
+    const size_t rows = (size_t)p->batch * p->heads * nq;
+    attn_span sp[ATTN_MAX_SPANS];
+    for (size_t row = 0; row < rows; row++) {
+        const size_t bh = row / (size_t)nq;
+        const int i = (int)(row % (size_t)nq), b = (int)(bh / (size_t)p->heads);
+        const float *q = s->t.q + row * (size_t)dk, *k = s->t.k + bh * (size_t)nk * dk;
+        float *w = out + row * (size_t)nk;
+        memset(w, 0, (size_t)nk * sizeof(float));
+        const int ns = attn_variant_spans(p, b, i, sp);
+        float m = -INFINITY, l = 0;
+        for (int x = 0; x < ns; x++)
+            for (int j = sp[x].lo; j < sp[x].hi; j++) {
+                float dot = 0;
+                for (int c = 0; c < dk; c++)
+                    dot += q[c] * k[(size_t)j * dk + c];
+                w[j] = p->scale * dot;
+                m = w[j] > m ? w[j] : m;
+            }
+        for (int x = 0; x < ns; x++)
+            for (int j = sp[x].lo; j < sp[x].hi; j++)
+                l += w[j] = expf(w[j] - m);
+        for (int x = 0; x < ns; x++)
+            for (int j = sp[x].lo; j < sp[x].hi; j++)
+                w[j] /= l;
+    }
+    return ATTN_OK;
+}
+
 static void run_masked(eff_state *s)
 {
     const attn_problem *p = &s->p;
@@ -668,6 +702,7 @@ const attn_backend attn_backend_local = {
     .summary = "sliding-window attention (--window), exact softmax over the window only",
     .caps = ATTN_CAP_CAUSAL | ATTN_CAP_PADDING | ATTN_CAP_CROSS | ATTN_CAP_DV,
     .kind = ATTN_KIND_LOCAL,
+    .weights = masked_weights,
     EFF_COMMON,
 };
 
@@ -676,6 +711,7 @@ const attn_backend attn_backend_sparse = {
     .summary = "Longformer/BigBird: window + global tokens + random key blocks",
     .caps = ATTN_CAP_CAUSAL | ATTN_CAP_PADDING | ATTN_CAP_CROSS | ATTN_CAP_DV,
     .kind = ATTN_KIND_SPARSE,
+    .weights = masked_weights,
     EFF_COMMON,
 };
 

@@ -105,6 +105,36 @@ static void naive_row(const attn_problem *p, const attn_tensors *t, size_t row, 
         o[c] *= inv;
 }
 
+/* P of every row, the same loops as naive_row. */
+static attn_status naive_weights(void *state, float *out)
+{
+    naive_state *s = state;
+    const attn_problem *p = &s->p;
+    const int nq = p->seq_q, nk = p->seq_kv, dk = p->d_k;
+    const size_t rows = (size_t)p->batch * p->heads * nq;
+    for (size_t row = 0; row < rows; row++) {
+        const size_t bh = row / (size_t)nq;
+        const int i = (int)(row % (size_t)nq), b = (int)(bh / (size_t)p->heads);
+        const float *q = s->t.q + row * (size_t)dk, *k = s->t.k + bh * (size_t)nk * dk;
+        float *w = out + row * (size_t)nk;
+        const int end = attn_visible_end(p, b, i);
+        memset(w, 0, (size_t)nk * sizeof(float));
+        float m = -INFINITY, l = 0;
+        for (int j = 0; j < end; j++) {
+            float dot = 0.0f;
+            for (int c = 0; c < dk; c++)
+                dot += q[c] * k[(size_t)j * dk + c];
+            w[j] = p->scale * dot;
+            m = w[j] > m ? w[j] : m;
+        }
+        for (int j = 0; j < end; j++)
+            l += w[j] = expf(w[j] - m);
+        for (int j = 0; j < end; j++)
+            w[j] /= l;
+    }
+    return ATTN_OK;
+}
+
 /* Rows are independent and each is computed by one thread in a fixed order,
  * so the output is bitwise the same for any thread count. */
 static attn_status naive_run(void *state)
@@ -139,4 +169,5 @@ const attn_backend attn_backend_naive = {
     .read      = naive_read,
     .release   = naive_release,
     .workspace = naive_workspace,
+    .weights   = naive_weights,
 };

@@ -4,6 +4,7 @@
 
 #include "case.h"
 #include "memory.h"
+#include "npy.h"
 #include "variant.h"
 
 static const char *const verdict_str[ATTN_VERDICT_COUNT] = {
@@ -111,10 +112,14 @@ static void check_and_time(attn_result *r, const attn_backend *be, void *state,
 }
 
 /* prepare, bind, check and time, release: the part whose memory is measured. */
+/* With keep, the prepared state is handed back (NULL if prepare failed)
+ * instead of released: for --dump-weights after the measurements. */
 static void drive(attn_result *r, const attn_backend *be, const attn_config *cfg,
                   const attn_tensors *in, const attn_ref *ref, const attn_setup *s,
-                  attn_guarded *out, float *first, attn_tracker *tr)
+                  attn_guarded *out, float *first, attn_tracker *tr, void **keep)
 {
+    if (keep)
+        *keep = NULL;
     void *state = NULL;
     attn_status st = be->prepare(&r->p, cfg, &state);
     if (st != ATTN_OK) {
@@ -138,7 +143,35 @@ static void drive(attn_result *r, const attn_backend *be, const attn_config *cfg
         verdict(r, status_verdict(st), "bind: %s", attn_status_str(st));
     else
         check_and_time(r, be, state, ref, s, out, first, tr);
-    be->release(state);
+    if (keep)
+        *keep = state;
+    else
+        be->release(state);
+}
+
+/* --dump-output, --dump-weights: after the measurements, so that neither
+ * buffer is part of them. A write that fails makes the case an ERROR. */
+static void dumps(attn_result *r, const attn_backend *be, void *state, const attn_problem *p,
+                  const attn_setup *s, const attn_guarded *out)
+{
+    char why[4400];
+    if (s->dump_output && r->verdict != ATTN_ERROR) {
+        const size_t shape[4] = { (size_t)p->batch, (size_t)p->heads, (size_t)p->seq_q,
+                                  (size_t)p->d_v };
+        if (!attn_npy_write(s->dump_output, out->data, shape, 4, why, sizeof(why)))
+            verdict(r, ATTN_ERROR, "--dump-output: %s", why);
+    }
+    if (s->dump_weights && state && be->weights && r->verdict != ATTN_ERROR) {
+        const size_t shape[4] = { (size_t)p->batch, (size_t)p->heads, (size_t)p->seq_q,
+                                  (size_t)p->seq_kv };
+        float *w = attn_host_alloc(shape[0] * shape[1] * shape[2] * shape[3] * sizeof(float));
+        attn_status st = w ? be->weights(state, w) : ATTN_ENOMEM;
+        if (st != ATTN_OK)
+            verdict(r, ATTN_ERROR, "--dump-weights: %s", attn_status_str(st));
+        else if (!attn_npy_write(s->dump_weights, w, shape, 4, why, sizeof(why)))
+            verdict(r, ATTN_ERROR, "--dump-weights: %s", why);
+        attn_host_free(w);
+    }
 }
 
 static void case_init(attn_result *r, const attn_backend *be, const attn_problem *p,
@@ -223,7 +256,8 @@ void attn_case_run(attn_result *r, const attn_backend *be, const attn_problem *p
 
     uint64_t hwm, rss0 = 0;
     r->rss_known = attn_rss_reset_peak() && attn_rss_read(&hwm, &rss0);
-    drive(r, be, &cfg, in, ref, s, &out, first, &tr);
+    void *kept = NULL;
+    drive(r, be, &cfg, in, ref, s, &out, first, &tr, s->dump_weights ? &kept : NULL);
     if (ref != dense && r->checked) {
         attn_check approx;
         attn_check_output(&approx, p, dense, &out, be->cls);
@@ -236,6 +270,9 @@ void attn_case_run(attn_result *r, const attn_backend *be, const attn_problem *p
     else
         r->rss_known = false;
     r->ws_peak = atomic_load(&tr.peak);
+    dumps(r, be, kept, p, s, &out);
+    if (kept)
+        be->release(kept);
 
     if (atomic_load(&tr.corrupt) && r->verdict != ATTN_FAILED)
         verdict(r, ATTN_FAILED, "wrote past the end of its own workspace (%zu blocks)",

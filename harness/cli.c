@@ -22,6 +22,7 @@ typedef enum opt_id {
     O_FILL, O_SEED, O_THREADS, O_PIN, O_REPS, O_WARMUP, O_MIN_TIME, O_MAX_TIME, O_CHECK_ROWS,
     O_MAX_MEM, O_TILE, O_DEVICE, O_WINDOW, O_GLOBALS, O_RANDOM_BLOCKS, O_BLOCK,
     O_FEATURES, O_PROJ, O_CSV, O_JSON, O_RESUME, O_PEAK, O_LIST, O_HELP, O_VERSION,
+    O_INPUTS, O_DUMP_OUTPUT, O_DUMP_WEIGHTS,
 } opt_id;
 
 enum { ARG_NONE, ARG_REQUIRED, ARG_OPTIONAL /* only as --opt=value */ };
@@ -48,7 +49,8 @@ static const struct option_def {
     { "device", O_DEVICE, ARG_REQUIRED },     { "window", O_WINDOW, ARG_REQUIRED },
     { "globals", O_GLOBALS, ARG_REQUIRED },   { "random-blocks", O_RANDOM_BLOCKS, ARG_REQUIRED },
     { "block", O_BLOCK, ARG_REQUIRED },       { "features", O_FEATURES, ARG_REQUIRED },
-    { "proj", O_PROJ, ARG_REQUIRED },
+    { "proj", O_PROJ, ARG_REQUIRED },         { "inputs", O_INPUTS, ARG_REQUIRED },
+    { "dump-output", O_DUMP_OUTPUT, ARG_REQUIRED }, { "dump-weights", O_DUMP_WEIGHTS, ARG_REQUIRED },
 };
 
 int attn_error(int code, const char *fmt, ...)
@@ -364,6 +366,9 @@ static int apply(attn_opts *o, opt_id id, const char *name, const char *val)
     case O_FEATURES: return parse_int_opt(name, val, 1, 65536, &o->var.features);
     case O_PROJ:    return parse_int_opt(name, val, 1, MAX_SEQ, &o->var.proj);
     case O_CSV:     o->csv = val; return -1;
+    case O_INPUTS:  o->setup.inputs = val; return -1;
+    case O_DUMP_OUTPUT:  o->setup.dump_output = val; return -1;
+    case O_DUMP_WEIGHTS: o->setup.dump_weights = val; return -1;
     case O_JSON:    o->json = val; return -1;
     case O_PIN:     o->pin = true; return -1;
     case O_RESUME:  o->resume = true; return -1;
@@ -517,8 +522,12 @@ void attn_cli_free(attn_opts *o)
     }
     free(o->kv_len);
     free(o->backends);
+    free(o->in_q);
+    free(o->in_k);
+    free(o->in_v);
     o->kv_len = NULL;
     o->backends = NULL;
+    o->in_q = o->in_k = o->in_v = NULL;
 }
 
 void attn_cli_usage(FILE *f, const char *prog)
@@ -570,19 +579,25 @@ void attn_cli_usage(FILE *f, const char *prog)
 "                   (their random structure is drawn from --seed)\n"
 "  --device N       device for the device backends (vulkan), numbered as --list shows\n"
 "                   (default: discrete GPU > integrated > virtual > CPU)\n"
-"  --csv FILE       append one row per finished case to FILE (flushed to disk at once)\n"
+"  --inputs DIR     read Q, K, V from DIR/q.npy, k.npy, v.npy (float32 or float64, C\n"
+"                   order, shapes [B,H,Nq,dk], [B,H,Nk,dk], [B,H,Nk,dv] of the one case)\n"
+"                   instead of the seeded fill\n"
+"  --dump-output FILE.npy   one case, one backend: write its O [B,H,Nq,dv]\n"
+"  --dump-weights FILE.npy  one case, one backend that can give them (naive, local,\n"
+"                   sparse): write the attention weights P [B,H,Nq,Nk] (at most 1 GiB)\n",
+            prog, prog, MAX_BATCH, MAX_HEADS, MAX_SEQ, MAX_DIM, MAX_THREADS, ATTN_MAX_REPS,
+            ATTN_DEFAULT_WINDOW, ATTN_DEFAULT_GLOBALS, ATTN_DEFAULT_RANDOM_BLOCKS,
+            ATTN_DEFAULT_BLOCK, ATTN_DEFAULT_FEATURES, ATTN_DEFAULT_PROJ);
+    fputs("  --csv FILE       append one row per finished case to FILE (flushed to disk at once)\n"
 "  --resume         with --csv: skip the cases FILE already holds, append the rest\n"
 "  --json FILE      write Google-Benchmark-shaped JSON (rewritten after every case)\n"
 "  --peak           measure this machine's fp32 FMA peak and memory bandwidth, keep it\n"
-"                   beside the executable for %% of peak, and exit\n"
+"                   beside the executable for % of peak, and exit\n"
 "  --list           every registered backend, built or not, usable or not and why, and\n"
 "                   the devices of the device backends\n"
 "  --help, --version\n"
 "\n"
 "exit codes: 0 all ran cases PASSED; 1 a case FAILED; 2 bad command line;\n"
 "3 shape too large (size_t overflow or memory); 4 a case hit an ERROR or an output\n"
-"file could not be written; 5 nothing ran (every case SKIPPED)\n",
-            prog, prog, MAX_BATCH, MAX_HEADS, MAX_SEQ, MAX_DIM, MAX_THREADS, ATTN_MAX_REPS,
-            ATTN_DEFAULT_WINDOW, ATTN_DEFAULT_GLOBALS, ATTN_DEFAULT_RANDOM_BLOCKS,
-            ATTN_DEFAULT_BLOCK, ATTN_DEFAULT_FEATURES, ATTN_DEFAULT_PROJ);
+"file could not be written; 5 nothing ran (every case SKIPPED)\n", f);
 }

@@ -190,7 +190,7 @@ int attn_csv_append(attn_csv *c, const attn_result *r, const attn_setup *s, doub
         p->causal ? 1 : 0);
     for (int b = 0; p->kv_len && b < p->batch; b++)
         put(&l, "%s%d", b ? ";" : "", p->kv_len[b]);
-    put(&l, ",%.9g,%s,%llu,%d", p->scale, attn_fill_name(s->fill), (unsigned long long)s->seed,
+    put(&l, ",%.9g,%s,%llu,%d", p->scale, attn_setup_fill_name(s), (unsigned long long)s->seed,
         s->threads);
     const attn_kind kind = r->be->kind;
     put(&l, ",%s", attn_kind_name(kind));

@@ -85,7 +85,7 @@ static void context(FILE *f, const attn_machine *m, const attn_setup *s, const c
     fputs(",\n    \"pinned\": ", f);
     put_str(f, m->pinned);
     fprintf(f, ",\n    \"threads\": %d,\n    \"seed\": %llu,\n    \"fill\": \"%s\",\n", m->threads,
-            (unsigned long long)s->seed, attn_fill_name(s->fill));
+            (unsigned long long)s->seed, attn_setup_fill_name(s));
     fprintf(f, "    \"min_time_s\": %g,\n    \"max_time_s\": %g,\n    \"repetitions\": %d,\n",
             s->timer.min_time, s->timer.max_time, s->timer.reps);
     fprintf(f, "    \"clock_resolution_ns\": %g,\n    \"clock_step_ns\": %g", m->clock_res * 1e9,

@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "config.h"
 #include "machine.h"
+#include "npy.h"
 #include "sweep.h"
 
 static void list_backends(FILE *f)
@@ -117,6 +118,69 @@ static int measure_peak(const attn_machine *m, int threads)
     return ATTN_EXIT_OK;
 }
 
+/* --inputs, --dump-output, --dump-weights: one case; the arrays loaded and
+ * their shapes checked before any work. Returns -1 to go on. */
+static int prepare_io(attn_opts *o)
+{
+    const attn_setup *s = &o->setup;
+    if (!s->inputs && !s->dump_output && !s->dump_weights)
+        return -1;
+    const char *what = s->inputs ? "--inputs" : s->dump_output ? "--dump-output" : "--dump-weights";
+    const size_t shapes = attn_sweep_shapes(o);
+    if (shapes != 1)
+        return attn_error(ATTN_EXIT_USAGE, "%s needs one case, but the size options make %zu "
+                          "shapes", what, shapes);
+    if ((s->dump_output || s->dump_weights) && (!o->explicit_backends || o->nbackends != 1))
+        return attn_error(ATTN_EXIT_USAGE, "%s needs one backend: name it with --backend",
+                          s->dump_output ? "--dump-output" : "--dump-weights");
+    attn_problem p;
+    int *kv = calloc((size_t)o->batch.v[0], sizeof(int));
+    if (!kv)
+        return attn_error(ATTN_EXIT_TOO_LARGE, "out of memory");
+    attn_sweep_problem(o, 0, &p, kv);
+    free(kv);
+    if (s->dump_weights) {
+        const attn_backend *be = o->backends[0];
+        if (!be->weights)
+            return attn_error(ATTN_EXIT_USAGE, "--dump-weights: %s cannot give its attention "
+                              "weights (naive, local and sparse can)", be->name);
+        const double bytes = 4.0 * p.batch * p.heads * (double)p.seq_q * p.seq_kv;
+        if (bytes > (double)(1u << 30))
+            return attn_error(ATTN_EXIT_TOO_LARGE, "--dump-weights: P [B,H,Nq,Nk] = [%d,%d,%d,%d] "
+                              "would take %.2f GiB, above the 1 GiB limit", p.batch, p.heads,
+                              p.seq_q, p.seq_kv, bytes / (1u << 30));
+    }
+    if (!s->inputs)
+        return -1;
+    const char *names[3] = { "q", "k", "v" };
+    float **dst[3] = { &o->in_q, &o->in_k, &o->in_v };
+    const size_t want[3][4] = {
+        { (size_t)p.batch, (size_t)p.heads, (size_t)p.seq_q, (size_t)p.d_k },
+        { (size_t)p.batch, (size_t)p.heads, (size_t)p.seq_kv, (size_t)p.d_k },
+        { (size_t)p.batch, (size_t)p.heads, (size_t)p.seq_kv, (size_t)p.d_v },
+    };
+    for (int t = 0; t < 3; t++) {
+        char path[4200], why[4400], got[160], need[160];
+        snprintf(path, sizeof(path), "%s/%s.npy", s->inputs, names[t]);
+        attn_npy a;
+        if (!attn_npy_read(path, &a, why, sizeof(why)))
+            return attn_error(ATTN_EXIT_USAGE, "--inputs: %s", why);
+        attn_npy_shape_str(a.shape, a.ndim, got, sizeof(got));
+        attn_npy_shape_str(want[t], 4, need, sizeof(need));
+        bool same = a.ndim == 4;
+        for (int d = 0; same && d < 4; d++)
+            same = a.shape[d] == want[t][d];
+        if (!same) {
+            attn_npy_free(&a);
+            return attn_error(ATTN_EXIT_USAGE, "--inputs: %s has shape %s, the case needs %s "
+                              "([B,H,N,d]: set --batch, --heads, --seq, --seq-kv, --dk, --dv to "
+                              "match)", path, got, need);
+        }
+        *dst[t] = a.data;
+    }
+    return -1;
+}
+
 static int run(const attn_opts *o, const char *prog)
 {
     char pinned[96] = "";
@@ -166,7 +230,7 @@ int main(int argc, char **argv)
         } else if (o.list) {
             list_backends(stdout);
             rc = ATTN_EXIT_OK;
-        } else {
+        } else if ((rc = prepare_io(&o)) < 0) {
             rc = run(&o, prog);
         }
     }

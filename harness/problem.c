@@ -11,6 +11,11 @@ static const char *const fill_names[ATTN_FILL_COUNT] = {
     [ATTN_FILL_EXTREME] = "extreme",
 };
 
+const char *attn_setup_fill_name(const attn_setup *s)
+{
+    return s->inputs ? "npy" : attn_fill_name(s->fill);
+}
+
 const char *attn_fill_name(attn_fill_kind f)
 {
     return (unsigned)f < ATTN_FILL_COUNT ? fill_names[f] : "?";
@@ -174,7 +179,9 @@ void attn_repro(char *buf, size_t len, const char *prog, const char *backend,
     if (p->causal)
         at = cat(buf, len, at, " --causal");
     at = cat_kv_len(buf, len, at, p, " --kv-len ", ",");
-    if (s->fill != ATTN_FILL_NORMAL)
+    if (s->inputs)
+        at = cat(buf, len, at, " --inputs %s", s->inputs);
+    else if (s->fill != ATTN_FILL_NORMAL)
         at = cat(buf, len, at, " --fill %s", attn_fill_name(s->fill));
     if (s->tile_q)
         at = cat(buf, len, at, " --tile %dx%d", s->tile_q, s->tile_kv);
@@ -196,8 +203,8 @@ void attn_case_name(char *buf, size_t len, const char *backend, const attn_probl
     at = cat_kv_len(buf, len, at, p, "/kv:", ".");
     if (!default_scale(p))
         at = cat(buf, len, at, "/scale:%.9g", p->scale);
-    if (s->fill != ATTN_FILL_NORMAL)
-        at = cat(buf, len, at, "/fill:%s", attn_fill_name(s->fill));
+    if (s->inputs || s->fill != ATTN_FILL_NORMAL)
+        at = cat(buf, len, at, "/fill:%s", attn_setup_fill_name(s));
     if (s->tile_q)
         at = cat(buf, len, at, "/tile:%dx%d", s->tile_q, s->tile_kv);
     if (s->device >= 0)

@@ -16,6 +16,7 @@ typedef enum attn_fill_kind {
 
 const char *attn_fill_name(attn_fill_kind f);
 
+
 typedef struct attn_setup {
     int threads;
     uint64_t seed;
@@ -25,7 +26,13 @@ typedef struct attn_setup {
     uint64_t max_mem;       /* bytes a case may take; 0: no limit beyond MemAvailable */
     int tile_q, tile_kv;    /* --tile; 0: each backend's own choice */
     int device;             /* --device; -1: each device backend's own choice */
+    const char *inputs;        /* --inputs DIR: Q, K, V from .npy files instead of the fill */
+    const char *dump_output;   /* --dump-output FILE.npy, or NULL */
+    const char *dump_weights;  /* --dump-weights FILE.npy, or NULL */
 } attn_setup;
+
+/* Where the inputs came from: the fill's name, or "npy" with --inputs. */
+const char *attn_setup_fill_name(const attn_setup *s);
 
 typedef struct attn_sizes {
     size_t q, k, v, o;      /* elements */

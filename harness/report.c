@@ -11,7 +11,7 @@ void attn_report_header(FILE *f, const attn_machine *m, const attn_setup *s, siz
     fprintf(f, "attnbench %s: %zu shape%s, %zu case%s; fill=%s seed=%llu threads=%d; "
                "min-time %gs, %d reps, max-time %gs\n",
             ATTN_VERSION, shapes, shapes == 1 ? "" : "s", cases, cases == 1 ? "" : "s",
-            attn_fill_name(s->fill), (unsigned long long)s->seed, s->threads, s->timer.min_time,
+            attn_setup_fill_name(s), (unsigned long long)s->seed, s->threads, s->timer.min_time,
             s->timer.reps, s->timer.max_time);
     attn_machine_print(f, m);
 }

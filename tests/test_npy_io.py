@@ -1,0 +1,150 @@
+"""TAP: NumPy interop end to end. numpy writes Q, K, V; attnbench reads them
+(--inputs), runs, and writes O (--dump-output) and P (--dump-weights); numpy
+checks both against its own implementation of the formula. Bad inputs are
+refused with a clear message; scripts/heatmap.py draws and analyses P.
+
+    python3 test_npy_io.py ATTNBENCH HEATMAP_PY WORKDIR
+    python3 test_npy_io.py --skip REASON
+"""
+import os
+import shutil
+import subprocess
+import sys
+
+n_tests = 0
+
+
+def ok(cond, msg):
+    global n_tests
+    n_tests += 1
+    print(f"{'ok' if cond else 'not ok'} {n_tests} - {msg}", flush=True)
+    return cond
+
+
+def reference(np, q, k, v, causal, window=None):
+    q, k, v = (x.astype(np.float64) for x in (q, k, v))
+    nq, nk = q.shape[2], k.shape[2]
+    s = q @ k.transpose(0, 1, 3, 2) / np.sqrt(q.shape[3])
+    i = np.arange(nq)[:, None] + nk - nq
+    j = np.arange(nk)[None, :]
+    mask = np.ones((nq, nk), bool)
+    if causal:
+        mask &= j <= i
+    if window is not None:
+        mask &= np.abs(j - i) <= window
+    s = np.where(mask, s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    return p @ v, p
+
+
+def main():
+    if sys.argv[1:2] == ["--skip"]:
+        print(f"1..0 # SKIP {' '.join(sys.argv[2:])}")
+        return
+    import numpy as np
+    bench, heatmap, work = sys.argv[1], sys.argv[2], sys.argv[3]
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    rng = np.random.default_rng(7)
+
+    def run(*args):
+        return subprocess.run([bench, *args], capture_output=True, text=True)
+
+    def inputs(d, B, H, nq, nk, dk, dv, dtype):
+        os.makedirs(d, exist_ok=True)
+        q = rng.standard_normal((B, H, nq, dk)).astype(dtype)
+        k = rng.standard_normal((B, H, nk, dk)).astype(dtype)
+        v = rng.standard_normal((B, H, nk, dv)).astype(dtype)
+        for name, x in (("q", q), ("k", k), ("v", v)):
+            np.save(os.path.join(d, name + ".npy"), x)
+        return q, k, v
+
+    cases = [("naive", np.float32, False, (2, 3, 17, 17, 8, 8)),
+             ("tiled", np.float64, True, (1, 2, 33, 40, 16, 12)),
+             ("blas", np.float32, True, (2, 1, 64, 64, 32, 32))]
+    for be, dtype, causal, (B, H, nq, nk, dk, dv) in cases:
+        d = os.path.join(work, f"{be}-in")
+        q, k, v = inputs(d, B, H, nq, nk, dk, dv, dtype)
+        out = os.path.join(work, f"{be}-o.npy")
+        args = [f"--backend={be}", "--batch", str(B), "--heads", str(H), "--seq", str(nq),
+                "--seq-kv", str(nk), "--dk", str(dk), "--dv", str(dv), "--inputs", d,
+                "--dump-output", out, "--reps", "1", "--min-time", "0.001"]
+        if causal:
+            args.append("--causal")
+        r = run(*args)
+        if r.returncode == 5 or "SKIPPED" in r.stdout:
+            ok(True, f"# SKIP {be} is not usable in this build")
+            continue
+        want, _ = reference(np, q, k, v, causal)
+        got = np.load(out) if os.path.exists(out) else None
+        err = float(np.abs(got - want).max()) if got is not None and got.shape == want.shape else None
+        ok(r.returncode == 0 and err is not None and err < 1e-5,
+           f"{be}, {np.dtype(dtype).name} inputs, causal={causal}, [{B},{H},{nq}/{nk},{dk}/{dv}]: "
+           f"O matches numpy (max error {err}) {r.stderr.strip()}")
+        ok("fill=npy" in r.stdout and "--inputs " + d in r.stdout,
+           f"{be}: the run says where its inputs came from (fill=npy, --inputs in the repro)")
+
+    # Weights: naive causal, local window 2.
+    d = os.path.join(work, "w-in")
+    q, k, v = inputs(d, 1, 2, 12, 12, 8, 8, np.float32)
+    for be, extra, causal, window in (("naive", ["--causal"], True, None),
+                                      ("local", ["--window", "2"], False, 2)):
+        wpath = os.path.join(work, f"{be}-w.npy")
+        r = run(f"--backend={be}", "--batch", "1", "--heads", "2", "--seq", "12", "--dk", "8",
+                "--inputs", d, "--dump-weights", wpath, "--reps", "0", *extra)
+        _, p = reference(np, q, k, v, causal, window)
+        w = np.load(wpath) if os.path.exists(wpath) else None
+        err = float(np.abs(w - p).max()) if w is not None and w.shape == p.shape else None
+        ok(r.returncode == 0 and err is not None and err < 1e-6,
+           f"--dump-weights {be} {' '.join(extra)}: P [1,2,12,12] matches numpy (max error {err}), "
+           f"masked entries exactly 0: {bool(w is not None and (w[p == 0] == 0).all())} {r.stderr.strip()}")
+        if be == "naive" and w is not None:
+            hm = os.path.join(work, "heatmap")
+            h = subprocess.run([sys.executable, heatmap, wpath, "--out", hm, "--tokens",
+                                " ".join(f"t{i}" for i in range(12))], capture_output=True, text=True)
+            pngs = sorted(f for f in os.listdir(hm)) if os.path.isdir(hm) else []
+            ok(h.returncode == 0 and pngs == ["heatmap_h0.png", "heatmap_h1.png"] and
+               all(os.path.getsize(os.path.join(hm, f)) > 5000 for f in pngs),
+               f"heatmap.py draws one heatmap per head: {pngs} {h.stderr.strip()[-200:]}")
+            # Row 0 of a causal map sees one key: entropy 0, the most concentrated row.
+            ok("entropy" in h.stdout and "most concentrated: row 0 (entropy 0.000" in h.stdout and
+               "mean diagonal weight" in h.stdout,
+               "heatmap.py prints the row analysis (row 0 of a causal map has entropy 0)")
+
+    # Refusals: each one line on stderr, exit 2 or 3, nothing run.
+    bad = os.path.join(work, "bad")
+    shutil.copytree(os.path.join(work, "naive-in"), bad)
+    np.save(os.path.join(bad, "k.npy"), np.zeros((2, 3, 17, 8), np.int32))
+    base = ["--backend=naive", "--batch", "2", "--heads", "3", "--seq", "17", "--dk", "8"]
+    refusals = [
+        (base + ["--inputs", bad], 2, "dtype '<i4' is not float32 or float64"),
+        (["--backend=naive", "--batch", "2", "--heads", "3", "--seq", "16", "--dk", "8", "--inputs",
+          os.path.join(work, "naive-in")], 2, "has shape (2, 3, 17, 8), the case needs (2, 3, 16, 8)"),
+        (base + ["--inputs", os.path.join(work, "nowhere")], 2, "No such file"),
+        (base + ["--dump-weights", os.path.join(work, "x.npy"), "--backend=tiled"], 2,
+         "tiled cannot give its attention weights"),
+        (["--backend=naive", "--seq", "65536", "--heads", "8", "--dump-weights",
+          os.path.join(work, "x.npy")], 3, "above the 1 GiB limit"),
+        (base + ["--backend=naive,tiled", "--dump-output", os.path.join(work, "x.npy")], 2,
+         "--dump-output needs one backend"),
+        (base + ["--seq", "16,17", "--dump-output", os.path.join(work, "x.npy")], 2,
+         "needs one case, but the size options make 2 shapes"),
+    ]
+    with open(os.path.join(bad, "q.npy"), "rb") as f:
+        data = f.read()
+    cut = os.path.join(work, "cut")
+    shutil.copytree(os.path.join(work, "naive-in"), cut)
+    with open(os.path.join(cut, "q.npy"), "wb") as f:
+        f.write(data[:-10])
+    refusals.append((base + ["--inputs", cut], 2, "truncated"))
+    for args, code, text in refusals:
+        r = run(*args)
+        ok(r.returncode == code and text in r.stderr and len(r.stderr.strip().splitlines()) == 1
+           and not r.stdout, f"refused ({code}): {text!r}: got exit {r.returncode}, "
+           f"{r.stderr.strip()}")
+    print(f"1..{n_tests}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,249 @@
+#!/usr/bin/env python3
+"""Charts of an attnbench sweep CSV (--csv, schema 3), as PNG and SVG.
+
+    python3 scripts/plot.py SWEEP.csv --out DIR [--baseline blas] [--machine TEXT]
+
+Writes into DIR, one panel per (batch, heads, d_k, d_v, causal) slice of the CSV:
+  time.*      median time against N, log-log, one line per backend, the fitted
+              exponent of N in the legend;
+  memory.*    peak workspace (solid) and peak RSS growth (dotted) against N,
+              log-log, with dashed O(N^2) and O(N) guides through the first point;
+  gflops.*    GFLOP/s against N, the measured fp32 peak as a horizontal line;
+  speedup.*   time of --baseline over each backend's, against N;
+  heads.*, dk.*   time against the number of heads / d_k at the largest N,
+              when the CSV varies them;
+  tradeoff.*  approximate variants: error against softmax attention (nmse)
+              against time, one point per setting.
+Only PASSED, timed rows are drawn. Needs matplotlib (Debian: python3-matplotlib).
+"""
+import argparse
+import csv
+import math
+import os
+import sys
+import textwrap
+
+NEED = ["backend", "verdict", "batch", "heads", "seq_q", "seq_kv", "d_k", "d_v", "causal",
+        "real_median_s", "gflops", "peak_gflops", "workspace_bytes", "rss_peak_bytes", "kind",
+        "approx_nmse", "features", "proj", "window"]
+
+
+def die(msg):
+    print(f"plot.py: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def num(x):
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return None
+
+
+def load(path):
+    if not os.path.exists(path):
+        die(f"{path}: no such file")
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        if not reader.fieldnames:
+            die(f"{path}: empty (no header): run attnbench --csv {path} first")
+        missing = [c for c in NEED if c not in reader.fieldnames]
+        if missing:
+            die(f"{path}: not an attnbench sweep CSV (schema 3): no column {', '.join(missing)}")
+        rows = list(reader)
+    ok = [r for r in rows if r["verdict"] == "PASSED" and num(r["real_median_s"])]
+    if not ok:
+        die(f"{path}: no PASSED, timed rows to draw ({len(rows)} rows in all)")
+    return ok
+
+
+def slope(xs, ys):
+    if len(xs) < 2:
+        return None
+    lx, ly = [math.log(x) for x in xs], [math.log(y) for y in ys]
+    mx, my = sum(lx) / len(lx), sum(ly) / len(ly)
+    sxx = sum((a - mx) ** 2 for a in lx)
+    return sum((a - mx) * (b - my) for a, b in zip(lx, ly)) / sxx if sxx else None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("csv")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--baseline", help="backend the speedups are over (default: blas, else naive)")
+    ap.add_argument("--machine", default="", help="machine description for the titles")
+    a = ap.parse_args()
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        die("matplotlib is missing (Debian: apt-get install python3-matplotlib)")
+    rows = load(a.csv)
+    os.makedirs(a.out, exist_ok=True)
+    backends = sorted({r["backend"] for r in rows})
+    baseline = a.baseline or ("blas" if "blas" in backends else "naive")
+    if a.baseline and a.baseline not in backends:
+        die(f"--baseline {a.baseline}: not in the CSV (backends: {', '.join(backends)})")
+
+    def skey(r):
+        return (int(r["batch"]), int(r["heads"]), int(r["d_k"]), int(r["d_v"]), r["causal"] == "1")
+
+    def sname(k):
+        b, h, dk, dv, c = k
+        return f"B={b} H={h} d_k={dk}" + (f" d_v={dv}" if dv != dk else "") + \
+            (" causal" if c else "")
+
+    exact = [r for r in rows if r["kind"] in ("softmax", "local", "sparse", "linear",
+                                              "performer", "linformer")]
+    slices = sorted({skey(r) for r in exact})
+    if len(slices) > 8:
+        print(f"plot.py: {len(slices)} slices; drawing the first 8", file=sys.stderr)
+        slices = slices[:8]
+    colors = {b: f"C{i % 10}" for i, b in enumerate(backends)}
+    # One line per backend and variant setting (the knobs make different functions).
+    def series(r):
+        k = r["kind"]
+        tag = {"local": f" w={r['window']}", "performer": f" m={r['features']}",
+               "linformer": f" p={r['proj']}"}.get(k, "")
+        return r["backend"] + tag
+
+    def figure(n):
+        cols = min(n, 2)
+        rws = (n + cols - 1) // cols
+        fig, axes = plt.subplots(rws, cols, figsize=(6.4 * cols, 4.6 * rws), squeeze=False)
+        for ax in axes.flat[n:]:
+            ax.set_visible(False)
+        return fig, list(axes.flat[:n])
+
+    def save(fig, name, title):
+        sub = f"\n{a.machine}" if a.machine else ""
+        fig.suptitle(textwrap.fill(title, 100) + sub, fontsize=11)
+        fig.tight_layout(rect=(0, 0, 1, 0.97 if fig.get_figheight() > 6 else 0.93))
+        for ext in ("png", "svg"):
+            path = os.path.join(a.out, f"{name}.{ext}")
+            fig.savefig(path, dpi=110)
+            print(f"wrote {path}")
+        plt.close(fig)
+
+    def by_series(rs):
+        out = {}
+        for r in rs:
+            out.setdefault(series(r), []).append(r)
+        for s in out.values():
+            s.sort(key=lambda r: int(r["seq_q"]))
+        return out
+
+    # time
+    fig, axes = figure(len(slices))
+    for ax, k in zip(axes, slices):
+        for name, rs in sorted(by_series([r for r in exact if skey(r) == k]).items()):
+            n = [int(r["seq_q"]) for r in rs]
+            t = [float(r["real_median_s"]) for r in rs]
+            e = slope(n, t)
+            ax.plot(n, [x * 1e3 for x in t], "o-", color=colors[rs[0]["backend"]],
+                    label=f"{name}" + (f" (N^{e:.2f})" if e is not None else ""))
+        ax.set(xscale="log", yscale="log", xlabel="sequence length N", ylabel="median time (ms)",
+               title=sname(k))
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    save(fig, "time", "Time per run against N (log-log; fitted exponent of N in the legend)")
+
+    # memory
+    fig, axes = figure(len(slices))
+    for ax, k in zip(axes, slices):
+        first = None
+        for name, rs in sorted(by_series([r for r in exact if skey(r) == k]).items()):
+            n = [int(r["seq_q"]) for r in rs]
+            ws = [max(num(r["workspace_bytes"]) or 0, 1) / 2**20 for r in rs]
+            c = colors[rs[0]["backend"]]
+            ax.plot(n, ws, "o-", color=c, label=f"{name} workspace")
+            rss = [(int(r["seq_q"]), num(r["rss_peak_bytes"])) for r in rs]
+            rss = [(x, y / 2**20) for x, y in rss if y]
+            if rss:
+                ax.plot(*zip(*rss), ":", color=c, alpha=0.7, label=f"{name} RSS growth")
+            if first is None or (ws[0] > first[1] and n[0] <= first[0]):
+                first = (n[0], ws[0], max(n))
+        if first:
+            n0, y0, n1 = first
+            xs = [n0, n1]
+            ax.plot(xs, [y0, y0 * (n1 / n0) ** 2], "k--", linewidth=0.8, label="O(N²) guide")
+            ax.plot(xs, [y0, y0 * (n1 / n0)], "k-.", linewidth=0.8, label="O(N) guide")
+        ax.set(xscale="log", yscale="log", xlabel="sequence length N", ylabel="MiB",
+               title=sname(k))
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=6, ncol=2)
+    save(fig, "memory", "Peak memory against N: the backend's workspace (tracked allocator) "
+         "and the process's RSS growth")
+
+    # GFLOP/s
+    fig, axes = figure(len(slices))
+    peak = max((num(r["peak_gflops"]) or 0 for r in rows), default=0)
+    for ax, k in zip(axes, slices):
+        for name, rs in sorted(by_series([r for r in exact if skey(r) == k]).items()):
+            pts = [(int(r["seq_q"]), num(r["gflops"])) for r in rs if num(r["gflops"])]
+            if pts:
+                ax.plot(*zip(*pts), "o-", color=colors[rs[0]["backend"]], label=name)
+        if peak:
+            ax.axhline(peak, color="black", linestyle="--", linewidth=1,
+                       label=f"fp32 FMA peak {peak:.0f} GFLOP/s")
+        ax.set(xscale="log", xlabel="sequence length N", ylabel="GFLOP/s (each kind's own work)",
+               title=sname(k))
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    save(fig, "gflops", "Rate against N (GFLOP/s of the work each backend's algorithm does)")
+
+    # speedup
+    fig, axes = figure(len(slices))
+    for ax, k in zip(axes, slices):
+        base = {int(r["seq_q"]): float(r["real_median_s"]) for r in exact
+                if skey(r) == k and r["backend"] == baseline}
+        for name, rs in sorted(by_series([r for r in exact if skey(r) == k]).items()):
+            pts = [(int(r["seq_q"]), base[int(r["seq_q"])] / float(r["real_median_s"]))
+                   for r in rs if int(r["seq_q"]) in base]
+            if pts:
+                ax.plot(*zip(*pts), "o-", color=colors[rs[0]["backend"]], label=name)
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set(xscale="log", yscale="log", xlabel="sequence length N",
+               ylabel=f"speedup over {baseline}", title=sname(k))
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    save(fig, "speedup", f"Speedup over {baseline} (its median time over each backend's, "
+         "same run)")
+
+    # heads and d_k sweeps
+    for dim, label, fname in (("heads", "heads", "heads"), ("d_k", "d_k", "dk")):
+        values = sorted({int(r[dim]) for r in exact})
+        if len(values) < 2:
+            continue
+        nmax = max(int(r["seq_q"]) for r in exact
+                   if all(any(int(x[dim]) == v and x["seq_q"] == r["seq_q"] for x in exact)
+                          for v in values))
+        fig, ax = plt.subplots(figsize=(6.4, 4.6))
+        for name, rs in sorted(by_series([r for r in exact if int(r["seq_q"]) == nmax]).items()):
+            pts = sorted({int(r[dim]): float(r["real_median_s"]) * 1e3 for r in rs}.items())
+            if len(pts) > 1:
+                ax.plot(*zip(*pts), "o-", color=colors[rs[0]["backend"]], label=name)
+        ax.set(xscale="log", yscale="log", xlabel=label, ylabel="median time (ms)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+        save(fig, fname, f"Time against {label} at N = {nmax}")
+
+    # accuracy against speed for the approximate variants
+    approx = [r for r in rows if num(r["approx_nmse"]) is not None and
+              r["kind"] in ("local", "sparse", "linear", "performer", "linformer")]
+    if approx:
+        fig, ax = plt.subplots(figsize=(6.8, 4.8))
+        for name, rs in sorted(by_series(approx).items()):
+            ax.scatter([float(r["real_median_s"]) * 1e3 for r in rs],
+                       [max(float(r["approx_nmse"]), 1e-12) for r in rs],
+                       color=colors[rs[0]["backend"]], label=name)
+        ax.set(xscale="log", yscale="log", xlabel="median time (ms)",
+               ylabel="nmse against softmax attention")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+        save(fig, "tradeoff", "Approximation error against time (one point per case and setting)")
+
+
+if __name__ == "__main__":
+    main()

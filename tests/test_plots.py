@@ -1,0 +1,79 @@
+"""TAP: scripts/plot.py on a small real sweep writes every chart as PNG and
+SVG; an empty CSV or one without attnbench's columns is a one-line error,
+not a traceback.
+
+    python3 test_plots.py ATTNBENCH PLOT_PY WORKDIR
+    python3 test_plots.py --skip REASON
+"""
+import os
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_arch_charts import check_png  # noqa: E402
+
+n_tests = 0
+
+
+def ok(cond, msg):
+    global n_tests
+    n_tests += 1
+    print(f"{'ok' if cond else 'not ok'} {n_tests} - {msg}", flush=True)
+    return cond
+
+
+def main():
+    if sys.argv[1:2] == ["--skip"]:
+        print(f"1..0 # SKIP {' '.join(sys.argv[2:])}")
+        return
+    bench, plot, work = sys.argv[1], sys.argv[2], sys.argv[3]
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    csv_path = os.path.join(work, "sweep.csv")
+    r = subprocess.run([bench, "--backend=naive,tiled,local,performer", "--seq", "32:128:x2",
+                        "--heads", "1,2", "--dk", "8,16", "--causal=both", "--reps", "2",
+                        "--min-time", "0.005", "--csv", csv_path], capture_output=True, text=True)
+    ok(r.returncode == 0, f"a small sweep (4 backends, heads, d_k, causal): exit {r.returncode}")
+    for m in ("16", "64"):
+        subprocess.run([bench, "--backend=performer", "--features", m, "--seq", "128", "--dk", "8",
+                        "--reps", "2", "--min-time", "0.005", "--csv", csv_path, "--resume"],
+                       capture_output=True)
+    out = os.path.join(work, "charts")
+    r = subprocess.run([sys.executable, plot, csv_path, "--out", out, "--baseline", "naive",
+                        "--machine", "test"], capture_output=True, text=True)
+    ok(r.returncode == 0, f"plot.py: exit {r.returncode} {r.stderr.strip()[-300:]}")
+    for name in ("time", "memory", "gflops", "speedup", "heads", "dk", "tradeoff"):
+        png, svg = os.path.join(out, name + ".png"), os.path.join(out, name + ".svg")
+        why = check_png(png)
+        svg_ok = os.path.exists(svg) and os.path.getsize(svg) > 5000 and b"</svg>" in open(svg, "rb").read()[-100:]
+        ok(why is None and svg_ok, f"{name}.png and {name}.svg: {why or 'valid'}, svg whole: {svg_ok}")
+    with open(os.path.join(work, "time_legend.txt"), "w") as f:
+        f.write(r.stdout)
+    # Bad input: one line on stderr, exit 1.
+    empty = os.path.join(work, "empty.csv")
+    open(empty, "w").close()
+    other = os.path.join(work, "other.csv")
+    with open(other, "w") as f:
+        f.write("a,b\n1,2\n")
+    header_only = os.path.join(work, "header.csv")
+    with open(csv_path) as f:
+        head = f.readline()
+    with open(header_only, "w") as f:
+        f.write(head)
+    for path, text in ((empty, "empty (no header)"), (other, "not an attnbench sweep CSV"),
+                       (header_only, "no PASSED, timed rows"),
+                       (os.path.join(work, "nope.csv"), "no such file")):
+        r = subprocess.run([sys.executable, plot, path, "--out", os.path.join(work, "x")],
+                           capture_output=True, text=True)
+        ok(r.returncode == 1 and text in r.stderr and "Traceback" not in r.stderr and
+           len(r.stderr.strip().splitlines()) == 1, f"{os.path.basename(path)}: {r.stderr.strip()}")
+    r = subprocess.run([sys.executable, plot, csv_path, "--out", out, "--baseline", "blas"],
+                       capture_output=True, text=True)
+    ok(r.returncode == 1 and "--baseline blas: not in the CSV" in r.stderr,
+       f"an absent baseline: {r.stderr.strip()}")
+    print(f"1..{n_tests}")
+
+
+if __name__ == "__main__":
+    main()

@@ -100,7 +100,8 @@ def main():
     if len(slices) > 8:
         print(f"plot.py: {len(slices)} slices; drawing the first 8", file=sys.stderr)
         slices = slices[:8]
-    colors = {b: f"C{i % 10}" for i, b in enumerate(backends)}
+    palette = plt.get_cmap("tab10" if len(backends) <= 10 else "tab20")
+    colors = {b: palette(i % palette.N) for i, b in enumerate(backends)}
     # One line per backend and variant setting (the knobs make different functions).
     def series(r):
         k = r["kind"]

@@ -57,6 +57,11 @@ def load(path):
     return ok
 
 
+def legend(ax, **kw):
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(**kw)
+
+
 def slope(xs, ys):
     if len(xs) < 2:
         return None
@@ -72,7 +77,13 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--baseline", help="backend the speedups are over (default: blas, else naive)")
     ap.add_argument("--machine", default="", help="machine description for the titles")
+    ap.add_argument("--charts", default="time,memory,gflops,speedup,heads,dk,tradeoff",
+                    help="which charts (default: all of them)")
     a = ap.parse_args()
+    want = set(a.charts.split(","))
+    unknown = want - {"time", "memory", "gflops", "speedup", "heads", "dk", "tradeoff"}
+    if unknown:
+        die(f"--charts: unknown chart {', '.join(sorted(unknown))}")
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -118,6 +129,9 @@ def main():
         return fig, list(axes.flat[:n])
 
     def save(fig, name, title):
+        if name not in want:
+            plt.close(fig)
+            return
         sub = f"\n{a.machine}" if a.machine else ""
         fig.suptitle(textwrap.fill(title, 100) + sub, fontsize=11)
         fig.tight_layout(rect=(0, 0, 1, 0.97 if fig.get_figheight() > 6 else 0.93))
@@ -147,7 +161,7 @@ def main():
         ax.set(xscale="log", yscale="log", xlabel="sequence length N", ylabel="median time (ms)",
                title=sname(k))
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7)
+        legend(ax, fontsize=7)
     save(fig, "time", "Time per run against N (log-log; fitted exponent of N in the legend)")
 
     # memory
@@ -173,7 +187,7 @@ def main():
         ax.set(xscale="log", yscale="log", xlabel="sequence length N", ylabel="MiB",
                title=sname(k))
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=6, ncol=2)
+        legend(ax, fontsize=6, ncol=2)
     save(fig, "memory", "Peak memory against N: the backend's workspace (tracked allocator) "
          "and the process's RSS growth")
 
@@ -191,7 +205,7 @@ def main():
         ax.set(xscale="log", xlabel="sequence length N", ylabel="GFLOP/s (each kind's own work)",
                title=sname(k))
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7)
+        legend(ax, fontsize=7)
     save(fig, "gflops", "Rate against N (GFLOP/s of the work each backend's algorithm does)")
 
     # speedup
@@ -208,7 +222,7 @@ def main():
         ax.set(xscale="log", yscale="log", xlabel="sequence length N",
                ylabel=f"speedup over {baseline}", title=sname(k))
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7)
+        legend(ax, fontsize=7)
     save(fig, "speedup", f"Speedup over {baseline} (its median time over each backend's, "
          "same run)")
 
@@ -227,7 +241,7 @@ def main():
                 ax.plot(*zip(*pts), "o-", color=colors[rs[0]["backend"]], label=name)
         ax.set(xscale="log", yscale="log", xlabel=label, ylabel="median time (ms)")
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7)
+        legend(ax, fontsize=7)
         save(fig, fname, f"Time against {label} at N = {nmax}")
 
     # accuracy against speed for the approximate variants
@@ -242,7 +256,7 @@ def main():
         ax.set(xscale="log", yscale="log", xlabel="median time (ms)",
                ylabel="nmse against softmax attention")
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7)
+        legend(ax, fontsize=7)
         save(fig, "tradeoff", "Approximation error against time (one point per case and setting)")
 
 

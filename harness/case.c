@@ -234,6 +234,7 @@ void attn_case_run(attn_result *r, const attn_backend *be, const attn_problem *p
 
     attn_tracker tr;
     attn_tracker_init(&tr);
+    tr.fail_at = s->fail_alloc;
     attn_config cfg = plan;
     cfg.alloc = &tr.iface;
     r->ws_predicted = be->workspace(p, &cfg);
@@ -274,10 +275,17 @@ void attn_case_run(attn_result *r, const attn_backend *be, const attn_problem *p
     if (kept)
         be->release(kept);
 
+    r->leaked = atomic_load(&tr.live);
+    r->alloc_calls = atomic_load(&tr.calls);
+    if (atomic_load(&tr.injected) && r->verdict == ATTN_ERROR) {
+        const size_t n = strlen(r->why);
+        snprintf(r->why + n, sizeof(r->why) - n, " (allocation %zu failed on purpose: "
+                 "ATTN_FAIL_ALLOC)", s->fail_alloc);
+    }
     if (atomic_load(&tr.corrupt) && r->verdict != ATTN_FAILED)
         verdict(r, ATTN_FAILED, "wrote past the end of its own workspace (%zu blocks)",
                 atomic_load(&tr.corrupt));
-    else if (atomic_load(&tr.live) && r->verdict == ATTN_PASSED)
+    else if (atomic_load(&tr.live) && r->verdict != ATTN_FAILED)
         verdict(r, ATTN_FAILED, "release leaked %zu bytes in %zu blocks",
                 atomic_load(&tr.current), atomic_load(&tr.live));
 done:

@@ -29,6 +29,8 @@ typedef struct attn_result {
     attn_timing timing;
     size_t ws_predicted;    /* what workspace() said */
     size_t ws_peak;         /* what the tracking allocator saw */
+    size_t leaked;          /* blocks still live after release (any verdict) */
+    size_t alloc_calls;     /* allocation calls the backend made through the tracker */
     bool rss_known;         /* false where the kernel refuses to reset the peak */
     uint64_t rss_peak;      /* peak RSS from prepare to release, above the RSS before it */
     bool device_known;      /* the backend reports device memory */

@@ -480,6 +480,16 @@ int attn_cli_parse(attn_opts *o, int argc, char **argv)
         .timer = { .warmup = 1, .reps = 5, .min_time = 0.1, .max_time = 10.0 },
     };
     o->var = attn_variant_defaults();
+    /* Fault injection for tests and the curious: every case's tracking
+     * allocator fails its k-th allocation, so the backend's error path runs. */
+    const char *fail = getenv("ATTN_FAIL_ALLOC");
+    if (fail && *fail) {
+        long k;
+        if (!parse_long(fail, 1, 1L << 30, &k))
+            return attn_error(ATTN_EXIT_USAGE, "ATTN_FAIL_ALLOC: '%s' is not an allocation number in [1, %ld]",
+                              fail, 1L << 30);
+        o->setup.fail_alloc = (size_t)k;
+    }
 
     for (int a = 1; a < argc; a++) {
         const char *arg = argv[a];

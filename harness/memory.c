@@ -26,7 +26,11 @@ static void tracker_note_peak(attn_tracker *t, size_t now)
 static void *tracker_alloc(void *ctx, size_t bytes)
 {
     attn_tracker *t = ctx;
-    atomic_fetch_add(&t->calls, 1);
+    const size_t call = atomic_fetch_add(&t->calls, 1) + 1;
+    if (t->fail_at && call == t->fail_at) {
+        atomic_fetch_add(&t->injected, 1);
+        return NULL;
+    }
     size_t total;
     if (__builtin_add_overflow(bytes, (size_t)(HEAD + TAIL + 63), &total))
         return NULL;
@@ -106,6 +110,8 @@ void attn_tracker_init(attn_tracker *t)
     atomic_init(&t->calls, 0);
     atomic_init(&t->live, 0);
     atomic_init(&t->corrupt, 0);
+    atomic_init(&t->injected, 0);
+    t->fail_at = 0;
     pthread_mutex_init(&t->lock, NULL);
     t->blocks = NULL;
 }

@@ -18,6 +18,9 @@ typedef struct attn_tracker {
     atomic_size_t calls;         /* allocation calls, successful or not */
     atomic_size_t live;          /* blocks not yet freed */
     atomic_size_t corrupt;       /* blocks whose tail canary was overwritten at free */
+    size_t fail_at;              /* fault injection: call number fail_at (1-based) returns
+                                    NULL; 0: none. Set after init, before use. */
+    atomic_size_t injected;      /* calls failed on purpose */
     pthread_mutex_t lock;        /* guards the list of live blocks */
     void *blocks;
 } attn_tracker;

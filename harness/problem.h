@@ -29,6 +29,8 @@ typedef struct attn_setup {
     const char *inputs;        /* --inputs DIR: Q, K, V from .npy files instead of the fill */
     const char *dump_output;   /* --dump-output FILE.npy, or NULL */
     const char *dump_weights;  /* --dump-weights FILE.npy, or NULL */
+    size_t fail_alloc;         /* fault injection (ATTN_FAIL_ALLOC=k): each case's tracker
+                                  fails its k-th allocation; 0: none */
 } attn_setup;
 
 /* Where the inputs came from: the fill's name, or "npy" with --inputs. */

@@ -150,4 +150,20 @@ runs 0 "--attn-backend B" arch --help
 runs 0 "log-log exponents against N" arch --batch 2 --dmodel 16 --seq 8,16 --reps 1 --min-time 0.001
 runs 0 "cnn" arch --batch 2 --dmodel 12 --models rnn,cnn --seq 5 --reps 0
 
+# Fault injection: every case's first allocation fails; each case is an
+# ERROR row, the sweep goes on, the CSV stays whole, the exit code is 4.
+rm -f "$tmp/fault.csv"
+ATTN_FAIL_ALLOC=1 "$bin" --backend=naive,tiled --seq 16,32 --dk 8 --reps 1 --csv "$tmp/fault.csv" \
+    >"$tmp/out" 2>"$tmp/err"
+code=$?
+rows=$(grep -c ',ERROR,prepare: out of memory (allocation 1 failed on purpose' "$tmp/fault.csv")
+lines=$(wc -l <"$tmp/fault.csv")
+result "$([ "$code" = 4 ] && [ "$rows" = 4 ] && [ "$lines" = 5 ] && grep -q '4 cases run: 0 passed, 0 failed, 0 skipped, 4 errors' "$tmp/out" && echo 1 || echo 0)" \
+    "ATTN_FAIL_ALLOC=1: four ERROR rows, the sweep goes on, the CSV whole, exit 4" \
+    "exit $code, rows $rows, lines $lines: $(cat "$tmp/fault.csv")"
+ATTN_FAIL_ALLOC=abc "$bin" --seq 8 >"$tmp/out" 2>"$tmp/err"
+code=$?
+result "$([ "$code" = 2 ] && grep -qF "ATTN_FAIL_ALLOC: 'abc' is not an allocation number" "$tmp/err" && echo 1 || echo 0)" \
+    "ATTN_FAIL_ALLOC=abc is refused" "exit $code, $(cat "$tmp/err")"
+
 echo "1..$n"

@@ -64,22 +64,18 @@ static attn_status naive_bind(void *state, const attn_tensors *t)
     return ATTN_OK;
 }
 
-static void naive_row(const attn_problem *p, const attn_tensors *t, size_t row, float *sc)
+/* The unnormalized softmax of one query row: sc[j] = exp(s_j - max) for its
+ * visible keys j < *end; returns their sum (0 when none is visible). */
+static float naive_probs(const attn_problem *p, const attn_tensors *t, size_t row, float *sc,
+                         int *end_out)
 {
-    const int nq = p->seq_q, nk = p->seq_kv, dk = p->d_k, dv = p->d_v;
+    const int nq = p->seq_q, nk = p->seq_kv, dk = p->d_k;
     const size_t bh = row / (size_t)nq;
     const int i = (int)(row % (size_t)nq);
     const int b = (int)(bh / (size_t)p->heads);
     const float *q = t->q + row * (size_t)dk;
     const float *k = t->k + bh * (size_t)nk * (size_t)dk;
-    const float *v = t->v + bh * (size_t)nk * (size_t)dv;
-    float *o = t->o + row * (size_t)dv;
-    const int end = attn_visible_end(p, b, i);
-
-    for (int c = 0; c < dv; c++)
-        o[c] = 0.0f;
-    if (end == 0)
-        return;
+    const int end = *end_out = attn_visible_end(p, b, i);
 
     float m = -INFINITY;
     for (int j = 0; j < end; j++) {
@@ -95,6 +91,22 @@ static void naive_row(const attn_problem *p, const attn_tensors *t, size_t row, 
         sc[j] = expf(sc[j] - m);
         l += sc[j];
     }
+    return l;
+}
+
+static void naive_row(const attn_problem *p, const attn_tensors *t, size_t row, float *sc)
+{
+    const int nk = p->seq_kv, dv = p->d_v;
+    const size_t bh = row / (size_t)p->seq_q;
+    const float *v = t->v + bh * (size_t)nk * (size_t)dv;
+    float *o = t->o + row * (size_t)dv;
+    int end;
+    const float l = naive_probs(p, t, row, sc, &end);
+
+    for (int c = 0; c < dv; c++)
+        o[c] = 0.0f;
+    if (end == 0)
+        return;
     for (int j = 0; j < end; j++) {
         const float w = sc[j];
         for (int c = 0; c < dv; c++)
@@ -105,32 +117,20 @@ static void naive_row(const attn_problem *p, const attn_tensors *t, size_t row, 
         o[c] *= inv;
 }
 
-/* P of every row, the same loops as naive_row. */
+/* P of every row: the softmax of naive_row, normalized, 0 past the visible keys. */
 static attn_status naive_weights(void *state, float *out)
 {
     naive_state *s = state;
     const attn_problem *p = &s->p;
-    const int nq = p->seq_q, nk = p->seq_kv, dk = p->d_k;
-    const size_t rows = (size_t)p->batch * p->heads * nq;
+    const int nk = p->seq_kv;
+    const size_t rows = (size_t)p->batch * p->heads * p->seq_q;
     for (size_t row = 0; row < rows; row++) {
-        const size_t bh = row / (size_t)nq;
-        const int i = (int)(row % (size_t)nq), b = (int)(bh / (size_t)p->heads);
-        const float *q = s->t.q + row * (size_t)dk, *k = s->t.k + bh * (size_t)nk * dk;
         float *w = out + row * (size_t)nk;
-        const int end = attn_visible_end(p, b, i);
-        memset(w, 0, (size_t)nk * sizeof(float));
-        float m = -INFINITY, l = 0;
-        for (int j = 0; j < end; j++) {
-            float dot = 0.0f;
-            for (int c = 0; c < dk; c++)
-                dot += q[c] * k[(size_t)j * dk + c];
-            w[j] = p->scale * dot;
-            m = w[j] > m ? w[j] : m;
-        }
-        for (int j = 0; j < end; j++)
-            l += w[j] = expf(w[j] - m);
+        int end;
+        const float l = naive_probs(p, &s->t, row, w, &end);
         for (int j = 0; j < end; j++)
             w[j] /= l;
+        memset(w + end, 0, (size_t)(nk - end) * sizeof(float));
     }
     return ATTN_OK;
 }

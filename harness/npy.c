@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "npy.h"
@@ -137,6 +138,18 @@ bool attn_npy_read(const char *path, attn_npy *a, char *why, size_t len)
     size_t bytes;
     if (__builtin_mul_overflow(a->count, item, &bytes))
         FAIL("%s: shape too large", path);
+    /* The data's length against the shape before anything is allocated: a
+     * tiny file must not make us ask for the memory a huge shape needs. */
+    struct stat st;
+    const long at = ftell(f);
+    if (at >= 0 && !fstat(fileno(f), &st) && S_ISREG(st.st_mode)) {
+        const size_t have = st.st_size > at ? (size_t)(st.st_size - at) : 0;
+        if (have < bytes)
+            FAIL("%s: truncated: the shape needs %zu bytes of data, the file has %zu", path, bytes,
+                 have);
+        if (have > bytes)
+            FAIL("%s: more data than the %zu bytes the shape describes", path, bytes);
+    }
     if (!(a->data = malloc(a->count ? a->count * sizeof(float) : 1)))
         FAIL("%s: out of memory for %zu values", path, a->count);
     size_t got;

@@ -115,11 +115,16 @@ int main(void)
     fclose(f);
     refused("cut.npy", "truncated header");
     refused("missing.npy", "No such file");
+    /* Found by fuzzing (tests/fuzz/npy/crash-huge-shape.npy): a 1e16-element
+     * shape in a file of a few bytes is refused before any allocation. */
+    handmade("huge.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (16167041637590688, ), }",
+             fv, sizeof(fv));
+    refused("huge.npy", "truncated: the shape needs 64668166550362752 bytes of data, the file has 16");
 
     /* Clean up. */
     const char *names[] = { "rt.npy", "v2.npy", "v3.npy", "be.npy", "int.npy", "fortran.npy",
                             "short.npy", "long.npy", "noshape.npy", "badshape.npy", "v9.npy",
-                            "text.npy", "cut.npy" };
+                            "text.npy", "cut.npy", "huge.npy" };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         unlink(path(names[i]));
     rmdir(dir);

@@ -65,12 +65,16 @@ static int load_keys(attn_csv *c, const char *path, char *text, size_t len)
     if (len < hlen + 1 || strncmp(text, header, hlen) || text[hlen] != '\n')
         return fail("--csv %s: not an attnbench CSV of schema %d (its header differs); "
                     "cannot resume it", path, ATTN_CSV_SCHEMA);
+    const char *nul = memchr(text, '\0', len);
+    if (nul)
+        return fail("--csv %s: a NUL byte at offset %zu; not an attnbench CSV, cannot resume it",
+                    path, (size_t)(nul - text));
     size_t end = len;
     while (end > 0 && text[end - 1] != '\n')
         end--;
     c->torn_bytes = len - end;
     for (char *line = text + hlen + 1; line < text + end;) {
-        char *nl = strchr(line, '\n');
+        char *nl = memchr(line, '\n', (size_t)(text + end - line));
         *nl = '\0';
         char *k = strchr(line, ',');
         char *k_end = k ? strchr(k + 1, ',') : NULL;

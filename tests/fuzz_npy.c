@@ -2,7 +2,6 @@
  * test_fuzz.sh with clang -fsanitize=fuzzer,address,undefined. A file that
  * parses must describe exactly the data it returns. -DPLANTED reads one
  * float past the array (the check that the harness reports memory errors). */
-#define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -72,6 +72,15 @@ code=$?
 result "$(yes_if [ $code = 2 ] && grep -q 'not an attnbench CSV' "$tmp/err")" \
     "--resume refuses a CSV that is not ours" "exit $code: $(cat "$tmp/err")"
 
+# Found by fuzzing (tests/fuzz/csv/crash-nul-byte.csv): a NUL byte inside a
+# row crashed the reader; it is refused, and the file left as it was.
+{ head -n 2 "$tmp/full.csv"; printf '3,attn/naive\000x,naive\n'; } >"$tmp/nul.csv"
+cp "$tmp/nul.csv" "$tmp/nul-copy.csv"
+"$bin" $args --csv "$tmp/nul.csv" --resume >"$tmp/out" 2>"$tmp/err"
+code=$?
+result "$(yes_if [ $code = 2 ] && grep -q 'a NUL byte at offset' "$tmp/err" && cmp -s "$tmp/nul.csv" "$tmp/nul-copy.csv")" \
+    "--resume refuses a CSV with a NUL byte in a row and leaves it untouched" "exit $code: $(cat "$tmp/err")"
+
 # A run cut off after 3 rows and in the middle of the 4th.
 head -n 4 "$tmp/full.csv" >"$tmp/part.csv"
 printf '1,attn/naive/b:1/h:2/sq:64/skv:64/dk:8/dv:8/caus' >>"$tmp/part.csv"

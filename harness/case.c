@@ -12,6 +12,7 @@ static const char *const verdict_str[ATTN_VERDICT_COUNT] = {
     [ATTN_FAILED]  = "FAILED",
     [ATTN_SKIPPED] = "SKIPPED",
     [ATTN_ERROR]   = "ERROR",
+    [ATTN_TIMEOUT] = "TIMEOUT",
 };
 
 const char *attn_verdict_str(attn_verdict v)

@@ -12,7 +12,8 @@ typedef enum attn_verdict {
     ATTN_PASSED = 0,
     ATTN_FAILED,     /* the output is wrong, or the backend broke the contract */
     ATTN_SKIPPED,    /* the backend cannot run this case here; why says why */
-    ATTN_ERROR,      /* it should have run and could not (library, memory, device) */
+    ATTN_ERROR,      /* it should have run and could not (library, memory, device, crash) */
+    ATTN_TIMEOUT,    /* it outlasted --case-timeout and its process was killed */
     ATTN_VERDICT_COUNT
 } attn_verdict;
 

@@ -22,7 +22,7 @@ typedef enum opt_id {
     O_FILL, O_SEED, O_THREADS, O_PIN, O_REPS, O_WARMUP, O_MIN_TIME, O_MAX_TIME, O_CHECK_ROWS,
     O_MAX_MEM, O_TILE, O_DEVICE, O_WINDOW, O_GLOBALS, O_RANDOM_BLOCKS, O_BLOCK,
     O_FEATURES, O_PROJ, O_CSV, O_JSON, O_RESUME, O_PEAK, O_LIST, O_HELP, O_VERSION,
-    O_INPUTS, O_DUMP_OUTPUT, O_DUMP_WEIGHTS,
+    O_INPUTS, O_DUMP_OUTPUT, O_DUMP_WEIGHTS, O_CASE_TIMEOUT,
 } opt_id;
 
 enum { ARG_NONE, ARG_REQUIRED, ARG_OPTIONAL /* only as --opt=value */ };
@@ -51,6 +51,7 @@ static const struct option_def {
     { "block", O_BLOCK, ARG_REQUIRED },       { "features", O_FEATURES, ARG_REQUIRED },
     { "proj", O_PROJ, ARG_REQUIRED },         { "inputs", O_INPUTS, ARG_REQUIRED },
     { "dump-output", O_DUMP_OUTPUT, ARG_REQUIRED }, { "dump-weights", O_DUMP_WEIGHTS, ARG_REQUIRED },
+    { "case-timeout", O_CASE_TIMEOUT, ARG_REQUIRED },
 };
 
 int attn_error(int code, const char *fmt, ...)
@@ -386,6 +387,10 @@ static int apply(attn_opts *o, opt_id id, const char *name, const char *val)
         if ((rc = parse_real(name, val, 1e-6, 3600, &x)) < 0)
             o->setup.timer.min_time = x;
         return rc;
+    case O_CASE_TIMEOUT:
+        if ((rc = parse_real(name, val, 1e-3, 1e6, &x)) < 0)
+            o->case_timeout = x;
+        return rc;
     case O_MAX_TIME:
         if ((rc = parse_real(name, val, 0, 1e6, &x)) < 0)
             o->setup.timer.max_time = x;
@@ -577,6 +582,11 @@ void attn_cli_usage(FILE *f, const char *prog)
 "  --check-rows R   rows the reference checks: auto (default: all when cheap, else a\n"
 "                   seeded sample), all, or a count\n"
 "  --max-mem SIZE   skip cases needing more than SIZE (e.g. 8G); MemAvailable always applies\n"
+"  --case-timeout S  run each shape's cases in a child process and kill a case that\n"
+"                   lasts longer than S seconds (prepare, check, warm-up and timing;\n"
+"                   keep it above --max-time): its row says TIMEOUT, a case that\n"
+"                   crashes says ERROR, and the sweep goes on (default: no limit,\n"
+"                   cases run in this process)\n"
 "  --tile BRxBC     query x key block sizes for the tiled backend, for experiments\n"
 "                   (default: chosen from d and the L1 cache)\n"
 "  --window W       local, sparse: keys within W of the query's diagonal (default %d)\n"
@@ -608,6 +618,6 @@ void attn_cli_usage(FILE *f, const char *prog)
 "  --help, --version\n"
 "\n"
 "exit codes: 0 all ran cases PASSED; 1 a case FAILED; 2 bad command line;\n"
-"3 shape too large (size_t overflow or memory); 4 a case hit an ERROR or an output\n"
-"file could not be written; 5 nothing ran (every case SKIPPED)\n", f);
+"3 shape too large (size_t overflow or memory); 4 a case hit an ERROR or TIMEOUT, or\n"
+"an output file could not be written; 5 nothing ran (every case SKIPPED)\n", f);
 }

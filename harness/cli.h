@@ -12,7 +12,7 @@ enum {
     ATTN_EXIT_FAILED    = 1,  /* a case FAILED its correctness check */
     ATTN_EXIT_USAGE     = 2,  /* bad command line: option, value, backend name, output file */
     ATTN_EXIT_TOO_LARGE = 3,  /* the shape overflows size_t or does not fit in memory */
-    ATTN_EXIT_ERROR     = 4,  /* a case hit a runtime ERROR, or an output could not be written */
+    ATTN_EXIT_ERROR     = 4,  /* a case hit a runtime ERROR or TIMEOUT, or an output could not be written */
     ATTN_EXIT_NONE_RAN  = 5,  /* every requested case was SKIPPED */
 };
 
@@ -38,6 +38,7 @@ typedef struct attn_opts {
     bool explicit_backends;     /* --backend was given */
     const char *csv, *json;     /* output files, or NULL */
     float *in_q, *in_k, *in_v;  /* setup.inputs' arrays once loaded (malloc'ed), else NULL */
+    double case_timeout;        /* --case-timeout seconds; 0: cases run in this process */
     bool resume, pin, peak;
     bool list, help, version;
 } attn_opts;

@@ -193,6 +193,8 @@ void attn_report_summary(FILE *f, const attn_result *res, size_t n, size_t resum
         count[res[i].verdict]++;
     fprintf(f, "\n%zu cases run: %zu passed, %zu failed, %zu skipped, %zu errors", n,
             count[ATTN_PASSED], count[ATTN_FAILED], count[ATTN_SKIPPED], count[ATTN_ERROR]);
+    if (count[ATTN_TIMEOUT])
+        fprintf(f, ", %zu timed out", count[ATTN_TIMEOUT]);
     if (resumed)
         fprintf(f, "; %zu already in %s", resumed, csv);
     fputc('\n', f);

@@ -1,6 +1,11 @@
+#include <errno.h>
 #include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "csv.h"
@@ -163,13 +168,275 @@ static bool wanted(const sweep *w, const attn_backend *be)
     return w->o->explicit_backends || attn_backend_usable(be, why, sizeof(why)) == ATTN_OK;
 }
 
-static void skip_all(sweep *w, const bool *todo, const attn_problem *p, const char *why)
+/* Where a shape's finished cases go: emitted here, or, in a child process
+ * (--case-timeout), sent to the parent through a pipe, each case announced
+ * before it starts so that the parent knows what to blame for a timeout. */
+enum { MSG_START, MSG_RESULT };
+
+typedef struct msg {
+    int kind;
+    int backend;            /* index in o->backends; -1: the inputs and reference */
+    double naive;           /* MSG_RESULT: naive's median so far, for speedups */
+    attn_result r;          /* MSG_RESULT; its pointers are valid in both processes */
+} msg;
+
+typedef struct sink {
+    sweep *w;
+    int fd;                 /* the pipe to the parent, or -1 */
+} sink;
+
+static bool write_full(int fd, const void *buf, size_t n)
 {
+    const char *b = buf;
+    while (n) {
+        ssize_t k = write(fd, b, n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return false;
+        b += k;
+        n -= (size_t)k;
+    }
+    return true;
+}
+
+static void announce(sink *out, int backend)
+{
+    if (out->fd < 0)
+        return;
+    msg m = { .kind = MSG_START, .backend = backend };
+    /* A parent that is gone cannot record anything more: stop. */
+    if (!write_full(out->fd, &m, offsetof(msg, r)))
+        _exit(1);
+}
+
+static void finished(sink *out, int backend, const attn_result *r, double naive)
+{
+    if (out->fd < 0) {
+        emit(out->w, r, naive);
+        return;
+    }
+    msg m = { .kind = MSG_RESULT, .backend = backend, .naive = naive, .r = *r };
+    if (!write_full(out->fd, &m, sizeof(m)))
+        _exit(1);
+    out->w->done++;
+}
+
+static void skip_all(sink *out, const bool *todo, const attn_problem *p, const char *why)
+{
+    const sweep *w = out->w;
     attn_result r;
     for (size_t i = 0; i < w->o->nbackends; i++) {
         if (todo[i]) {
             attn_case_skip(&r, w->o->backends[i], p, &w->o->setup, w->prog, why);
-            emit(w, &r, 0);
+            finished(out, (int)i, &r, 0);
+        }
+    }
+}
+
+/* The inputs, the reference and every case of todo, in backend order. */
+static void shape_work(sink *out, const attn_problem *p, const bool *todo, bool header)
+{
+    sweep *w = out->w;
+    const attn_opts *o = w->o;
+    const attn_setup *s = &o->setup;
+    char why[384];
+    announce(out, -1);
+    if (!attn_shape_fits(p, s, why, sizeof(why))) {
+        skip_all(out, todo, p, why);
+        return;
+    }
+    attn_sizes sz;
+    attn_problem_sizes(p, &sz);
+    float *q = attn_host_alloc(sz.q * sizeof(float));
+    float *k = attn_host_alloc(sz.k * sizeof(float));
+    float *v = attn_host_alloc(sz.v * sizeof(float));
+    attn_ref ref = { 0 };
+    if (!q || !k || !v) {
+        skip_all(out, todo, p, "out of memory for the inputs");
+        goto done;
+    }
+    if (o->in_q) {   /* --inputs: loaded and checked against this (only) shape in main */
+        memcpy(q, o->in_q, sz.q * sizeof(float));
+        memcpy(k, o->in_k, sz.k * sizeof(float));
+        memcpy(v, o->in_v, sz.v * sizeof(float));
+    } else {
+        attn_fill(q, sz.q, s->fill, s->seed, ATTN_TENSOR_Q, s->threads);
+        attn_fill(k, sz.k, s->fill, s->seed, ATTN_TENSOR_K, s->threads);
+        attn_fill(v, sz.v, s->fill, s->seed, ATTN_TENSOR_V, s->threads);
+    }
+    const attn_tensors in = { .q = q, .k = k, .v = v };
+    const double t0 = attn_now();
+    if (attn_ref_compute(&ref, p, &in, s->check_rows, s->seed, s->threads) != ATTN_OK) {
+        skip_all(out, todo, p, "out of memory for the reference");
+        goto done;
+    }
+    if (header && w->stream) {
+        if (w->progress)
+            fputs("\r\033[K", stderr);
+        attn_report_shape(stdout, p, &ref, attn_now() - t0);
+        attn_report_row_header(stdout);
+    } else if (header) {
+        attn_report_reference(stdout, &ref, attn_now() - t0);
+    }
+    fflush(stdout);
+
+    double naive = 0;
+    for (size_t i = 0; i < o->nbackends; i++) {
+        if (!todo[i])
+            continue;
+        attn_result r;
+        progress(w, o->backends[i]->name);
+        announce(out, (int)i);
+        attn_case_run(&r, o->backends[i], p, &in, &ref, s, w->prog);
+        if (!strcmp(r.be->name, "naive") && r.verdict == ATTN_PASSED && r.timing.reps)
+            naive = r.timing.real_stats.median;
+        finished(out, (int)i, &r, naive);
+    }
+done:
+    attn_ref_free(&ref);
+    attn_host_free(q);
+    attn_host_free(k);
+    attn_host_free(v);
+}
+
+/* A case that never finished: TIMEOUT or ERROR, recorded by the parent. */
+static void lost(sweep *w, const attn_problem *p, size_t i, attn_verdict v, const char *why)
+{
+    attn_result r;
+    attn_case_skip(&r, w->o->backends[i], p, &w->o->setup, w->prog, why);
+    r.verdict = v;
+    emit(w, &r, 0);
+}
+
+static void describe_end(char *buf, size_t len, int status)
+{
+    if (WIFSIGNALED(status))
+        snprintf(buf, len, "killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+    else
+        snprintf(buf, len, "exited with status %d", WEXITSTATUS(status));
+}
+
+/* --case-timeout: one child process at a time runs the shape's remaining
+ * cases. One that outlasts the limit is killed and recorded TIMEOUT, one that
+ * dies is recorded ERROR with how it died, and a fresh child goes on with the
+ * next case (computing the inputs and the reference again). The CSV and JSON
+ * are only ever written here, so a killed case cannot tear them. */
+static void run_isolated(sweep *w, const attn_problem *p, bool *todo)
+{
+    const attn_opts *o = w->o;
+    bool header = true;
+    for (;;) {
+        size_t left = 0;
+        for (size_t i = 0; i < o->nbackends; i++)
+            left += todo[i];
+        if (!left)
+            return;
+        int fds[2] = { -1, -1 };
+        fflush(stdout);
+        fflush(stderr);
+        const pid_t pid = pipe(fds) ? -1 : fork();
+        if (pid < 0) {
+            char why[160];
+            snprintf(why, sizeof(why), "cannot start the process for the case: %s", strerror(errno));
+            for (int f = 0; f < 2; f++)
+                if (fds[f] >= 0)
+                    close(fds[f]);
+            for (size_t i = 0; i < o->nbackends; i++)
+                if (todo[i])
+                    lost(w, p, i, ATTN_ERROR, why);
+            return;
+        }
+        if (pid == 0) {
+            close(fds[0]);
+            sink out = { .w = w, .fd = fds[1] };
+            shape_work(&out, p, todo, header);
+            fflush(stdout);
+            fflush(stderr);
+            _exit(0);
+        }
+        close(fds[1]);
+        header = false;
+        int current = -1;
+        bool timed_out = false;
+        double deadline = attn_now() + o->case_timeout;
+        msg m;
+        size_t have = 0, want = offsetof(msg, r);
+        for (;;) {
+            const double wait = deadline - attn_now();
+            struct pollfd pfd = { .fd = fds[0], .events = POLLIN };
+            const int ready = wait > 0 ? poll(&pfd, 1, (int)(wait * 1000.0) + 1) : 0;
+            if (ready < 0 && errno == EINTR)
+                continue;
+            if (ready == 0) {
+                timed_out = true;
+                kill(pid, SIGKILL);
+                break;
+            }
+            const ssize_t k = read(fds[0], (char *)&m + have, want - have);
+            if (k < 0 && errno == EINTR)
+                continue;
+            if (k <= 0)
+                break;   /* the child is done, or died */
+            have += (size_t)k;
+            if (have < want)
+                continue;
+            if (m.kind == MSG_RESULT && want == offsetof(msg, r)) {
+                want = sizeof(m);
+                continue;
+            }
+            if (m.kind == MSG_START) {
+                current = m.backend;
+                deadline = attn_now() + o->case_timeout;
+            } else {
+                emit(w, &m.r, m.naive);
+                todo[m.backend] = false;
+                current = -2;   /* between cases: the next one is to blame */
+                deadline = attn_now() + o->case_timeout;
+            }
+            have = 0;
+            want = offsetof(msg, r);
+        }
+        close(fds[0]);
+        int status = 0;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+            ;
+        char why[384], how[128];
+        describe_end(how, sizeof(how), status);
+        if (current == -2 && (timed_out || !WIFEXITED(status) || WEXITSTATUS(status))) {
+            /* Between two cases: the next one is the one that did not finish. */
+            for (size_t i = 0; i < o->nbackends && current < 0; i++)
+                if (todo[i])
+                    current = (int)i;
+        }
+        if (current == -1) {
+            /* The inputs or the reference: no case of the shape can run. */
+            if (timed_out)
+                snprintf(why, sizeof(why), "the inputs and the reference took longer than "
+                                           "--case-timeout %g s", o->case_timeout);
+            else
+                snprintf(why, sizeof(why), "the process computing the inputs and the reference %s",
+                         how);
+            if (w->stream) {
+                char shape[512];
+                attn_problem_describe(p, shape, sizeof(shape));
+                printf("\n== %s\nreference: none (%s)\n", shape, why);
+                attn_report_row_header(stdout);
+            }
+            for (size_t i = 0; i < o->nbackends; i++) {
+                if (todo[i]) {
+                    lost(w, p, i, timed_out ? ATTN_TIMEOUT : ATTN_ERROR, why);
+                    todo[i] = false;
+                }
+            }
+        } else if (current >= 0) {
+            if (timed_out)
+                snprintf(why, sizeof(why), "no result after --case-timeout %g s; its process "
+                                           "was killed", o->case_timeout);
+            else
+                snprintf(why, sizeof(why), "the case's process %s before it finished", how);
+            lost(w, p, (size_t)current, timed_out ? ATTN_TIMEOUT : ATTN_ERROR, why);
+            todo[current] = false;
         }
     }
 }
@@ -198,67 +465,13 @@ static void run_shape(sweep *w, const attn_problem *p)
         todo[i] = true;
         ntodo++;
     }
-    char why[384];
-    if (!ntodo) {
-        free(todo);
-        return;
+    if (ntodo && o->case_timeout > 0) {
+        run_isolated(w, p, todo);
+    } else if (ntodo) {
+        sink out = { .w = w, .fd = -1 };
+        shape_work(&out, p, todo, true);
     }
-    if (!attn_shape_fits(p, s, why, sizeof(why))) {
-        skip_all(w, todo, p, why);
-        free(todo);
-        return;
-    }
-    attn_sizes sz;
-    attn_problem_sizes(p, &sz);
-    float *q = attn_host_alloc(sz.q * sizeof(float));
-    float *k = attn_host_alloc(sz.k * sizeof(float));
-    float *v = attn_host_alloc(sz.v * sizeof(float));
-    attn_ref ref = { 0 };
-    if (!q || !k || !v) {
-        skip_all(w, todo, p, "out of memory for the inputs");
-        goto done;
-    }
-    if (o->in_q) {   /* --inputs: loaded and checked against this (only) shape in main */
-        memcpy(q, o->in_q, sz.q * sizeof(float));
-        memcpy(k, o->in_k, sz.k * sizeof(float));
-        memcpy(v, o->in_v, sz.v * sizeof(float));
-    } else {
-        attn_fill(q, sz.q, s->fill, s->seed, ATTN_TENSOR_Q, s->threads);
-        attn_fill(k, sz.k, s->fill, s->seed, ATTN_TENSOR_K, s->threads);
-        attn_fill(v, sz.v, s->fill, s->seed, ATTN_TENSOR_V, s->threads);
-    }
-    const attn_tensors in = { .q = q, .k = k, .v = v };
-    const double t0 = attn_now();
-    if (attn_ref_compute(&ref, p, &in, s->check_rows, s->seed, s->threads) != ATTN_OK) {
-        skip_all(w, todo, p, "out of memory for the reference");
-        goto done;
-    }
-    if (w->stream) {
-        if (w->progress)
-            fputs("\r\033[K", stderr);
-        attn_report_shape(stdout, p, &ref, attn_now() - t0);
-        attn_report_row_header(stdout);
-    } else {
-        attn_report_reference(stdout, &ref, attn_now() - t0);
-    }
-
-    double naive = 0;
-    for (size_t i = 0; i < o->nbackends; i++) {
-        if (!todo[i])
-            continue;
-        attn_result r;
-        progress(w, o->backends[i]->name);
-        attn_case_run(&r, o->backends[i], p, &in, &ref, s, w->prog);
-        if (!strcmp(r.be->name, "naive") && r.verdict == ATTN_PASSED && r.timing.reps)
-            naive = r.timing.real_stats.median;
-        emit(w, &r, naive);
-    }
-done:
     free(todo);
-    attn_ref_free(&ref);
-    attn_host_free(q);
-    attn_host_free(k);
-    attn_host_free(v);
 }
 
 static int exit_code(const attn_result *res, size_t n, size_t resumed)
@@ -266,7 +479,7 @@ static int exit_code(const attn_result *res, size_t n, size_t resumed)
     bool failed = false, error = false, ran = resumed > 0;
     for (size_t i = 0; i < n; i++) {
         failed |= res[i].verdict == ATTN_FAILED;
-        error |= res[i].verdict == ATTN_ERROR;
+        error |= res[i].verdict == ATTN_ERROR || res[i].verdict == ATTN_TIMEOUT;
         ran |= res[i].verdict == ATTN_PASSED;
     }
     return failed ? ATTN_EXIT_FAILED : error ? ATTN_EXIT_ERROR : ran ? ATTN_EXIT_OK

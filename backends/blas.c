@@ -128,6 +128,16 @@ static void blas_head(const blas_state *s, size_t bh, float *sc, int *end)
     s->k->softmax_rows(sc, nk, nq, kmax, end);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, dv, kmax,
                 1.0f, sc, nk, v, dv, 0.0f, o, dv);
+    /* A NaN or Inf in a key some rows cannot see reached them through its
+     * weight 0: those rows again, over their own visible keys. */
+    if (end[0] < kmax && !attn_rows_finite(v + (size_t)end[0] * dv, (size_t)(kmax - end[0]), (size_t)dv))
+        for (int i = 0; i < nq && end[i] < kmax; i++) {
+            if (end[i] > 0)
+                cblas_sgemv(CblasRowMajor, CblasTrans, end[i], dv, 1.0f, v, dv, sc + (size_t)i * nk,
+                            1, 0.0f, o + (size_t)i * dv, 1);
+            else
+                memset(o + (size_t)i * dv, 0, (size_t)dv * sizeof(float));
+        }
 }
 
 /* Heads are independent and each is computed by one thread with the same

@@ -339,7 +339,21 @@ static void masked_block(const eff_state *s, size_t bh, int i0, int rows, float 
         }
         memset(sr + prev, 0, (size_t)(nkeys - prev) * sizeof(float));
     }
-    kn->qk(o, dv, sc, ld, vp, dv, rows, dv, nkeys);
+    if (attn_rows_finite(vp, (size_t)nkeys, (size_t)dv)) {
+        kn->qk(o, dv, sc, ld, vp, dv, rows, dv, nkeys);
+        return;
+    }
+    /* A NaN or Inf in V: each row over its own intervals only. */
+    const float one = 1.0f;
+    for (int r = 0; r < rows; r++) {
+        float *orow = o + (size_t)r * dv;
+        memset(orow, 0, (size_t)dv * sizeof(float));
+        const int ns = attn_variant_spans(p, b, i0 + r, row);
+        packed_ranges(all, nu, row, ns, rng);
+        for (int y = 0; y < ns; y++)
+            kn->pv(orow, dv, sc + (size_t)r * ld + rng[y].lo, 1, vp + (size_t)rng[y].lo * dv, dv,
+                   &one, 1, rng[y].hi - rng[y].lo, dv);
+    }
 }
 
 /* The row blocks of one (batch, head): sparse's global query rows (which see
@@ -607,13 +621,24 @@ static void kernel_head(eff_state *s, size_t bh, float *fs, double *ds)
                 }
                 den[r] += d;
             }
-            kn->pv(ob, dv, at, QBLOCK, v + (size_t)e0 * dv, dv, s->ones, rows, np, dv);
+            const float *vd = v + (size_t)e0 * dv;
+            if (attn_rows_finite(vd, (size_t)np, (size_t)dv)) {
+                kn->pv(ob, dv, at, QBLOCK, vd, dv, s->ones, rows, np, dv);
+            } else {
+                /* A NaN or Inf in V: each row over its own visible keys. */
+                for (int r = 0; r < rows; r++) {
+                    const int n = attn_visible_end(p, b, i0 + r) - e0;
+                    kn->pv(ob + (size_t)r * dv, dv, at + r, QBLOCK, vd, dv, s->ones, 1,
+                           n < 0 ? 0 : n > np ? np : n, dv);
+                }
+            }
         }
         for (int r = 0; r < rows; r++) {
             float *orow = ob + (size_t)r * dv;
-            const float d = den[r];
+            /* A row that sees no key is 0 by definition, whatever its q. */
+            const float d = attn_visible_end(p, b, i0 + r) ? den[r] : 0.0f;
             for (int c = 0; c < dv; c++)
-                orow[c] = d > 0 ? orow[c] / d : 0.0f;
+                orow[c] = d > 0 || d != d ? orow[c] / d : 0.0f;   /* NaN stays NaN */
         }
     }
 }

@@ -70,6 +70,7 @@ typedef struct onednn_state {
     float *maskbuf;               /* the mask's dims, see mask_dims */
     void *scratchbuf;
     float *o_host;
+    const float *k_host, *v_host;
 } onednn_state;
 
 static attn_status from_dnnl(dnnl_status_t st)
@@ -433,6 +434,8 @@ static attn_status onednn_bind(void *state, const attn_tensors *t)
     if (st == dnnl_success)
         st = dnnl_memory_set_data_handle(s->o, t->o);
     s->o_host = t->o;
+    s->k_host = t->k;
+    s->v_host = t->v;
     return from_dnnl(st);
 }
 
@@ -456,6 +459,51 @@ static void zero_masked_rows(const onednn_state *s)
                        row * sizeof(float));
 }
 
+/* Whether head (b, h) of x (K or V, rows of d) holds a NaN or Inf among the
+ * keys some query cannot see, [visible_end(b, 0), Nk). The mask is added to
+ * the scores (NaN + -inf = NaN) and P V multiplies every key by its weight
+ * (0 x NaN = NaN), so such a key would reach rows that mask it. */
+static bool masked_nonfinite(const onednn_state *s, const float *x, int d, int b, int h)
+{
+    const attn_problem *p = &s->p;
+    const int lo = attn_visible_end(p, b, 0);
+    const size_t bh = (size_t)b * p->heads + h;
+    return lo < p->seq_kv &&
+           !attn_rows_finite(x + (bh * p->seq_kv + lo) * d, (size_t)(p->seq_kv - lo), (size_t)d);
+}
+
+/* Scores of head (b, h) set to -inf past each row's visible keys. */
+static void remask_head(const onednn_state *s, int b, int h)
+{
+    const attn_problem *p = &s->p;
+    float *sc = s->scores + ((size_t)b * p->heads + h) * p->seq_q * p->seq_kv;
+    for (int i = 0; i < p->seq_q; i++)
+        for (int j = attn_visible_end(p, b, i); j < p->seq_kv; j++)
+            sc[(size_t)i * p->seq_kv + j] = -INFINITY;
+}
+
+/* Rows of head (b, h) that do not see every key, again over their visible
+ * keys only, from P (the softmax left it in the scores). */
+static void masked_rows_pv(const onednn_state *s, int b, int h)
+{
+    const attn_problem *p = &s->p;
+    const int nk = p->seq_kv, dv = p->d_v;
+    const size_t bh = (size_t)b * p->heads + h;
+    const float *pr = s->scores + bh * p->seq_q * nk, *v = s->v_host + bh * nk * dv;
+    for (int i = 0; i < p->seq_q; i++) {
+        const int end = attn_visible_end(p, b, i);
+        if (end == nk)
+            continue;
+        float *o = s->o_host + (bh * p->seq_q + i) * dv;
+        memset(o, 0, (size_t)dv * sizeof(float));
+        for (int j = 0; j < end; j++) {
+            const float w = pr[(size_t)i * nk + j];
+            for (int c = 0; c < dv; c++)
+                o[c] += w * v[(size_t)j * dv + c];
+        }
+    }
+}
+
 static attn_status onednn_run(void *state)
 {
     onednn_state *s = state;
@@ -468,7 +516,19 @@ static attn_status onednn_run(void *state)
     dnnl_exec_arg_t pv[4] = {
         { DNNL_ARG_SRC, s->s }, { DNNL_ARG_WEIGHTS, s->v }, { DNNL_ARG_DST, s->o },
     };
+    const attn_problem *p = &s->p;
+    bool kbad = false, vbad = false;
+    for (int b = 0; s->pl.masked && b < p->batch; b++)
+        for (int h = 0; h < p->heads; h++) {
+            kbad |= masked_nonfinite(s, s->k_host, p->d_k, b, h);
+            vbad |= masked_nonfinite(s, s->v_host, p->d_v, b, h);
+        }
     dnnl_status_t st = execute(s, PRIM_QK, qk, s->pl.masked ? 4 : 3);
+    if (st == dnnl_success && kbad && (st = dnnl_stream_wait(s->stream)) == dnnl_success)
+        for (int b = 0; b < p->batch; b++)
+            for (int h = 0; h < p->heads; h++)
+                if (masked_nonfinite(s, s->k_host, p->d_k, b, h))
+                    remask_head(s, b, h);
     if (st == dnnl_success)
         st = execute(s, PRIM_SOFTMAX, sm, 2);
     if (st == dnnl_success)
@@ -476,6 +536,11 @@ static attn_status onednn_run(void *state)
     if (st == dnnl_success)
         st = dnnl_stream_wait(s->stream);
     threads_restore(g);
+    if (st == dnnl_success && vbad)
+        for (int b = 0; b < p->batch; b++)
+            for (int h = 0; h < p->heads; h++)
+                if (masked_nonfinite(s, s->v_host, p->d_v, b, h))
+                    masked_rows_pv(s, b, h);
     if (st == dnnl_success)
         zero_masked_rows(s);
     return from_dnnl(st);

@@ -203,7 +203,16 @@ static void tiled_block(const tiled_state *s, const scratch *w, int b, int h, in
         }
         k->qk(w->st, brp, kk + (size_t)j0 * dk, dk, w->qt, brp, nk, nq, dk);
         k->softmax(w->st, brp, nk, nq, end, w->m, w->l, w->alpha);
-        k->pv(o, dv, w->st, brp, vv + (size_t)j0 * dv, dv, w->alpha, nq, nk, dv);
+        const float *vb = vv + (size_t)j0 * dv;
+        if (!end || attn_rows_finite(vb, (size_t)nk, (size_t)dv)) {
+            k->pv(o, dv, w->st, brp, vb, dv, w->alpha, nq, nk, dv);
+        } else {
+            /* A NaN or Inf in V: each row over its own visible keys. */
+            for (int i = 0; i < nq; i++) {
+                const int n = end[i] < 0 ? 0 : end[i] > nk ? nk : end[i];
+                k->pv(o + (size_t)i * dv, dv, w->st + i, brp, vb, dv, w->alpha + i, 1, n, dv);
+            }
+        }
     }
 
     for (int i = 0; i < nq; i++) {

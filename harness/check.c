@@ -79,7 +79,11 @@ void attn_check_output(attn_check *c, const attn_problem *p, const attn_ref *ref
     const float *o = out->data;
 
     c->guard_ok = attn_guarded_intact(out);
-    for (size_t e = 0; e < out->n; e++) {
+    /* With finite inputs every output must be finite, checked row or not.
+     * With NaN or Inf among them only the checked rows are judged, element by
+     * element against the reference's class: NaN for NaN, the same infinity
+     * for an infinity, a finite value within tolerance for a finite one. */
+    for (size_t e = 0; e < out->n && !ref->nonfinite_inputs; e++) {
         if (!isfinite(o[e]) && c->nonfinite++ == 0)
             c->first_nonfinite = e;
     }
@@ -89,14 +93,27 @@ void attn_check_output(attn_check *c, const attn_problem *p, const attn_ref *ref
         const size_t row = ref->rows[x];
         for (int col = 0; col < dv; col++) {
             const double r = ref->out[x * dv + col];
-            const double d = fabs((double)o[row * dv + col] - r);
+            const float got = o[row * dv + col];
+            if (!isfinite(r)) {
+                const bool same = isnan(r) ? isnan(got) : (double)got == r;
+                if (!same && c->mismatched++ == 0) {
+                    c->first_mismatch = row * dv + (size_t)col;
+                    c->mismatch_ref = r;
+                }
+                continue;
+            }
+            if (!isfinite(got)) {
+                if (ref->nonfinite_inputs && c->nonfinite++ == 0)
+                    c->first_nonfinite = row * dv + (size_t)col;
+                continue;
+            }
+            const double d = fabs((double)got - r);
             if (d > c->max_abs) {
                 c->max_abs = d;
                 c->worst_row = row;
                 c->worst_col = col;
             }
-            if (isfinite(d))
-                err2 += d * d;
+            err2 += d * d;
             ref2 += r * r;
             if (fabs(r) > c->ref_max)
                 c->ref_max = fabs(r);
@@ -116,9 +133,18 @@ void attn_check_output(attn_check *c, const attn_problem *p, const attn_ref *ref
     } else if (c->nonfinite) {
         const size_t row = c->first_nonfinite / dv;
         snprintf(c->why, sizeof(c->why),
-                 "%zu non-finite output%s, first at b=%zu h=%zu i=%zu c=%zu (NaN there also means never written)",
-                 c->nonfinite, c->nonfinite == 1 ? "" : "s", row / nq / p->heads,
-                 row / nq % p->heads, row % nq, c->first_nonfinite % dv);
+                 "%zu non-finite output%s%s, first at b=%zu h=%zu i=%zu c=%zu (NaN there also means never written)",
+                 c->nonfinite, c->nonfinite == 1 ? "" : "s",
+                 ref->nonfinite_inputs ? " where the reference is finite" : "",
+                 row / nq / p->heads, row / nq % p->heads, row % nq, c->first_nonfinite % dv);
+    } else if (c->mismatched) {
+        const size_t row = c->first_mismatch / dv;
+        snprintf(c->why, sizeof(c->why),
+                 "%zu output%s not %s where the reference is, first at b=%zu h=%zu i=%zu c=%zu "
+                 "(reference %g, output %g)", c->mismatched, c->mismatched == 1 ? "" : "s",
+                 isnan(c->mismatch_ref) ? "NaN" : "the same infinity", row / nq / p->heads,
+                 row / nq % p->heads, row % nq, c->first_mismatch % dv, c->mismatch_ref,
+                 (double)o[c->first_mismatch]);
     } else if (!(c->max_abs <= c->tol)) {
         snprintf(c->why, sizeof(c->why), "max_abs %.3g > tol %.3g at b=%zu h=%zu i=%zu c=%d",
                  c->max_abs, c->tol, c->worst_row / nq / p->heads, c->worst_row / nq % p->heads,

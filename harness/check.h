@@ -36,8 +36,13 @@ typedef struct attn_check {
     double ref_max;         /* max|ref| */
     size_t worst_row;       /* flat row id of max_abs */
     int worst_col;
-    size_t nonfinite;       /* NaN or Inf anywhere in the output */
+    size_t nonfinite;       /* NaN or Inf where the reference is finite (anywhere in
+                               the output when the inputs are all finite) */
     size_t first_nonfinite; /* element index of the first */
+    size_t mismatched;      /* where the reference is NaN or Inf, outputs that are not
+                               the same (NaN for NaN, the same infinity) */
+    size_t first_mismatch;  /* element index of the first */
+    double mismatch_ref;    /* the reference there */
     bool guard_ok;
     double max_abs_v, max_abs_logit;  /* the reference's, which scale tol */
     double tol;             /* the bound max_abs must stay within */

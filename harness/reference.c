@@ -96,28 +96,34 @@ static double ref_row(const attn_problem *p, const attn_tensors *in, size_t row,
     int blocks[ATTN_MAX_RANDOM_BLOCKS], nb = 0;
     if (p->kind == ATTN_KIND_SPARSE && p->var.random_blocks > 0)
         nb = attn_random_blocks(p, (i + nk - nq) / p->var.block, blocks);
+    /* Non-finite inputs follow IEEE arithmetic through the definition: a NaN
+     * logit makes the maximum NaN and so the whole row; a visible key's V is
+     * multiplied by its weight even when that weight is 0 (0 x NaN = NaN).
+     * Keys that are not visible are never read. */
     double m = -INFINITY, max_abs = 0.0;
+    int seen = 0;
     for (int j = 0; j < nk; j++) {
         if (!visible(p, b, i, j) || !in_pattern(p, i, j, blocks, nb)) {
-            s[j] = -INFINITY;
+            s[j] = NAN;   /* not a key of this row: skipped below */
             continue;
         }
+        seen++;
         double dot = 0.0;
         for (int c = 0; c < dk; c++)
             dot += (double)q[c] * (double)k[(size_t)j * dk + c];
         s[j] = (double)p->scale * dot;
-        if (s[j] > m)
-            m = s[j];
-        if (fabs(s[j]) > max_abs)
+        if (s[j] > m || isnan(s[j]))
+            m = isnan(m) ? m : s[j];
+        if (fabs(s[j]) > max_abs && isfinite(s[j]))
             max_abs = fabs(s[j]);
     }
     for (int c = 0; c < dv; c++)
         o[c] = 0.0;
-    if (m == -INFINITY)
+    if (!seen)
         return 0.0;   /* fully masked: zeros by definition */
     double l = 0.0;
     for (int j = 0; j < nk; j++) {
-        if (s[j] == -INFINITY)
+        if (!visible(p, b, i, j) || !in_pattern(p, i, j, blocks, nb))
             continue;
         const double w = exp(s[j] - m);
         l += w;
@@ -160,9 +166,18 @@ attn_status attn_ref_compute(attn_ref *r, const attn_problem *p_any, const attn_
 
     const size_t nv = (size_t)p->batch * p->heads * p->seq_kv * p->d_v;
     double max_v = 0.0, max_logit = 0.0;
-    for (size_t e = 0; e < nv; e++)
-        if (fabs((double)in->v[e]) > max_v)
+    for (size_t e = 0; e < nv; e++) {
+        if (!isfinite(in->v[e]))
+            r->nonfinite_inputs++;
+        else if (fabs((double)in->v[e]) > max_v)
             max_v = fabs((double)in->v[e]);
+    }
+    const size_t nq_all = (size_t)p->batch * p->heads * p->seq_q * p->d_k;
+    const size_t nk_all = (size_t)p->batch * p->heads * p->seq_kv * p->d_k;
+    for (size_t e = 0; e < nq_all; e++)
+        r->nonfinite_inputs += !isfinite(in->q[e]);
+    for (size_t e = 0; e < nk_all; e++)
+        r->nonfinite_inputs += !isfinite(in->k[e]);
 
     const long n = (long)r->nrows;
 #ifdef _OPENMP
@@ -272,7 +287,7 @@ static double variant_row(const attn_problem *p, const attn_tensors *in, const d
                 dot += (double)q[c] * hp->a[(size_t)t * dk + c];
             s[t] = (double)p->scale * dot;
             m = s[t] > m ? s[t] : m;
-            big = fabs(s[t]) > big ? fabs(s[t]) : big;
+            big = fabs(s[t]) > big && isfinite(s[t]) ? fabs(s[t]) : big;
         }
         double l = 0;
         for (int t = 0; t < np; t++) {
@@ -296,10 +311,10 @@ static double variant_row(const attn_problem *p, const attn_tensors *in, const d
         for (int t = 0; t < m; t++)
             qmax = phq[t] > qmax ? phq[t] : qmax;
         for (int t = 0; t < m; t++) {
-            big = fabs(phq[t]) > big ? fabs(phq[t]) : big;
+            big = fabs(phq[t]) > big && isfinite(phq[t]) ? fabs(phq[t]) : big;
             phq[t] = exp(phq[t] - qmax);
         }
-        big = big > fabs(hp->kmax) ? big : fabs(hp->kmax);
+        big = big > fabs(hp->kmax) || !isfinite(hp->kmax) ? big : fabs(hp->kmax);
     }
     double l = 0;
     for (int j = 0; j < nk; j++) {
@@ -318,7 +333,7 @@ static double variant_row(const attn_problem *p, const attn_tensors *in, const d
         for (int c = 0; c < dv; c++)
             o[c] += kap * (double)v[(size_t)j * dv + c];
     }
-    if (l > 0)
+    if (l > 0 || isnan(l))   /* a NaN weight makes the row NaN */
         for (int c = 0; c < dv; c++)
             o[c] /= l;
     else
@@ -334,6 +349,7 @@ attn_status attn_ref_variant(attn_ref *r, const attn_ref *dense, const attn_prob
     r->nrows = dense->nrows;
     r->total_rows = dense->total_rows;
     r->max_abs_v = dense->max_abs_v;
+    r->nonfinite_inputs = dense->nonfinite_inputs;
     r->rows = attn_host_alloc(r->nrows * sizeof(size_t));
     r->out = attn_host_alloc(r->nrows * (size_t)p->d_v * sizeof(double));
     if (!r->rows || !r->out) {

@@ -13,8 +13,9 @@ typedef struct attn_ref {
     size_t total_rows;       /* B*H*Nq */
     size_t *rows;            /* ascending flat row ids ((b*H + h)*Nq + i) */
     double *out;             /* [nrows][d_v] */
-    double max_abs_logit;    /* max |scale*q.k| over visible entries of those rows */
-    double max_abs_v;        /* max |V| over the whole tensor */
+    double max_abs_logit;    /* max |scale*q.k| over finite visible entries of those rows */
+    double max_abs_v;        /* max |V| over the whole tensor's finite values */
+    size_t nonfinite_inputs; /* NaN or Inf values in Q, K and V */
 } attn_ref;
 
 /* Multiply-adds the automatic mode allows before it samples (~1-2 s on 2 cores). */

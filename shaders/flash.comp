@@ -95,8 +95,12 @@ void main()
         Ls[tid] = 0.0;
     }
     vec4 acc[NO];
-    [[unroll]] for (uint n = 0; n < NO; n++)
+    int rend[NO];                   // the visible end of each accumulator's row
+    [[unroll]] for (uint n = 0; n < NO; n++) {
         acc[n] = vec4(0.0);
+        const uint r = (tid + n * WG) / DV4;
+        rend[n] = r < rows ? visible_end(b, int(i0 + r)) : 0;
+    }
 
     [[dont_unroll]] for (int j0 = 0; j0 < end_blk; j0 += int(BC)) {
         // A tile of keys is one contiguous run of K (and of V).
@@ -157,10 +161,14 @@ void main()
             if (x < BR * DV4)
                 acc[n] *= As[x / DV4];
         }
+        // A tile that some rows see only in part: a key a row cannot see is
+        // left out by the condition, not multiplied by its 0, so a NaN or
+        // Inf in its V stays out of that row.
+        const bool partial = j0 + int(keys) > visible_end(b, int(i0));
         [[dont_unroll]] for (uint c = 0; c < BC; c++) {
             [[unroll]] for (uint n = 0; n < NO; n++) {
                 const uint x = tid + n * WG;
-                if (x < BR * DV4)
+                if (x < BR * DV4 && (!partial || j0 + int(c) < rend[n]))
                     acc[n] += Ps[(x / DV4) * BC + c] * Vs[c * DV4 + x % DV4];
             }
         }
@@ -173,7 +181,11 @@ void main()
             const uint r = x / DV4, t = x % DV4;
             if (r < rows) {
                 const float l = Ls[r];
-                const vec4 y = l > 0.0 ? acc[n] / l : vec4(0.0);
+                // NaN (a NaN logit) by its bits: compilers may assume no NaN
+                // in float compares.
+                const bool nan_l = (floatBitsToUint(l) & 0x7fffffffu) > 0x7f800000u;
+                const vec4 y = nan_l ? vec4(uintBitsToFloat(0x7fc00000u))
+                             : l > 0.0 ? acc[n] / l : vec4(0.0);
                 const uint base = (bh * pc.nq + i0 + r) * DV;
                 [[unroll]] for (uint e = 0; e < 4; e++)
                     if (4 * t + e < DV)

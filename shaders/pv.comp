@@ -35,14 +35,23 @@ void main()
     const uint hc = gl_WorkGroupID.z, bh = pc.head_base + hc, b = bh / pc.heads;
     const uint i = i0 + ty, c = c0 + tx;
     const uint end_tile = uint(visible_end(b, int(min(i0 + 16, pc.nq)) - 1));
+    const uint row_end = i < pc.nq ? uint(visible_end(b, int(i))) : 0;
     float acc = 0.0;
     [[dont_unroll]] for (uint j0 = 0; j0 < end_tile; j0 += 16) {
         const uint pj = j0 + tx, vj = j0 + ty;
         Ps[ty][tx] = i < pc.nq && pj < pc.nk ? sc[(hc * pc.nq + i) * pc.nk + pj] : 0.0;
         Vs[ty][tx] = vj < pc.nk && c < pc.dv ? v[(bh * pc.nk + vj) * pc.dv + c] : 0.0;
         barrier();
-        [[unroll]] for (uint t = 0; t < 16; t++)
-            acc += Ps[ty][t] * Vs[t][tx];
+        if (j0 + 16 <= row_end) {
+            [[unroll]] for (uint t = 0; t < 16; t++)
+                acc += Ps[ty][t] * Vs[t][tx];
+        } else {
+            // Keys this row cannot see are selected out, not multiplied by
+            // their 0, so a NaN or Inf in their V stays out of the row.
+            [[unroll]] for (uint t = 0; t < 16; t++)
+                if (j0 + t < row_end)
+                    acc += Ps[ty][t] * Vs[t][tx];
+        }
         barrier();
     }
     if (i < pc.nq && c < pc.dv)

@@ -137,6 +137,58 @@ static void expect(fault f, const char *what, bool causal, long check_rows, attn
         tap_diag("%s", r.why);
 }
 
+/* NaN and Inf among the inputs: the checker compares each checked element's
+ * class with the reference's. A reference of 3 rows x 2 columns, rows 0 and
+ * 2 checked; each planted output differs from the right one in one way. */
+static bool judge(const double ref_out[4], const float got[6], size_t nonfinite_inputs,
+                  char *why, size_t len)
+{
+    size_t rows[2] = { 0, 2 };
+    double out[4];
+    memcpy(out, ref_out, sizeof(out));
+    const attn_ref ref = { .nrows = 2, .total_rows = 3, .rows = rows, .out = out,
+                           .max_abs_logit = 1.0, .max_abs_v = 4.0,
+                           .nonfinite_inputs = nonfinite_inputs };
+    const attn_problem p = { 1, 1, 3, 3, 2, 2, 1.0f, false, NULL, ATTN_KIND_SOFTMAX };
+    attn_guarded g;
+    if (attn_guarded_alloc(&g, 6) != ATTN_OK) {
+        printf("Bail out! out of memory\n");
+        exit(2);
+    }
+    memcpy(g.data, got, 6 * sizeof(float));
+    attn_check c;
+    attn_check_output(&c, &p, &ref, &g, ATTN_CLASS_EXACT_FP32);
+    snprintf(why, len, "%s", c.why);
+    attn_guarded_free(&g);
+    return c.pass;
+}
+
+static void nonfinite_checks(void)
+{
+    const float nan = NAN, inf = INFINITY;
+    const double ref[4] = { NAN, 1.0, INFINITY, 2.0 };
+    char why[256];
+    const float right[6] = { nan, 1.0f, nan, nan, inf, 2.0f };
+    tap_ok(judge(ref, right, 1, why, sizeof(why)),
+           "non-finite inputs: NaN for NaN, the same infinity, and an unchecked NaN row pass (%s)", why);
+    const float dropped[6] = { 0.0f, 1.0f, 0.5f, 0.5f, inf, 2.0f };
+    tap_ok(!judge(ref, dropped, 1, why, sizeof(why)) && strstr(why, "not NaN where the reference is"),
+           "planted: a NaN dropped to 0 fails (%s)", why);
+    const float flipped[6] = { nan, 1.0f, 0.5f, 0.5f, -inf, 2.0f };
+    tap_ok(!judge(ref, flipped, 1, why, sizeof(why)) && strstr(why, "not the same infinity"),
+           "planted: -Inf where the reference is +Inf fails (%s)", why);
+    const float leaked[6] = { nan, 1.0f, 0.5f, 0.5f, inf, nan };
+    tap_ok(!judge(ref, leaked, 1, why, sizeof(why)) && strstr(why, "where the reference is finite"),
+           "planted: a NaN leaked where the reference is finite fails (%s)", why);
+    const float off[6] = { nan, 1.5f, 0.5f, 0.5f, inf, 2.0f };
+    tap_ok(!judge(ref, off, 1, why, sizeof(why)) && strstr(why, "> tol"),
+           "planted: a wrong finite value fails; the infinities leave the tolerance finite (%s)", why);
+    const double finite_ref[4] = { 0.5, 1.0, 1.5, 2.0 };
+    const float unchecked_nan[6] = { 0.5f, 1.0f, nan, 0.5f, 1.5f, 2.0f };
+    tap_ok(!judge(finite_ref, unchecked_nan, 0, why, sizeof(why)) && strstr(why, "non-finite output"),
+           "planted: with finite inputs a NaN in an unchecked row still fails (%s)", why);
+}
+
 int main(void)
 {
     expect(FAULT_NONE, "the double without a fault passes", true, 0, ATTN_PASSED);
@@ -156,5 +208,6 @@ int main(void)
     expect(FAULT_DRIFT, "an output that changes from run to run fails", false, 0, ATTN_FAILED);
     expect(FAULT_HUGE_WORKSPACE, "a workspace larger than memory is skipped before prepare",
            false, 0, ATTN_SKIPPED);
+    nonfinite_checks();
     return tap_done();
 }

@@ -339,11 +339,13 @@ static void masked_block(const eff_state *s, size_t bh, int i0, int rows, float 
         }
         memset(sr + prev, 0, (size_t)(nkeys - prev) * sizeof(float));
     }
-    if (attn_rows_finite(vp, (size_t)nkeys, (size_t)dv)) {
-        kn->qk(o, dv, sc, ld, vp, dv, rows, dv, nkeys);
+    kn->qk(o, dv, sc, ld, vp, dv, rows, dv, nkeys);
+    /* A NaN or Inf in V shows in the output first (the block's output is a
+     * fifth of its packed V with the default window): only then is V looked
+     * at, and if it holds one, each row is multiplied over its own
+     * intervals only, so that a key it does not see stays out of it. */
+    if (attn_rows_finite(o, (size_t)rows, (size_t)dv) || attn_rows_finite(vp, (size_t)nkeys, (size_t)dv))
         return;
-    }
-    /* A NaN or Inf in V: each row over its own intervals only. */
     const float one = 1.0f;
     for (int r = 0; r < rows; r++) {
         float *orow = o + (size_t)r * dv;

@@ -35,6 +35,10 @@ void main()
     const uint hc = gl_WorkGroupID.z, bh = pc.head_base + hc, b = bh / pc.heads;
     const uint i = i0 + ty, c = c0 + tx;
     const uint end_tile = uint(visible_end(b, int(min(i0 + 16, pc.nq)) - 1));
+    // The tile's first row sees the fewest keys: below its end every row of
+    // the tile sees every key (one test per key tile, the same for the
+    // whole workgroup); past it each row stops at its own end.
+    const uint all_end = uint(visible_end(b, int(i0)));
     const uint row_end = i < pc.nq ? uint(visible_end(b, int(i))) : 0;
     float acc = 0.0;
     [[dont_unroll]] for (uint j0 = 0; j0 < end_tile; j0 += 16) {
@@ -42,7 +46,7 @@ void main()
         Ps[ty][tx] = i < pc.nq && pj < pc.nk ? sc[(hc * pc.nq + i) * pc.nk + pj] : 0.0;
         Vs[ty][tx] = vj < pc.nk && c < pc.dv ? v[(bh * pc.nk + vj) * pc.dv + c] : 0.0;
         barrier();
-        if (j0 + 16 <= row_end) {
+        if (j0 + 16 <= all_end) {
             [[unroll]] for (uint t = 0; t < 16; t++)
                 acc += Ps[ty][t] * Vs[t][tx];
         } else {

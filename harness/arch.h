@@ -28,13 +28,35 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <stdio.h>
+
 #include "backend.h"
+#include "cli.h"
 #include "memory.h"
+#include "timer.h"
 
 typedef enum arch_model { ARCH_RNN, ARCH_CNN, ARCH_ATTN, ARCH_MHA, ARCH_COUNT } arch_model;
 typedef enum arch_conv { ARCH_CONV_SHIFT, ARCH_CONV_IM2COL } arch_conv;
 
 const char *arch_model_name(arch_model m);
+
+/* The options of attnbench arch (harness/arch_cli.c). */
+typedef struct arch_opts {
+    attn_list seq;
+    int batch, dmodel, threads;
+    bool models[ARCH_COUNT];
+    arch_conv conv;
+    const attn_backend *be;
+    attn_timer_opts timer;
+    uint64_t seed;
+    const char *csv;
+} arch_opts;
+
+/* Parses argv (argv[0] is "arch"). Returns -1 to go on, -2 for --help, or an
+ * exit code after one line on stderr; o->seq.v is the caller's to free in
+ * every case. */
+int arch_parse(arch_opts *o, int argc, char **argv);
+void arch_usage(FILE *f, const char *prog);
 
 typedef struct arch_net {
     arch_model model;

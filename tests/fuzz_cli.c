@@ -1,4 +1,5 @@
-/* libFuzzer target: the command line parser (harness/cli.c) on arbitrary
+/* libFuzzer target: the command line parsers (harness/cli.c, and
+ * harness/arch_cli.c when the first argument is "arch") on arbitrary
  * argument vectors. The input is split at NUL bytes into arguments, each in
  * its own allocation so a read past one is reported. Whatever it is given,
  * the parser either accepts and leaves every option inside its documented
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arch.h"
 #include "backend.h"
 #include "cli.h"
 
@@ -73,6 +75,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     argv[argc] = NULL;
 
+    if (argc > 1 && !strcmp(argv[1], "arch")) {
+        arch_opts ao;
+        const int arc = arch_parse(&ao, argc - 1, argv + 1);
+        if (arc == -1) {
+            list_in(&ao.seq, false, 1, 1 << 20);
+            bool any = false;
+            for (int m = 0; m < ARCH_COUNT; m++)
+                any |= ao.models[m];
+            if (!any || ao.batch < 1 || ao.dmodel < 1 || ao.threads < 1 || !ao.be ||
+                ao.timer.reps < 0 || !(ao.timer.min_time >= 0) || !(ao.timer.max_time >= 0))
+                abort();
+        } else if (arc != -2 && arc != ATTN_EXIT_USAGE) {
+            abort();
+        }
+        free(ao.seq.v);
+        for (int a = 0; a < argc; a++)
+            free(argv[a]);
+        return 0;
+    }
     attn_opts o;
     const int rc = attn_cli_parse(&o, argc, argv);
     if (rc < 0) {

@@ -3,7 +3,7 @@
 # (ATTN_FUZZ_SECONDS, default 30) from its committed corpus tests/fuzz/TARGET/,
 # whose crash-* files are inputs past runs found (each also a regression case
 # of the parser's own test). Targets: npy (the .npy reader, tests/fuzz_npy.c),
-# cli (the command line, tests/fuzz_cli.c), csv (the --resume reader,
+# cli (the command line, attnbench's and attnbench arch's, tests/fuzz_cli.c), csv (the --resume reader,
 # tests/fuzz_csv.c). The same target with a planted read past an array must
 # be reported, so a real one would be too.
 #   test_fuzz.sh SOURCE_ROOT BUILD_ROOT plain|sanitized TARGET
@@ -15,7 +15,8 @@ seconds=${ATTN_FUZZ_SECONDS:-30}
 case $target in
 npy) what="the .npy reader"; files="harness/npy.c" ;;
 cli) what="the command line parser"
-     files="harness/cli.c backends/registry.c harness/problem.c harness/fill.c backends/variant.c" ;;
+     files="harness/cli.c harness/arch_cli.c backends/registry.c harness/problem.c harness/fill.c
+            backends/variant.c" ;;
 csv) what="the --resume CSV reader"; files="harness/csv.c" ;;
 *) echo "Bail out! unknown fuzz target '$target'"; exit 1 ;;
 esac

@@ -46,16 +46,13 @@ void main()
         Ps[ty][tx] = i < pc.nq && pj < pc.nk ? sc[(hc * pc.nq + i) * pc.nk + pj] : 0.0;
         Vs[ty][tx] = vj < pc.nk && c < pc.dv ? v[(bh * pc.nk + vj) * pc.dv + c] : 0.0;
         barrier();
-        if (j0 + 16 <= all_end) {
-            [[unroll]] for (uint t = 0; t < 16; t++)
+        // Keys this row cannot see are left out by the condition, not
+        // multiplied by their 0, so a NaN or Inf in their V stays out of the
+        // row; below all_end every row sees every key of the tile.
+        const bool full = j0 + 16 <= all_end;
+        [[unroll]] for (uint t = 0; t < 16; t++)
+            if (full || j0 + t < row_end)
                 acc += Ps[ty][t] * Vs[t][tx];
-        } else {
-            // Keys this row cannot see are selected out, not multiplied by
-            // their 0, so a NaN or Inf in their V stays out of the row.
-            [[unroll]] for (uint t = 0; t < 16; t++)
-                if (j0 + t < row_end)
-                    acc += Ps[ty][t] * Vs[t][tx];
-        }
         barrier();
     }
     if (i < pc.nq && c < pc.dv)

@@ -32,8 +32,12 @@ static attn_status lost_run(void *state)
 
 static attn_status crash_run(void *state)
 {
-    if (prepared_seq == bad_seq)
+    if (prepared_seq == bad_seq) {
+        /* The default action, so that AddressSanitizer's handler does not
+         * turn the planted crash into a report and an exit status. */
+        signal(SIGSEGV, SIG_DFL);
         raise(SIGSEGV);
+    }
     return attn_backend_naive.run(state);
 }
 
@@ -156,9 +160,8 @@ int main(void)
         tap_ok(whole && lines == 13, "--case-timeout: the CSV is a header and 12 whole rows (%d lines)",
                lines);
         tap_ok(csv && count(csv, ",PASSED,") == 9, "--case-timeout: the 9 cases off the bad shape PASSED");
-        /* Under AddressSanitizer a SIGSEGV becomes a report and exit status 1. */
-        tap_ok(csv && count(csv, ",crash,ERROR,the case's process killed by signal 11") +
-                      count(csv, ",crash,ERROR,the case's process exited with status 1") == 1,
+        tap_ok(csv && count(csv, ",crash,ERROR,the case's process killed by signal 11 "
+                                 "(Segmentation fault) before it finished") == 1,
                "--case-timeout: the crash is an ERROR row saying how its process died");
         tap_ok(csv && count(csv, ",hang,TIMEOUT,no result after --case-timeout 1 s") == 1,
                "--case-timeout: the hang is a TIMEOUT row");

@@ -11,28 +11,10 @@
 static attn_verdict run_faulted(const attn_backend *be, const attn_problem *p, size_t fail_at,
                                 attn_result *r)
 {
-    attn_sizes sz;
-    attn_problem_sizes(p, &sz);
-    attn_setup s = { .threads = ATTN_HAVE_OPENMP ? 2 : 1, .seed = 3, .check_rows = -1,
-                     .timer = { .warmup = 1, .reps = 0 }, .device = -1 };
-    s.fail_alloc = fail_at;
-    float *q = attn_host_alloc(sz.q * sizeof(float)), *k = attn_host_alloc(sz.k * sizeof(float));
-    float *v = attn_host_alloc(sz.v * sizeof(float));
-    attn_fill(q, sz.q, ATTN_FILL_NORMAL, s.seed, ATTN_TENSOR_Q, s.threads);
-    attn_fill(k, sz.k, ATTN_FILL_NORMAL, s.seed, ATTN_TENSOR_K, s.threads);
-    attn_fill(v, sz.v, ATTN_FILL_NORMAL, s.seed, ATTN_TENSOR_V, s.threads);
-    const attn_tensors in = { .q = q, .k = k, .v = v };
-    attn_ref ref;
-    if (attn_ref_compute(&ref, p, &in, -1, s.seed, s.threads) != ATTN_OK) {
-        printf("Bail out! out of memory for the reference\n");
-        exit(2);
-    }
-    attn_case_run(r, be, p, &in, &ref, &s, "attnbench");
-    attn_ref_free(&ref);
-    attn_host_free(q);
-    attn_host_free(k);
-    attn_host_free(v);
-    return r->verdict;
+    const attn_setup s = { .threads = ATTN_HAVE_OPENMP ? 2 : 1, .seed = 3, .check_rows = -1,
+                           .timer = { .warmup = 1, .reps = 0 }, .device = -1,
+                           .fail_alloc = fail_at };
+    return run_case_setup(be, p, &s, r);
 }
 
 /* A planted bug: prepare leaks its first block when the second allocation fails. */

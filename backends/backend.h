@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "kernels/kernels.h"
+
 typedef enum attn_status {
     ATTN_OK = 0,
     ATTN_EUNSUPPORTED,  /* the problem is outside what the backend does: SKIP */
@@ -26,21 +28,6 @@ typedef enum attn_status {
 } attn_status;
 
 const char *attn_status_str(attn_status s);
-
-/* What a backend can do beyond the plain square, unmasked, dk == dv case. */
-enum {
-    ATTN_CAP_CAUSAL  = 1u << 0,
-    ATTN_CAP_PADDING = 1u << 1,  /* per-batch kv_len */
-    ATTN_CAP_CROSS   = 1u << 2,  /* seq_q != seq_kv */
-    ATTN_CAP_DV      = 1u << 3,  /* d_k != d_v */
-};
-
-/* How closely a backend claims to follow the definition above; the checker
- * picks its threshold from this (see harness/check.c for the numbers). */
-typedef enum attn_class {
-    ATTN_CLASS_EXACT_FP32 = 0,   /* fp32 inputs, fp32 or wider accumulation */
-    ATTN_CLASS_COUNT
-} attn_class;
 
 /* The function a backend computes. The exact kinds are softmax attention
  * under the causal and padding masks, and under a sparsity pattern on top
@@ -94,6 +81,8 @@ typedef struct attn_config {
     const attn_allocator *alloc;
     int tile_q, tile_kv;         /* block sizes for experiments; 0: the backend's choice */
     int device;                  /* device backends: index in devices(); -1: their choice */
+    attn_isa isa;                /* host backends' kernels; ATTN_ISA_AUTO: the widest this
+                                    CPU runs (--isa) */
 } attn_config;
 
 /* Dense masks leave each query row a prefix of the keys: query i of batch b
@@ -123,16 +112,17 @@ static inline void attn_free(const attn_allocator *a, void *ptr)
  * prepare does every allocation and all planning; run is the timed region,
  * repeatable, and allocates nothing; read leaves O in out (a copy for host
  * backends when out != the bound o, a download for device ones).
- * Optional slots may be NULL; call them only through the wrappers below. */
+ * supports is the one answer to "can you run this problem": it names what
+ * it refuses (ggml's supports_op). Optional slots may be NULL; the harness
+ * calls them only through the attn_backend_* wrappers below. */
 typedef struct attn_backend {
     const char *name;
     const char *summary;         /* one line for --list */
     const char *not_built;       /* NULL when compiled in, else why it is not */
-    unsigned caps;
-    attn_class cls;
     attn_kind kind;              /* the function it computes */
     attn_status (*probe)(char *why, size_t len);                           /* optional */
-    /* Whether it can run p under cfg (cfg->alloc may be NULL here). */
+    /* Whether it can run p under cfg (cfg->alloc may be NULL here):
+     * ATTN_OK, or ATTN_EUNSUPPORTED with why. NULL: every problem of its kind. */
     attn_status (*supports)(const attn_problem *p, const attn_config *cfg, char *why,
                             size_t len);                                  /* optional */
     attn_status (*prepare)(const attn_problem *p, const attn_config *cfg, void **state);
@@ -153,7 +143,8 @@ typedef struct attn_backend {
      * false when it has none (then only wall time is known). */
     bool        (*device_time)(void *state, double *seconds);             /* optional */
     /* Every device it could use, one line each, numbered as --device takes
-     * them; returns the length snprintf would. */
+     * them; returns the length snprintf would. Backends that share a device
+     * layer share this function. */
     int         (*devices)(char *buf, size_t len);                        /* optional */
     /* The attention weights of the bound inputs, P [B][H][Nq][Nk] (0 where
      * a key is not visible), computed after bind the way run computes them;
@@ -161,23 +152,37 @@ typedef struct attn_backend {
     attn_status (*weights)(void *state, float *out);                      /* optional */
 } attn_backend;
 
-/* read for host backends that write O in place during run: a copy only when
- * the output is wanted somewhere else. */
-static inline attn_status attn_host_read(const attn_problem *p, const float *o, float *out)
-{
-    if (out != o)
-        memcpy(out, o, (size_t)p->batch * p->heads * p->seq_q * p->d_v * sizeof(float));
-    return ATTN_OK;
-}
-
 size_t attn_backend_count(void);
 const attn_backend *attn_backend_get(size_t i);
 const attn_backend *attn_backend_find(const char *name);
 
 /* Built, and its probe (if any) says this machine can run it. */
 attn_status attn_backend_usable(const attn_backend *be, char *why, size_t len);
-/* The capability flags and the backend's own supports() agree to run p. */
+/* Whether be can run p: p is of its kind, and its supports() (if any) agrees. */
 attn_status attn_backend_supports(const attn_backend *be, const attn_problem *p,
                                   const attn_config *cfg, char *why, size_t len);
+
+
+/* The optional slots, each through its one wrapper. */
+/* The library or driver behind be; NULL when it names none. */
+const char *attn_backend_version(const attn_backend *be);
+/* Device memory the prepared state holds; false for host backends. */
+bool attn_backend_device_bytes(const attn_backend *be, void *state, uint64_t *bytes);
+/* The device the prepared state runs on, into buf; false for host backends. */
+bool attn_backend_device_name(const attn_backend *be, void *state, char *buf, size_t len,
+                              bool *is_cpu);
+/* Device seconds of the last run; false when the backend has no device clock. */
+bool attn_backend_device_time(const attn_backend *be, void *state, double *seconds);
+/* Whether be runs on devices it can list (a device backend). */
+bool attn_backend_has_devices(const attn_backend *be);
+/* Its devices, one line each, into buf (the length snprintf would give);
+ * -1 when be is no device backend. */
+int attn_backend_devices(const attn_backend *be, char *buf, size_t len);
+/* Whether a and b list the same devices (one device layer under both). */
+bool attn_backend_same_devices(const attn_backend *a, const attn_backend *b);
+/* Whether be can give its attention weights, and the weights themselves
+ * (ATTN_EUNSUPPORTED when it cannot). */
+bool attn_backend_has_weights(const attn_backend *be);
+attn_status attn_backend_weights(const attn_backend *be, void *state, float *out);
 
 #endif

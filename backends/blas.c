@@ -18,19 +18,10 @@
 
 #include <cblas.h>
 
-#include "kernels/kernels.h"
-
-#define LOG2E 1.4426950408889634
-
 typedef struct blas_state {
-    attn_problem p;
-    int *kv_len;                  /* a private copy: the caller's may go away */
-    int threads;
-    const attn_kernels *k;
-    const attn_allocator *alloc;
+    attn_host h;
     float *scores;                /* [threads][seq_q][seq_kv] */
     int *end;                     /* [threads][seq_q] visible keys per row */
-    attn_tensors t;
 } blas_state;
 
 static size_t score_elems(const attn_problem *p)
@@ -40,8 +31,7 @@ static size_t score_elems(const attn_problem *p)
 
 static size_t blas_workspace(const attn_problem *p, const attn_config *cfg)
 {
-    size_t bytes = sizeof(blas_state);
-    bytes += attn_kv_len_bytes(p);
+    size_t bytes = attn_host_workspace(sizeof(blas_state), p);
     bytes += (size_t)cfg->threads * score_elems(p) * sizeof(float);
     bytes += (size_t)cfg->threads * (size_t)p->seq_q * sizeof(int);
     return bytes;
@@ -50,69 +40,53 @@ static size_t blas_workspace(const attn_problem *p, const attn_config *cfg)
 static attn_status blas_supports(const attn_problem *p, const attn_config *cfg, char *why,
                                  size_t len)
 {
-    (void)cfg;
     /* cblas_sgemm takes int sizes; ld*rows of S must fit too. */
     if (score_elems(p) > (size_t)2147483647) {
         snprintf(why, len, "blas: the %d x %d score matrix exceeds the int range of CBLAS",
                  p->seq_q, p->seq_kv);
         return ATTN_EUNSUPPORTED;
     }
-    return ATTN_OK;
+    return attn_host_supports_isa("blas", cfg, why, len);
 }
 
 static void blas_release(void *state)
 {
     blas_state *s = state;
-    if (!s)
-        return;
-    const attn_allocator *a = s->alloc;
-    attn_free(a, s->end);
-    attn_free(a, s->scores);
-    attn_free(a, s->kv_len);
-    attn_free(a, s);
+    if (s) {
+        attn_free(s->h.alloc, s->end);
+        attn_free(s->h.alloc, s->scores);
+    }
+    attn_host_destroy(s);
 }
 
 static attn_status blas_prepare(const attn_problem *p, const attn_config *cfg, void **state)
 {
-    blas_state *s = attn_alloc(cfg->alloc, sizeof(*s));
-    if (!s)
-        return ATTN_ENOMEM;
-    memset(s, 0, sizeof(*s));
-    s->alloc = cfg->alloc;
-    s->p = *p;
-    s->threads = cfg->threads;
-    s->k = attn_kernels_best();
-    if (!attn_own_kv_len(cfg->alloc, &s->p, &s->kv_len))
-        goto fail;
+    blas_state *s;
+    attn_status st = attn_host_create(sizeof(*s), p, cfg, (void **)&s);
+    if (st != ATTN_OK)
+        return st;
     s->scores = attn_alloc(cfg->alloc, (size_t)cfg->threads * score_elems(p) * sizeof(float));
     s->end = attn_alloc(cfg->alloc, (size_t)cfg->threads * (size_t)p->seq_q * sizeof(int));
-    if (!s->scores || !s->end)
-        goto fail;
+    if (!s->scores || !s->end) {
+        blas_release(s);
+        return ATTN_ENOMEM;
+    }
     /* Each head's sgemm runs on the thread that owns the head. */
     openblas_set_num_threads(1);
     *state = s;
-    return ATTN_OK;
-fail:
-    blas_release(s);
-    return ATTN_ENOMEM;
-}
-
-static attn_status blas_bind(void *state, const attn_tensors *t)
-{
-    blas_state *s = state;
-    s->t = *t;
     return ATTN_OK;
 }
 
 static void blas_head(const blas_state *s, size_t bh, float *sc, int *end)
 {
-    const attn_problem *p = &s->p;
+    const attn_problem *p = &s->h.p;
+    const attn_tensors *t = &s->h.t;
     const int nq = p->seq_q, nk = p->seq_kv, dk = p->d_k, dv = p->d_v;
     const int b = (int)(bh / (size_t)p->heads);
-    const float *q = s->t.q + bh * (size_t)nq * dk;
-    const float *k = s->t.k + bh * (size_t)nk * dk;
-    const float *v = s->t.v + bh * (size_t)nk * dv;
-    float *o = s->t.o + bh * (size_t)nq * dv;
+    const float *q = t->q + bh * (size_t)nq * dk;
+    const float *k = t->k + bh * (size_t)nk * dk;
+    const float *v = t->v + bh * (size_t)nk * dv;
+    float *o = t->o + bh * (size_t)nq * dv;
     /* Keys past the padding length are never multiplied: the matrices
      * shrink to the keys some query can see. */
     const int kmax = attn_visible_end(p, b, nq - 1);
@@ -124,8 +98,8 @@ static void blas_head(const blas_state *s, size_t bh, float *sc, int *end)
         end[i] = attn_visible_end(p, b, i);
     /* Scores in log2 units, so that the softmax kernel's exp2 applies. */
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, kmax, dk,
-                (float)((double)p->scale * LOG2E), q, dk, k, dk, 0.0f, sc, nk);
-    s->k->softmax_rows(sc, nk, nq, kmax, end);
+                (float)((double)p->scale * ATTN_LOG2E), q, dk, k, dk, 0.0f, sc, nk);
+    s->h.k->softmax_rows(sc, nk, nq, kmax, end);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, dv, kmax,
                 1.0f, sc, nk, v, dv, 0.0f, o, dv);
     /* A NaN or Inf in a key some rows cannot see reached them through its
@@ -145,10 +119,10 @@ static void blas_head(const blas_state *s, size_t bh, float *sc, int *end)
 static attn_status blas_run(void *state)
 {
     blas_state *s = state;
-    const attn_problem *p = &s->p;
+    const attn_problem *p = &s->h.p;
     const long heads = (long)p->batch * p->heads;
 #ifdef _OPENMP
-#pragma omp parallel for num_threads(s->threads) schedule(dynamic, 1)
+#pragma omp parallel for num_threads(s->h.threads) schedule(dynamic, 1)
 #endif
     for (long bh = 0; bh < heads; bh++) {
         const int tid = attn_thread_id();
@@ -156,12 +130,6 @@ static attn_status blas_run(void *state)
                   s->end + (size_t)tid * (size_t)p->seq_q);
     }
     return ATTN_OK;
-}
-
-static attn_status blas_read(void *state, float *out)
-{
-    blas_state *s = state;
-    return attn_host_read(&s->p, s->t.o, out);
 }
 
 static const char *blas_version(void)
@@ -172,13 +140,11 @@ static const char *blas_version(void)
 const attn_backend attn_backend_blas = {
     .name      = "blas",
     .summary   = "OpenBLAS sgemm + vectorized row softmax, materialized scores",
-    .caps      = ATTN_CAP_CAUSAL | ATTN_CAP_PADDING | ATTN_CAP_CROSS | ATTN_CAP_DV,
-    .cls       = ATTN_CLASS_EXACT_FP32,
     .supports  = blas_supports,
     .prepare   = blas_prepare,
-    .bind      = blas_bind,
+    .bind      = attn_host_bind,
     .run       = blas_run,
-    .read      = blas_read,
+    .read      = attn_host_read,
     .release   = blas_release,
     .workspace = blas_workspace,
     .version   = blas_version,

@@ -1,4 +1,9 @@
-/* Small pieces every host (CPU) backend needs. */
+/* The common base of the host (CPU) backends: the problem with a private
+ * copy of its padding lengths, the thread count, the allocator, the kernel
+ * table of the case's ISA and the bound tensors. A backend's state starts
+ * with an attn_host member, so the generic bind and read below serve it,
+ * and its prepare and release wrap attn_host_create and attn_host_destroy
+ * around its own buffers. */
 #ifndef ATTN_HOST_H
 #define ATTN_HOST_H
 
@@ -11,6 +16,37 @@
 
 #include "backend.h"
 
+#define ATTN_LOG2E 1.4426950408889634
+
+typedef struct attn_host {
+    attn_problem p;               /* p.kv_len points at kv_len below */
+    int *kv_len;                  /* a private copy: the caller's may go away */
+    int threads;
+    const attn_allocator *alloc;
+    const attn_kernels *k;        /* cfg->isa's table */
+    attn_tensors t;               /* bound by attn_host_bind; O is written in place */
+} attn_host;
+
+/* Bytes attn_host_create takes for a state of `size` bytes. */
+size_t attn_host_workspace(size_t size, const attn_problem *p);
+
+/* *state: a zeroed state of `size` bytes (its first member an attn_host)
+ * with the base filled in from p and cfg. ATTN_ENOMEM, or ATTN_EUNSUPPORTED
+ * when this CPU cannot run cfg->isa's kernels (supports says so first). */
+attn_status attn_host_create(size_t size, const attn_problem *p, const attn_config *cfg,
+                             void **state);
+
+/* Frees what attn_host_create took; state may be NULL. */
+void attn_host_destroy(void *state);
+
+/* The bind and read verbs of a backend that computes into the bound O. */
+attn_status attn_host_bind(void *state, const attn_tensors *t);
+attn_status attn_host_read(void *state, float *out);
+
+/* For supports: ATTN_EUNSUPPORTED when cfg's ISA cannot run here. */
+attn_status attn_host_supports_isa(const char *name, const attn_config *cfg, char *why,
+                                   size_t len);
+
 /* The calling thread's index in its OpenMP team; 0 outside one. */
 static inline int attn_thread_id(void)
 {
@@ -21,7 +57,6 @@ static inline int attn_thread_id(void)
 #endif
 }
 
-/* Bytes attn_own_kv_len takes for p. */
 /* Whether rows [0, n) of a row-major matrix hold only finite values. Where
  * one does not, a product with a weight of 0 for a key a query cannot see
  * (0 x NaN, 0 x Inf) would reach that query's row: the backends multiply
@@ -38,27 +73,6 @@ static inline bool attn_rows_finite(const float *x, size_t n, size_t cols)
         bad |= (u & 0x7f800000u) == 0x7f800000u;
     }
     return !bad;
-}
-
-static inline size_t attn_kv_len_bytes(const attn_problem *p)
-{
-    return p->kv_len ? (size_t)p->batch * sizeof(int) : 0;
-}
-
-/* Points p->kv_len at a private copy (the caller's array may be gone by the
- * time run is called); *copy is the block to free later, NULL when p has
- * no padding. false when the allocation failed. */
-static inline bool attn_own_kv_len(const attn_allocator *a, attn_problem *p, int **copy)
-{
-    *copy = NULL;
-    if (!p->kv_len)
-        return true;
-    *copy = attn_alloc(a, attn_kv_len_bytes(p));
-    if (!*copy)
-        return false;
-    memcpy(*copy, p->kv_len, attn_kv_len_bytes(p));
-    p->kv_len = *copy;
-    return true;
 }
 
 #endif

@@ -9,58 +9,36 @@
 #include "host.h"
 
 typedef struct naive_state {
-    attn_problem p;
-    int *kv_len;                  /* a private copy: the caller's may go away */
-    int threads;
-    const attn_allocator *alloc;
+    attn_host h;
     float *scores;                /* [threads][seq_kv] */
-    attn_tensors t;
 } naive_state;
 
 static size_t naive_workspace(const attn_problem *p, const attn_config *cfg)
 {
-    size_t bytes = sizeof(naive_state);
-    bytes += attn_kv_len_bytes(p);
-    bytes += (size_t)cfg->threads * (size_t)p->seq_kv * sizeof(float);
-    return bytes;
+    return attn_host_workspace(sizeof(naive_state), p) +
+           (size_t)cfg->threads * (size_t)p->seq_kv * sizeof(float);
 }
 
 static void naive_release(void *state)
 {
     naive_state *s = state;
-    if (!s)
-        return;
-    const attn_allocator *a = s->alloc;
-    attn_free(a, s->scores);
-    attn_free(a, s->kv_len);
-    attn_free(a, s);
+    if (s)
+        attn_free(s->h.alloc, s->scores);
+    attn_host_destroy(s);
 }
 
 static attn_status naive_prepare(const attn_problem *p, const attn_config *cfg, void **state)
 {
-    naive_state *s = attn_alloc(cfg->alloc, sizeof(*s));
-    if (!s)
-        return ATTN_ENOMEM;
-    memset(s, 0, sizeof(*s));
-    s->alloc = cfg->alloc;
-    s->p = *p;
-    s->threads = cfg->threads;
-    if (!attn_own_kv_len(cfg->alloc, &s->p, &s->kv_len))
-        goto fail;
+    naive_state *s;
+    attn_status st = attn_host_create(sizeof(*s), p, cfg, (void **)&s);
+    if (st != ATTN_OK)
+        return st;
     s->scores = attn_alloc(cfg->alloc, (size_t)cfg->threads * (size_t)p->seq_kv * sizeof(float));
-    if (!s->scores)
-        goto fail;
+    if (!s->scores) {
+        naive_release(s);
+        return ATTN_ENOMEM;
+    }
     *state = s;
-    return ATTN_OK;
-fail:
-    naive_release(s);
-    return ATTN_ENOMEM;
-}
-
-static attn_status naive_bind(void *state, const attn_tensors *t)
-{
-    naive_state *s = state;
-    s->t = *t;
     return ATTN_OK;
 }
 
@@ -121,13 +99,13 @@ static void naive_row(const attn_problem *p, const attn_tensors *t, size_t row, 
 static attn_status naive_weights(void *state, float *out)
 {
     naive_state *s = state;
-    const attn_problem *p = &s->p;
+    const attn_problem *p = &s->h.p;
     const int nk = p->seq_kv;
     const size_t rows = (size_t)p->batch * p->heads * p->seq_q;
     for (size_t row = 0; row < rows; row++) {
         float *w = out + row * (size_t)nk;
         int end;
-        const float l = naive_probs(p, &s->t, row, w, &end);
+        const float l = naive_probs(p, &s->h.t, row, w, &end);
         for (int j = 0; j < end; j++)
             w[j] /= l;
         memset(w + end, 0, (size_t)(nk - end) * sizeof(float));
@@ -140,33 +118,25 @@ static attn_status naive_weights(void *state, float *out)
 static attn_status naive_run(void *state)
 {
     naive_state *s = state;
-    const attn_problem *p = &s->p;
+    const attn_problem *p = &s->h.p;
     const long rows = (long)p->batch * p->heads * p->seq_q;
 
 #ifdef _OPENMP
-#pragma omp parallel for num_threads(s->threads) schedule(dynamic, 8)
+#pragma omp parallel for num_threads(s->h.threads) schedule(dynamic, 8)
 #endif
     for (long r = 0; r < rows; r++)
-        naive_row(p, &s->t, (size_t)r,
+        naive_row(p, &s->h.t, (size_t)r,
                   s->scores + (size_t)attn_thread_id() * (size_t)p->seq_kv);
     return ATTN_OK;
-}
-
-static attn_status naive_read(void *state, float *out)
-{
-    naive_state *s = state;
-    return attn_host_read(&s->p, s->t.o, out);
 }
 
 const attn_backend attn_backend_naive = {
     .name      = "naive",
     .summary   = "plain fp32 loops, one score row per query (the baseline)",
-    .caps      = ATTN_CAP_CAUSAL | ATTN_CAP_PADDING | ATTN_CAP_CROSS | ATTN_CAP_DV,
-    .cls       = ATTN_CLASS_EXACT_FP32,
     .prepare   = naive_prepare,
-    .bind      = naive_bind,
+    .bind      = attn_host_bind,
     .run       = naive_run,
-    .read      = naive_read,
+    .read      = attn_host_read,
     .release   = naive_release,
     .workspace = naive_workspace,
     .weights   = naive_weights,

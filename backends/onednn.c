@@ -58,10 +58,7 @@ typedef struct plan {
 } plan;
 
 typedef struct onednn_state {
-    attn_problem p;
-    int *kv_len;                  /* a private copy: the caller's may go away */
-    int threads;
-    const attn_allocator *alloc;
+    attn_host h;                  /* h.t: the bound tensors (O is computed into h.t.o) */
     plan pl;
     dnnl_stream_t stream;
     dnnl_primitive_t prim[PRIM_COUNT];
@@ -69,8 +66,6 @@ typedef struct onednn_state {
     float *scores;                /* [B,H,Nq,Nk] */
     float *maskbuf;               /* the mask's dims, see mask_dims */
     void *scratchbuf;
-    float *o_host;
-    const float *k_host, *v_host;
 } onednn_state;
 
 static attn_status from_dnnl(dnnl_status_t st)
@@ -297,8 +292,7 @@ static attn_status onednn_supports(const attn_problem *p, const attn_config *cfg
 /* Exact: the scratchpad size is the one oneDNN asks for with these threads. */
 static size_t onednn_workspace(const attn_problem *p, const attn_config *cfg)
 {
-    size_t bytes = sizeof(onednn_state);
-    bytes += attn_kv_len_bytes(p);
+    size_t bytes = attn_host_workspace(sizeof(onednn_state), p);
     bytes += score_elems(p) * sizeof(float);
     bytes += mask_elems(p) * sizeof(float);
     plan pl;
@@ -328,19 +322,18 @@ static void onednn_release(void *state)
     if (s->stream)
         dnnl_stream_destroy(s->stream);
     plan_destroy(&s->pl);
-    const attn_allocator *a = s->alloc;
+    const attn_allocator *a = s->h.alloc;
     attn_free(a, s->scratchbuf);
     attn_free(a, s->maskbuf);
     attn_free(a, s->scores);
-    attn_free(a, s->kv_len);
-    attn_free(a, s);
+    attn_host_destroy(s);
 }
 
 /* M[b][i][j] = 0 where query i of batch b sees key j, else -inf; a mask
  * dimension of extent 1 is broadcast by the post-op. */
 static void fill_mask(const onednn_state *s)
 {
-    const attn_problem *p = &s->p;
+    const attn_problem *p = &s->h.p;
     dnnl_dims_t d;
     mask_dims(p, d);
     float *m = s->maskbuf;
@@ -378,19 +371,13 @@ static dnnl_status_t make_memories(onednn_state *s)
 
 static attn_status onednn_prepare(const attn_problem *p, const attn_config *cfg, void **state)
 {
-    onednn_state *s = attn_alloc(cfg->alloc, sizeof(*s));
-    if (!s)
-        return ATTN_ENOMEM;
-    memset(s, 0, sizeof(*s));
-    s->alloc = cfg->alloc;
-    s->p = *p;
-    s->threads = cfg->threads;
-    attn_status rc = ATTN_ENOMEM;
+    onednn_state *s;
+    attn_status rc = attn_host_create(sizeof(*s), p, cfg, (void **)&s);
+    if (rc != ATTN_OK)
+        return rc;
     const omp_guard g = threads_set(cfg->threads);
     char why[256];
-    if (!attn_own_kv_len(cfg->alloc, &s->p, &s->kv_len))
-        goto fail;
-    if ((rc = plan_create(&s->pl, &s->p, why, sizeof(why))) != ATTN_OK)
+    if ((rc = plan_create(&s->pl, &s->h.p, why, sizeof(why))) != ATTN_OK)
         goto fail;
     rc = ATTN_ENOMEM;
     s->scores = attn_alloc(cfg->alloc, score_elems(p) * sizeof(float));
@@ -433,9 +420,7 @@ static attn_status onednn_bind(void *state, const attn_tensors *t)
         st = dnnl_memory_set_data_handle(s->v, (void *)t->v);
     if (st == dnnl_success)
         st = dnnl_memory_set_data_handle(s->o, t->o);
-    s->o_host = t->o;
-    s->k_host = t->k;
-    s->v_host = t->v;
+    attn_host_bind(s, t);
     return from_dnnl(st);
 }
 
@@ -450,12 +435,12 @@ static dnnl_status_t execute(const onednn_state *s, int i, dnnl_exec_arg_t *args
  * Visibility only grows with the query index, so they are a prefix. */
 static void zero_masked_rows(const onednn_state *s)
 {
-    const attn_problem *p = &s->p;
+    const attn_problem *p = &s->h.p;
     const size_t row = (size_t)p->d_v;
     for (int b = 0; b < p->batch; b++)
         for (int i = 0; i < p->seq_q && attn_visible_end(p, b, i) == 0; i++)
             for (int h = 0; h < p->heads; h++)
-                memset(s->o_host + (((size_t)b * p->heads + h) * p->seq_q + i) * row, 0,
+                memset(s->h.t.o + (((size_t)b * p->heads + h) * p->seq_q + i) * row, 0,
                        row * sizeof(float));
 }
 
@@ -465,7 +450,7 @@ static void zero_masked_rows(const onednn_state *s)
  * (0 x NaN = NaN), so such a key would reach rows that mask it. */
 static bool masked_nonfinite(const onednn_state *s, const float *x, int d, int b, int h)
 {
-    const attn_problem *p = &s->p;
+    const attn_problem *p = &s->h.p;
     const int lo = attn_visible_end(p, b, 0);
     const size_t bh = (size_t)b * p->heads + h;
     return lo < p->seq_kv &&
@@ -475,7 +460,7 @@ static bool masked_nonfinite(const onednn_state *s, const float *x, int d, int b
 /* Scores of head (b, h) set to -inf past each row's visible keys. */
 static void remask_head(const onednn_state *s, int b, int h)
 {
-    const attn_problem *p = &s->p;
+    const attn_problem *p = &s->h.p;
     float *sc = s->scores + ((size_t)b * p->heads + h) * p->seq_q * p->seq_kv;
     for (int i = 0; i < p->seq_q; i++)
         for (int j = attn_visible_end(p, b, i); j < p->seq_kv; j++)
@@ -486,15 +471,15 @@ static void remask_head(const onednn_state *s, int b, int h)
  * keys only, from P (the softmax left it in the scores). */
 static void masked_rows_pv(const onednn_state *s, int b, int h)
 {
-    const attn_problem *p = &s->p;
+    const attn_problem *p = &s->h.p;
     const int nk = p->seq_kv, dv = p->d_v;
     const size_t bh = (size_t)b * p->heads + h;
-    const float *pr = s->scores + bh * p->seq_q * nk, *v = s->v_host + bh * nk * dv;
+    const float *pr = s->scores + bh * p->seq_q * nk, *v = s->h.t.v + bh * nk * dv;
     for (int i = 0; i < p->seq_q; i++) {
         const int end = attn_visible_end(p, b, i);
         if (end == nk)
             continue;
-        float *o = s->o_host + (bh * p->seq_q + i) * dv;
+        float *o = s->h.t.o + (bh * p->seq_q + i) * dv;
         memset(o, 0, (size_t)dv * sizeof(float));
         for (int j = 0; j < end; j++) {
             const float w = pr[(size_t)i * nk + j];
@@ -507,7 +492,7 @@ static void masked_rows_pv(const onednn_state *s, int b, int h)
 static attn_status onednn_run(void *state)
 {
     onednn_state *s = state;
-    const omp_guard g = threads_set(s->threads);
+    const omp_guard g = threads_set(s->h.threads);
     dnnl_exec_arg_t qk[5] = {
         { DNNL_ARG_SRC, s->q }, { DNNL_ARG_WEIGHTS, s->kt }, { DNNL_ARG_DST, s->s },
         { DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, s->mask },
@@ -516,18 +501,18 @@ static attn_status onednn_run(void *state)
     dnnl_exec_arg_t pv[4] = {
         { DNNL_ARG_SRC, s->s }, { DNNL_ARG_WEIGHTS, s->v }, { DNNL_ARG_DST, s->o },
     };
-    const attn_problem *p = &s->p;
+    const attn_problem *p = &s->h.p;
     bool kbad = false, vbad = false;
     for (int b = 0; s->pl.masked && b < p->batch; b++)
         for (int h = 0; h < p->heads; h++) {
-            kbad |= masked_nonfinite(s, s->k_host, p->d_k, b, h);
-            vbad |= masked_nonfinite(s, s->v_host, p->d_v, b, h);
+            kbad |= masked_nonfinite(s, s->h.t.k, p->d_k, b, h);
+            vbad |= masked_nonfinite(s, s->h.t.v, p->d_v, b, h);
         }
     dnnl_status_t st = execute(s, PRIM_QK, qk, s->pl.masked ? 4 : 3);
     if (st == dnnl_success && kbad && (st = dnnl_stream_wait(s->stream)) == dnnl_success)
         for (int b = 0; b < p->batch; b++)
             for (int h = 0; h < p->heads; h++)
-                if (masked_nonfinite(s, s->k_host, p->d_k, b, h))
+                if (masked_nonfinite(s, s->h.t.k, p->d_k, b, h))
                     remask_head(s, b, h);
     if (st == dnnl_success)
         st = execute(s, PRIM_SOFTMAX, sm, 2);
@@ -539,17 +524,11 @@ static attn_status onednn_run(void *state)
     if (st == dnnl_success && vbad)
         for (int b = 0; b < p->batch; b++)
             for (int h = 0; h < p->heads; h++)
-                if (masked_nonfinite(s, s->v_host, p->d_v, b, h))
+                if (masked_nonfinite(s, s->h.t.v, p->d_v, b, h))
                     masked_rows_pv(s, b, h);
     if (st == dnnl_success)
         zero_masked_rows(s);
     return from_dnnl(st);
-}
-
-static attn_status onednn_read(void *state, float *out)
-{
-    onednn_state *s = state;
-    return attn_host_read(&s->p, s->o_host, out);
 }
 
 static const char *onednn_version(void)
@@ -569,13 +548,11 @@ static const char *onednn_version(void)
 const attn_backend attn_backend_onednn = {
     .name      = "onednn",
     .summary   = "oneDNN batched matmul + mask post-op + softmax + matmul, materialized scores",
-    .caps      = ATTN_CAP_CAUSAL | ATTN_CAP_PADDING | ATTN_CAP_CROSS | ATTN_CAP_DV,
-    .cls       = ATTN_CLASS_EXACT_FP32,
     .supports  = onednn_supports,
     .prepare   = onednn_prepare,
     .bind      = onednn_bind,
     .run       = onednn_run,
-    .read      = onednn_read,
+    .read      = attn_host_read,
     .release   = onednn_release,
     .workspace = onednn_workspace,
     .version   = onednn_version,

@@ -3,32 +3,16 @@
 
 #include "backend.h"
 
-extern const attn_backend attn_backend_naive;
-extern const attn_backend attn_backend_tiled;
-extern const attn_backend attn_backend_blas;
-extern const attn_backend attn_backend_onednn;
-extern const attn_backend attn_backend_vulkan;
-extern const attn_backend attn_backend_vulkan_3pass;
-extern const attn_backend attn_backend_local;
-extern const attn_backend attn_backend_sparse;
-extern const attn_backend attn_backend_linear;
-extern const attn_backend attn_backend_performer;
-extern const attn_backend attn_backend_linformer;
+#define ATTN_BACKEND(id, str) extern const attn_backend attn_backend_##id;
+#include "list.h"
+#undef ATTN_BACKEND
 
 /* Every backend attnbench knows, built or not, in --list order. Backends whose
  * dependency meson did not find still appear, with the reason. */
 static const attn_backend *const registry[] = {
-    &attn_backend_naive,
-    &attn_backend_tiled,
-    &attn_backend_blas,
-    &attn_backend_onednn,
-    &attn_backend_vulkan,
-    &attn_backend_vulkan_3pass,
-    &attn_backend_local,
-    &attn_backend_sparse,
-    &attn_backend_linear,
-    &attn_backend_performer,
-    &attn_backend_linformer,
+#define ATTN_BACKEND(id, str) &attn_backend_##id,
+#include "list.h"
+#undef ATTN_BACKEND
 };
 
 static const char *const status_str[ATTN_STATUS_COUNT] = {
@@ -80,26 +64,65 @@ attn_status attn_backend_usable(const attn_backend *be, char *why, size_t len)
 attn_status attn_backend_supports(const attn_backend *be, const attn_problem *p,
                                   const attn_config *cfg, char *why, size_t len)
 {
-    static const struct { unsigned cap; const char *what; } need[] = {
-        { ATTN_CAP_CAUSAL,  "causal masking" },
-        { ATTN_CAP_PADDING, "padding masks (kv_len)" },
-        { ATTN_CAP_CROSS,   "cross-attention (seq_q != seq_kv)" },
-        { ATTN_CAP_DV,      "d_k != d_v" },
-    };
     if (p->kind != be->kind) {
         snprintf(why, len, "%s computes kind %d, the problem is of kind %d", be->name,
                  (int)be->kind, (int)p->kind);
         return ATTN_EINVAL;
     }
-    const bool uses[] = { p->causal, p->kv_len != NULL, p->seq_q != p->seq_kv,
-                          p->d_k != p->d_v };
-    for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
-        if (uses[i] && !(be->caps & need[i].cap)) {
-            snprintf(why, len, "%s does not support %s", be->name, need[i].what);
-            return ATTN_EUNSUPPORTED;
-        }
-    }
     if (be->supports)
         return be->supports(p, cfg, why, len);
     return ATTN_OK;
+}
+
+const char *attn_backend_version(const attn_backend *be)
+{
+    return be->version ? be->version() : NULL;
+}
+
+bool attn_backend_device_bytes(const attn_backend *be, void *state, uint64_t *bytes)
+{
+    if (!be->device_bytes)
+        return false;
+    *bytes = be->device_bytes(state);
+    return true;
+}
+
+bool attn_backend_device_name(const attn_backend *be, void *state, char *buf, size_t len,
+                              bool *is_cpu)
+{
+    *is_cpu = false;
+    if (!be->device_name)
+        return false;
+    snprintf(buf, len, "%s", be->device_name(state, is_cpu));
+    return true;
+}
+
+bool attn_backend_device_time(const attn_backend *be, void *state, double *seconds)
+{
+    return be->device_time && be->device_time(state, seconds);
+}
+
+bool attn_backend_has_devices(const attn_backend *be)
+{
+    return be->devices != NULL;
+}
+
+int attn_backend_devices(const attn_backend *be, char *buf, size_t len)
+{
+    return be->devices ? be->devices(buf, len) : -1;
+}
+
+bool attn_backend_same_devices(const attn_backend *a, const attn_backend *b)
+{
+    return a->devices && a->devices == b->devices;
+}
+
+bool attn_backend_has_weights(const attn_backend *be)
+{
+    return be->weights != NULL;
+}
+
+attn_status attn_backend_weights(const attn_backend *be, void *state, float *out)
+{
+    return be->weights ? be->weights(state, out) : ATTN_EUNSUPPORTED;
 }

@@ -17,10 +17,8 @@
 #include <unistd.h>
 
 #include "host.h"
-#include "kernels/kernels.h"
 
 #define ALIGN 64
-#define LOG2E 1.4426950408889634
 
 typedef struct tiled_plan {
     int br, bc;          /* queries and keys per block */
@@ -29,15 +27,10 @@ typedef struct tiled_plan {
 } tiled_plan;
 
 typedef struct tiled_state {
-    attn_problem p;
-    int *kv_len;                  /* a private copy: the caller's may go away */
+    attn_host h;
     tiled_plan plan;
-    int threads;
     float qscale;                 /* scale * log2(e): scores come out in log2 units */
-    const attn_kernels *k;
-    const attn_allocator *alloc;
     unsigned char *scratch;       /* [threads][plan.thread_bytes] */
-    attn_tensors t;
 } tiled_state;
 
 static size_t round_up(size_t n, size_t to)
@@ -95,20 +88,22 @@ static tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg)
 static size_t tiled_workspace(const attn_problem *p, const attn_config *cfg)
 {
     const tiled_plan t = tiled_make_plan(p, cfg);
-    size_t bytes = sizeof(tiled_state) + (size_t)cfg->threads * t.thread_bytes;
-    bytes += attn_kv_len_bytes(p);
-    return bytes;
+    return attn_host_workspace(sizeof(tiled_state), p) + (size_t)cfg->threads * t.thread_bytes;
+}
+
+static attn_status tiled_supports(const attn_problem *p, const attn_config *cfg, char *why,
+                                  size_t len)
+{
+    (void)p;
+    return attn_host_supports_isa("tiled", cfg, why, len);
 }
 
 static void tiled_release(void *state)
 {
     tiled_state *s = state;
-    if (!s)
-        return;
-    const attn_allocator *a = s->alloc;
-    attn_free(a, s->scratch);
-    attn_free(a, s->kv_len);
-    attn_free(a, s);
+    if (s)
+        attn_free(s->h.alloc, s->scratch);
+    attn_host_destroy(s);
 }
 
 static attn_status tiled_prepare(const attn_problem *p, const attn_config *cfg, void **state)
@@ -116,32 +111,18 @@ static attn_status tiled_prepare(const attn_problem *p, const attn_config *cfg, 
     if ((cfg->tile_q < 0 || cfg->tile_kv < 0) ||
         (cfg->tile_q > 4096 || cfg->tile_kv > 4096))
         return ATTN_EINVAL;
-    tiled_state *s = attn_alloc(cfg->alloc, sizeof(*s));
-    if (!s)
-        return ATTN_ENOMEM;
-    memset(s, 0, sizeof(*s));
-    s->alloc = cfg->alloc;
-    s->p = *p;
+    tiled_state *s;
+    attn_status st = attn_host_create(sizeof(*s), p, cfg, (void **)&s);
+    if (st != ATTN_OK)
+        return st;
     s->plan = tiled_make_plan(p, cfg);
-    s->threads = cfg->threads;
-    s->qscale = (float)((double)p->scale * LOG2E);
-    s->k = attn_kernels_best();
-    if (!attn_own_kv_len(cfg->alloc, &s->p, &s->kv_len))
-        goto fail;
+    s->qscale = (float)((double)p->scale * ATTN_LOG2E);
     s->scratch = attn_alloc(cfg->alloc, (size_t)cfg->threads * s->plan.thread_bytes);
-    if (!s->scratch)
-        goto fail;
+    if (!s->scratch) {
+        tiled_release(s);
+        return ATTN_ENOMEM;
+    }
     *state = s;
-    return ATTN_OK;
-fail:
-    tiled_release(s);
-    return ATTN_ENOMEM;
-}
-
-static attn_status tiled_bind(void *state, const attn_tensors *t)
-{
-    tiled_state *s = state;
-    s->t = *t;
     return ATTN_OK;
 }
 
@@ -156,7 +137,7 @@ static scratch thread_scratch(const tiled_state *s, int tid)
     unsigned char *at = s->scratch + (size_t)tid * t->thread_bytes;
     scratch w;
     w.qt = (float *)at;
-    at += qt_bytes(&s->p, t);
+    at += qt_bytes(&s->h.p, t);
     w.st = (float *)at;
     at += st_bytes(t);
     w.m = (float *)at;
@@ -169,16 +150,16 @@ static scratch thread_scratch(const tiled_state *s, int tid)
 /* One (batch, head, query block): the whole of its rows of O. */
 static void tiled_block(const tiled_state *s, const scratch *w, int b, int h, int i0)
 {
-    const attn_problem *p = &s->p;
+    const attn_problem *p = &s->h.p;
     const tiled_plan *t = &s->plan;
-    const attn_kernels *k = s->k;
+    const attn_kernels *k = s->h.k;
     const int dk = p->d_k, dv = p->d_v, brp = t->brp;
     const int nq = p->seq_q - i0 < t->br ? p->seq_q - i0 : t->br;
     const size_t bh = (size_t)b * p->heads + h;
-    const float *q = s->t.q + (bh * p->seq_q + i0) * dk;
-    const float *kk = s->t.k + bh * p->seq_kv * dk;
-    const float *vv = s->t.v + bh * p->seq_kv * dv;
-    float *o = s->t.o + (bh * p->seq_q + i0) * dv;
+    const float *q = s->h.t.q + (bh * p->seq_q + i0) * dk;
+    const float *kk = s->h.t.k + bh * p->seq_kv * dk;
+    const float *vv = s->h.t.v + bh * p->seq_kv * dv;
+    float *o = s->h.t.o + (bh * p->seq_q + i0) * dv;
 
     /* Visible keys are a prefix per query, growing with i: keys below
      * lo are visible to every query of the block, none at or past hi is. */
@@ -233,13 +214,13 @@ static void tiled_block(const tiled_state *s, const scratch *w, int b, int h, in
 static attn_status tiled_run(void *state)
 {
     tiled_state *s = state;
-    const attn_problem *p = &s->p;
+    const attn_problem *p = &s->h.p;
     const long nqb = (p->seq_q + s->plan.br - 1) / s->plan.br;
     const long bh = (long)p->batch * p->heads;
     const long items = nqb * bh;
 
 #ifdef _OPENMP
-#pragma omp parallel num_threads(s->threads)
+#pragma omp parallel num_threads(s->h.threads)
 #endif
     {
         const scratch w = thread_scratch(s, attn_thread_id());
@@ -255,12 +236,6 @@ static attn_status tiled_run(void *state)
     return ATTN_OK;
 }
 
-static attn_status tiled_read(void *state, float *out)
-{
-    tiled_state *s = state;
-    return attn_host_read(&s->p, s->t.o, out);
-}
-
 static const char *tiled_version(void)
 {
     static char buf[64];
@@ -271,12 +246,11 @@ static const char *tiled_version(void)
 const attn_backend attn_backend_tiled = {
     .name      = "tiled",
     .summary   = "fused FlashAttention-style tiles, online softmax, SIMD kernels",
-    .caps      = ATTN_CAP_CAUSAL | ATTN_CAP_PADDING | ATTN_CAP_CROSS | ATTN_CAP_DV,
-    .cls       = ATTN_CLASS_EXACT_FP32,
+    .supports  = tiled_supports,
     .prepare   = tiled_prepare,
-    .bind      = tiled_bind,
+    .bind      = attn_host_bind,
     .run       = tiled_run,
-    .read      = tiled_read,
+    .read      = attn_host_read,
     .release   = tiled_release,
     .workspace = tiled_workspace,
     .version   = tiled_version,

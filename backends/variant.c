@@ -3,7 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fill.h"
 #include "variant.h"
 
 enum { STREAM_BLOCKS = 0xb10c, STREAM_W = 0xfea7, STREAM_NORM = 0xfea8 };
@@ -16,13 +15,6 @@ const char *attn_kind_name(attn_kind k)
         [ATTN_KIND_PERFORMER] = "performer", [ATTN_KIND_LINFORMER] = "linformer",
     };
     return (unsigned)k < ATTN_KIND_COUNT ? names[k] : "?";
-}
-
-double attn_gauss(uint64_t seed, uint64_t stream, uint64_t index)
-{
-    const double u1 = 1.0 - attn_uniform(seed, stream, 2 * index);
-    const double u2 = attn_uniform(seed, stream, 2 * index + 1);
-    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
 static int cmp_int(const void *a, const void *b)
@@ -82,6 +74,11 @@ int attn_variant_spans(const attn_problem *p, int b, int i, attn_span *sp)
     for (int x = 0; x < n; x++)
         if (sp[x].hi > end)
             sp[x].hi = end;
+    return attn_spans_merge(sp, n);
+}
+
+int attn_spans_merge(attn_span *sp, int n)
+{
     qsort(sp, (size_t)n, sizeof(*sp), cmp_span);
     int m = 0;
     for (int x = 0; x < n; x++) {

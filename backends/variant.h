@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "kernels/rng.h"
 
 /* Defaults the command line starts from (printed by --help). */
 enum {
@@ -52,10 +53,6 @@ static inline attn_variant attn_variant_defaults(void)
                            .proj = ATTN_DEFAULT_PROJ, .seed = 1 };
 }
 
-/* A standard normal for (seed, stream, index): Box-Muller on the counter-based
- * uniforms of the input fill. */
-double attn_gauss(uint64_t seed, uint64_t stream, uint64_t index);
-
 /* sparse: the key blocks query block qb attends at random, ascending and
  * distinct, in out[0..n); n = min(random_blocks, number of key blocks). */
 int attn_random_blocks(const attn_problem *p, int qb, int *out);
@@ -68,6 +65,9 @@ typedef struct attn_span {
 } attn_span;
 #define ATTN_MAX_SPANS (ATTN_MAX_RANDOM_BLOCKS + 2)
 int attn_variant_spans(const attn_problem *p, int b, int i, attn_span *sp);
+/* Sorts sp[0..n), merges overlapping or touching intervals and drops empty
+ * ones, in place; returns how many are left. */
+int attn_spans_merge(attn_span *sp, int n);
 
 /* performer: W [m][d_k], row-major. Blocks of d_k rows are orthogonalized
  * (Gram-Schmidt on Gaussian rows), then each row is given the norm of an

@@ -359,8 +359,10 @@ static void cnn_forward(arch_net *n)
 
 static attn_status attention(arch_net *n)
 {
+    /* read leaves O in t.o: free for host backends (it is their bound
+     * output), a download for device ones. */
     attn_status st = n->be->run(n->be_state);
-    if (st == ATTN_OK && n->be->device_name)   /* device backends: O comes back by read */
+    if (st == ATTN_OK)
         st = n->be->read(n->be_state, n->t.o);
     return st;
 }

@@ -86,7 +86,7 @@ static void check_and_time(attn_result *r, const attn_backend *be, void *state,
         verdict(r, ATTN_ERROR, "run: %s", attn_status_str(st));
         return;
     }
-    attn_check_output(&r->check, &r->p, ref, out, be->cls);
+    attn_check_output(&r->check, &r->p, ref, out);
     r->checked = true;
     if (!r->check.pass) {
         verdict(r, ATTN_FAILED, "%s", r->check.why);
@@ -127,15 +127,8 @@ static void drive(attn_result *r, const attn_backend *be, const attn_config *cfg
         verdict(r, status_verdict(st), "prepare: %s", attn_status_str(st));
         return;
     }
-    if (be->device_bytes) {
-        r->device_known = true;
-        r->device_bytes = be->device_bytes(state);
-    }
-    if (be->device_name) {
-        bool is_cpu = false;
-        snprintf(r->device, sizeof(r->device), "%s", be->device_name(state, &is_cpu));
-        r->device_is_cpu = is_cpu;
-    }
+    r->device_known = attn_backend_device_bytes(be, state, &r->device_bytes);
+    attn_backend_device_name(be, state, r->device, sizeof(r->device), &r->device_is_cpu);
     const attn_tensors t = { .q = in->q, .k = in->k, .v = in->v, .o = out->data };
     const double t0 = attn_now();
     st = be->bind(state, &t);
@@ -162,11 +155,11 @@ static void dumps(attn_result *r, const attn_backend *be, void *state, const att
         if (!attn_npy_write(s->dump_output, out->data, shape, 4, why, sizeof(why)))
             verdict(r, ATTN_ERROR, "--dump-output: %s", why);
     }
-    if (s->dump_weights && state && be->weights && r->verdict != ATTN_ERROR) {
+    if (s->dump_weights && state && attn_backend_has_weights(be) && r->verdict != ATTN_ERROR) {
         const size_t shape[4] = { (size_t)p->batch, (size_t)p->heads, (size_t)p->seq_q,
                                   (size_t)p->seq_kv };
         float *w = attn_host_alloc(shape[0] * shape[1] * shape[2] * shape[3] * sizeof(float));
-        attn_status st = w ? be->weights(state, w) : ATTN_ENOMEM;
+        attn_status st = w ? attn_backend_weights(be, state, w) : ATTN_ENOMEM;
         if (st != ATTN_OK)
             verdict(r, ATTN_ERROR, "--dump-weights: %s", attn_status_str(st));
         else if (!attn_npy_write(s->dump_weights, w, shape, 4, why, sizeof(why)))
@@ -214,7 +207,7 @@ void attn_case_run(attn_result *r, const attn_backend *be, const attn_problem *p
     r->ref_total = ref->total_rows;
 
     const attn_config plan = { .threads = s->threads, .tile_q = s->tile_q,
-                               .tile_kv = s->tile_kv, .device = s->device };
+                               .tile_kv = s->tile_kv, .device = s->device, .isa = s->isa };
     attn_status st = attn_backend_usable(be, r->why, sizeof(r->why));
     if (st == ATTN_OK)
         st = attn_backend_supports(be, p, &plan, r->why, sizeof(r->why));
@@ -262,7 +255,7 @@ void attn_case_run(attn_result *r, const attn_backend *be, const attn_problem *p
     drive(r, be, &cfg, in, ref, s, &out, first, &tr, s->dump_weights ? &kept : NULL);
     if (ref != dense && r->checked) {
         attn_check approx;
-        attn_check_output(&approx, p, dense, &out, be->cls);
+        attn_check_output(&approx, p, dense, &out);
         r->approx_known = true;
         r->approx_max_abs = approx.max_abs;
         r->approx_nmse = approx.nmse;

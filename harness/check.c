@@ -62,17 +62,10 @@ void attn_guarded_free(attn_guarded *g)
  *    per unit of L at worst, so ~100x margin.
  * Bugs are far away: a missing scale, a mask off by one key or an unwritten
  * row moves outputs by 1e-2 to 1 in these units (see tests/test_checker.c). */
-static const attn_tolerance tolerances[ATTN_CLASS_COUNT] = {
-    [ATTN_CLASS_EXACT_FP32] = { "exact-fp32", 2e-5, 16.0 * 0x1.0p-24 },
-};
-
-const attn_tolerance *attn_tolerance_for(attn_class cls)
-{
-    return (unsigned)cls < ATTN_CLASS_COUNT ? &tolerances[cls] : &tolerances[0];
-}
+const attn_tolerance attn_tolerance_fp32 = { "exact-fp32", 2e-5, 16.0 * 0x1.0p-24 };
 
 void attn_check_output(attn_check *c, const attn_problem *p, const attn_ref *ref,
-                       const attn_guarded *out, attn_class cls)
+                       const attn_guarded *out)
 {
     memset(c, 0, sizeof(*c));
     const int dv = p->d_v;
@@ -122,7 +115,7 @@ void attn_check_output(attn_check *c, const attn_problem *p, const attn_ref *ref
     c->max_rel = c->ref_max > 0 ? c->max_abs / c->ref_max : (c->max_abs > 0 ? INFINITY : 0);
     c->nmse = ref2 > 0 ? err2 / ref2 : (err2 > 0 ? INFINITY : 0);
 
-    c->tolerance = attn_tolerance_for(cls);
+    c->tolerance = &attn_tolerance_fp32;
     c->max_abs_v = ref->max_abs_v;
     c->max_abs_logit = ref->max_abs_logit;
     c->tol = c->max_abs_v * (c->tolerance->base + c->tolerance->per_logit * c->max_abs_logit);

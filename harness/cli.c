@@ -22,7 +22,7 @@ typedef enum opt_id {
     O_FILL, O_SEED, O_THREADS, O_PIN, O_REPS, O_WARMUP, O_MIN_TIME, O_MAX_TIME, O_CHECK_ROWS,
     O_MAX_MEM, O_TILE, O_DEVICE, O_WINDOW, O_GLOBALS, O_RANDOM_BLOCKS, O_BLOCK,
     O_FEATURES, O_PROJ, O_CSV, O_JSON, O_RESUME, O_PEAK, O_LIST, O_HELP, O_VERSION,
-    O_INPUTS, O_DUMP_OUTPUT, O_DUMP_WEIGHTS, O_CASE_TIMEOUT,
+    O_INPUTS, O_DUMP_OUTPUT, O_DUMP_WEIGHTS, O_CASE_TIMEOUT, O_ISA,
 } opt_id;
 
 enum { ARG_NONE, ARG_REQUIRED, ARG_OPTIONAL /* only as --opt=value */ };
@@ -51,7 +51,7 @@ static const struct option_def {
     { "block", O_BLOCK, ARG_REQUIRED },       { "features", O_FEATURES, ARG_REQUIRED },
     { "proj", O_PROJ, ARG_REQUIRED },         { "inputs", O_INPUTS, ARG_REQUIRED },
     { "dump-output", O_DUMP_OUTPUT, ARG_REQUIRED }, { "dump-weights", O_DUMP_WEIGHTS, ARG_REQUIRED },
-    { "case-timeout", O_CASE_TIMEOUT, ARG_REQUIRED },
+    { "case-timeout", O_CASE_TIMEOUT, ARG_REQUIRED }, { "isa", O_ISA, ARG_REQUIRED },
 };
 
 int attn_error(int code, const char *fmt, ...)
@@ -200,6 +200,25 @@ done:
     }
     free(out->v);
     *out = l;
+    return -1;
+}
+
+/* --isa: a kernel ISA this build has and this CPU runs. */
+static int parse_isa(const char *val, attn_isa *dst)
+{
+    const attn_isa isa = attn_isa_from_name(val);
+    if (isa == ATTN_ISA_COUNT) {
+        char known[96] = "";
+        size_t at = 0;
+        for (int i = 0; i < ATTN_ISA_COUNT; i++)
+            at += (size_t)snprintf(known + at, sizeof(known) - at, "%s%s", i ? ", " : "",
+                                   attn_isa_name((attn_isa)i));
+        return usage_error("--isa: '%s' is not one of: %s", val, known);
+    }
+    if (!attn_isa_usable(isa))
+        return usage_error("--isa: %s kernels are not in this build or this CPU lacks their "
+                           "instructions", val);
+    *dst = isa;
     return -1;
 }
 
@@ -359,6 +378,7 @@ static int apply(attn_opts *o, opt_id id, const char *name, const char *val)
     case O_MAX_MEM: return parse_bytes(val, &o->setup.max_mem);
     case O_TILE:    return parse_tile(val, &o->setup.tile_q, &o->setup.tile_kv);
     case O_DEVICE:  return parse_int_opt(name, val, 0, MAX_DEVICE, &o->setup.device);
+    case O_ISA:     return parse_isa(val, &o->setup.isa);
     case O_WINDOW:  return parse_int_opt(name, val, 0, MAX_SEQ, &o->var.window);
     case O_GLOBALS: return parse_int_opt(name, val, 0, MAX_SEQ, &o->var.globals);
     case O_RANDOM_BLOCKS:
@@ -589,6 +609,11 @@ void attn_cli_usage(FILE *f, const char *prog)
 "                   cases run in this process)\n"
 "  --tile BRxBC     query x key block sizes for the tiled backend, for experiments\n"
 "                   (default: chosen from d and the L1 cache)\n"
+"  --isa ISA        the SIMD kernels of the backends built on them (tiled, blas's\n"
+"                   softmax, local, sparse, linear, performer, linformer): c, avx2,\n"
+"                   avx512, or auto (default: the widest this CPU runs)\n",
+            prog, prog, MAX_BATCH, MAX_HEADS, MAX_SEQ, MAX_DIM, MAX_THREADS, ATTN_MAX_REPS);
+    fprintf(f,
 "  --window W       local, sparse: keys within W of the query's diagonal (default %d)\n"
 "  --globals G      sparse: global tokens (default %d)\n"
 "  --random-blocks R  sparse: random key blocks per query block, 0 = Longformer,\n"
@@ -605,7 +630,6 @@ void attn_cli_usage(FILE *f, const char *prog)
 "  --dump-output FILE.npy   one case, one backend: write its O [B,H,Nq,dv]\n"
 "  --dump-weights FILE.npy  one case, one backend that can give them (naive, local,\n"
 "                   sparse): write the attention weights P [B,H,Nq,Nk] (at most 1 GiB)\n",
-            prog, prog, MAX_BATCH, MAX_HEADS, MAX_SEQ, MAX_DIM, MAX_THREADS, ATTN_MAX_REPS,
             ATTN_DEFAULT_WINDOW, ATTN_DEFAULT_GLOBALS, ATTN_DEFAULT_RANDOM_BLOCKS,
             ATTN_DEFAULT_BLOCK, ATTN_DEFAULT_FEATURES, ATTN_DEFAULT_PROJ);
     fputs("  --csv FILE       append one row per finished case to FILE (flushed to disk at once)\n"

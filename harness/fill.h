@@ -7,15 +7,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/rng.h"
 #include "problem.h"
 
 enum { ATTN_TENSOR_Q = 0, ATTN_TENSOR_K = 1, ATTN_TENSOR_V = 2 };
-
-/* 64 well-mixed bits for (seed, stream, index). */
-uint64_t attn_hash(uint64_t seed, uint64_t stream, uint64_t index);
-
-/* Uniform in [0, 1) with 53 random bits. */
-double attn_uniform(uint64_t seed, uint64_t stream, uint64_t index);
 
 float attn_fill_value(attn_fill_kind kind, uint64_t seed, int tensor, size_t index);
 void attn_fill(float *x, size_t n, attn_fill_kind kind, uint64_t seed, int tensor, int threads);

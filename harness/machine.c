@@ -116,9 +116,9 @@ static void backend_versions(attn_machine *m)
         const attn_backend *be = attn_backend_get(i);
         if (be->not_built)
             continue;
+        const char *v = attn_backend_version(be);
         at += (size_t)snprintf(m->backends + at, sizeof(m->backends) - at, "%s%s%s%s%s",
-                               at ? "; " : "", be->name, be->version ? " (" : "",
-                               be->version ? be->version() : "", be->version ? ")" : "");
+                               at ? "; " : "", be->name, v ? " (" : "", v ? v : "", v ? ")" : "");
     }
 }
 

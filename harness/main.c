@@ -34,17 +34,17 @@ static void list_backends(FILE *f)
     /* Devices, once per device layer: backends sharing one are named together. */
     for (size_t i = 0; i < attn_backend_count(); i++) {
         const attn_backend *be = attn_backend_get(i);
-        bool first = !be->not_built && be->devices;
+        char buf[4096];
+        bool first = !be->not_built && attn_backend_has_devices(be);
         for (size_t j = 0; first && j < i; j++)
-            first = attn_backend_get(j)->devices != be->devices;
+            first = !attn_backend_same_devices(attn_backend_get(j), be);
         if (!first)
             continue;
         fprintf(f, "\ndevices of %s", be->name);
         for (size_t j = i + 1; j < attn_backend_count(); j++)
-            if (attn_backend_get(j)->devices == be->devices)
+            if (attn_backend_same_devices(attn_backend_get(j), be))
                 fprintf(f, ", %s", attn_backend_get(j)->name);
-        char buf[4096];
-        const int n = be->devices(buf, sizeof(buf));
+        const int n = attn_backend_devices(be, buf, sizeof(buf));
         fprintf(f, " (--device N):\n%s", n > 0 ? buf : "  none\n");
         if (n >= (int)sizeof(buf))
             fputs("  (list truncated)\n", f);
@@ -141,7 +141,7 @@ static int prepare_io(attn_opts *o)
     free(kv);
     if (s->dump_weights) {
         const attn_backend *be = o->backends[0];
-        if (!be->weights)
+        if (!attn_backend_has_weights(be))
             return attn_error(ATTN_EXIT_USAGE, "--dump-weights: %s cannot give its attention "
                               "weights (naive, local and sparse can)", be->name);
         const double bytes = 4.0 * p.batch * p.heads * (double)p.seq_q * p.seq_kv;

@@ -187,6 +187,8 @@ void attn_repro(char *buf, size_t len, const char *prog, const char *backend,
         at = cat(buf, len, at, " --tile %dx%d", s->tile_q, s->tile_kv);
     if (s->device >= 0)
         at = cat(buf, len, at, " --device %d", s->device);
+    if (s->isa != ATTN_ISA_AUTO)
+        at = cat(buf, len, at, " --isa %s", attn_isa_name(s->isa));
     at = cat_variant(buf, len, at, p, " --window %d", " --globals %d --random-blocks %d --block %d",
                      " --features %d", " --proj %d");
     if (s->check_rows)
@@ -209,6 +211,8 @@ void attn_case_name(char *buf, size_t len, const char *backend, const attn_probl
         at = cat(buf, len, at, "/tile:%dx%d", s->tile_q, s->tile_kv);
     if (s->device >= 0)
         at = cat(buf, len, at, "/device:%d", s->device);
+    if (s->isa != ATTN_ISA_AUTO)
+        at = cat(buf, len, at, "/isa:%s", attn_isa_name(s->isa));
     cat_variant(buf, len, at, p, "/w:%d", "/g:%d/r:%d/bs:%d", "/m:%d", "/p:%d");
 }
 

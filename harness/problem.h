@@ -26,6 +26,7 @@ typedef struct attn_setup {
     uint64_t max_mem;       /* bytes a case may take; 0: no limit beyond MemAvailable */
     int tile_q, tile_kv;    /* --tile; 0: each backend's own choice */
     int device;             /* --device; -1: each device backend's own choice */
+    attn_isa isa;           /* --isa: the host backends' kernels; ATTN_ISA_AUTO: the widest */
     const char *inputs;        /* --inputs DIR: Q, K, V from .npy files instead of the fill */
     const char *dump_output;   /* --dump-output FILE.npy, or NULL */
     const char *dump_weights;  /* --dump-weights FILE.npy, or NULL */

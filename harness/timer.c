@@ -119,7 +119,7 @@ attn_status attn_time_runs(const attn_backend *be, void *state, const attn_timer
     /* Device backends keep their own time of the last run (read from the
      * device in run); fetching it is a field read inside the timed loop. */
     double dev;
-    t->device_known = be->device_time && be->device_time(state, &dev);
+    t->device_known = attn_backend_device_time(be, state, &dev);
     const int want = o->reps < ATTN_MAX_REPS ? o->reps : ATTN_MAX_REPS;
     const double start = attn_now();
     for (int r = 0; r < want; r++) {
@@ -128,7 +128,7 @@ attn_status attn_time_runs(const attn_backend *be, void *state, const attn_timer
         for (long i = 0; i < t->iterations; i++) {
             if ((st = be->run(state)) != ATTN_OK)
                 return st;
-            if (t->device_known && be->device_time(state, &dev))
+            if (t->device_known && attn_backend_device_time(be, state, &dev))
                 dsum += dev;
         }
         const double r1 = attn_now(), c1 = attn_cpu_now();

@@ -1,40 +1,10 @@
 /* Run-time selection of the kernel tables: C fills every table first, then
  * an ISA's own versions replace it where the build has them and the CPU
- * reports the flags they were compiled for. */
+ * reports the flags they were compiled for (kernels/isa.c). */
 #include <stdbool.h>
 
 #include "config.h"
 #include "kernels.h"
-
-static const char *const isa_names[ATTN_ISA_COUNT] = {
-    [ATTN_ISA_C]      = "c",
-    [ATTN_ISA_AVX2]   = "avx2",
-    [ATTN_ISA_AVX512] = "avx512",
-};
-
-const char *attn_isa_name(attn_isa isa)
-{
-    return (unsigned)isa < ATTN_ISA_COUNT ? isa_names[isa] : "?";
-}
-
-int attn_isa_usable(attn_isa isa)
-{
-    switch (isa) {
-    case ATTN_ISA_C:
-        return 1;
-#if ATTN_HAVE_X86_KERNELS
-    case ATTN_ISA_AVX2:
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    case ATTN_ISA_AVX512:
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-#endif
-    default:
-        return 0;
-    }
-}
 
 static attn_kernels tables[ATTN_ISA_COUNT];
 
@@ -43,7 +13,7 @@ static attn_kernels tables[ATTN_ISA_COUNT];
 __attribute__((constructor))
 static void kernels_init(void)
 {
-    for (int i = 0; i < ATTN_ISA_COUNT; i++)
+    for (int i = ATTN_ISA_C; i < ATTN_ISA_COUNT; i++)
         attn_kernels_init_c(&tables[i]);
 #if ATTN_HAVE_X86_KERNELS
     if (attn_isa_usable(ATTN_ISA_AVX2))
@@ -55,12 +25,14 @@ static void kernels_init(void)
 
 const attn_kernels *attn_kernels_for(attn_isa isa)
 {
+    if (isa == ATTN_ISA_AUTO)
+        return attn_kernels_best();
     return (unsigned)isa < ATTN_ISA_COUNT && attn_isa_usable(isa) ? &tables[isa] : NULL;
 }
 
 const attn_kernels *attn_kernels_best(void)
 {
-    for (int i = ATTN_ISA_COUNT - 1; i > 0; i--)
+    for (int i = ATTN_ISA_COUNT - 1; i > ATTN_ISA_C; i--)
         if (attn_isa_usable((attn_isa)i))
             return &tables[i];
     return &tables[ATTN_ISA_C];

@@ -57,7 +57,8 @@ typedef decl_softmax_rows_fn(attn_softmax_rows_fn);
 typedef decl_exp2_fn(attn_exp2_fn);
 
 typedef enum attn_isa {
-    ATTN_ISA_C = 0,
+    ATTN_ISA_AUTO = 0,  /* not an ISA: the widest usable one (attn_kernels_for) */
+    ATTN_ISA_C,
     ATTN_ISA_AVX2,      /* AVX2 + FMA */
     ATTN_ISA_AVX512,    /* AVX-512 F, BW, VL, DQ */
     ATTN_ISA_COUNT
@@ -72,12 +73,15 @@ typedef struct attn_kernels {
     attn_exp2_fn *exp2;
 } attn_kernels;
 
+/* "auto", "c", "avx2", "avx512"; and back (ATTN_ISA_COUNT when unknown). */
 const char *attn_isa_name(attn_isa isa);
+attn_isa attn_isa_from_name(const char *name);
 
-/* Whether this build has kernels for isa and this CPU can run them. */
+/* Whether this build has kernels for isa and this CPU can run them (AUTO: yes). */
 int attn_isa_usable(attn_isa isa);
 
-/* The kernel table of exactly isa; NULL when !attn_isa_usable(isa). */
+/* The kernel table of exactly isa (AUTO: the widest usable one); NULL when
+ * !attn_isa_usable(isa). */
 const attn_kernels *attn_kernels_for(attn_isa isa);
 
 /* The widest usable ISA's table. */

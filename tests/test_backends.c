@@ -132,6 +132,41 @@ static void tile_sizes(const attn_backend *be)
     }
 }
 
+/* One grid case of be at isa (ATTN_ISA_AUTO: the widest), as a TAP line. */
+static void grid_one(const attn_backend *be, const grid_case *g, attn_isa isa)
+{
+    const attn_problem p = { .batch = g->b, .heads = g->h, .seq_q = g->nq, .seq_kv = g->nk,
+                             .d_k = g->dk, .d_v = g->dv,
+                             .scale = (float)(1.0 / sqrt((double)g->dk)), .causal = g->causal,
+                             .kv_len = g->kv_len, .var = grid_var };
+    char shape[256], at[32] = "";
+    attn_problem_describe(&p, shape, sizeof(shape));
+    if (isa != ATTN_ISA_AUTO)
+        snprintf(at, sizeof(at), " --isa %s", attn_isa_name(isa));
+    if (be->kind == ATTN_KIND_PERFORMER && g->fill == ATTN_FILL_EXTREME) {
+        tap_skip("performer: --fill extreme puts its feature exponents ~1e4 apart, far "
+                 "past the ~87 fp32 exp can span, so its output there is not defined "
+                 "(it FAILS; see README)", "%s%s %s fill=extreme", be->name, at, shape);
+        return;
+    }
+    const attn_setup s = { .threads = ATTN_HAVE_OPENMP ? 2 : 1, .seed = 7, .fill = g->fill,
+                           .check_rows = g->check_rows,
+                           .timer = { .warmup = 1, .reps = 2, .min_time = 1e-4 },
+                           .device = -1, .isa = isa };
+    attn_result r;
+    const attn_verdict v = run_case_setup(be, &p, &s, &r);
+    if (v == ATTN_SKIPPED) {
+        tap_skip(r.why, "%s%s %s", be->name, at, shape);
+        return;
+    }
+    char desc[512] = "";
+    if (r.checked)
+        attn_check_describe(&r.check, desc, sizeof(desc));
+    if (!tap_ok(v == ATTN_PASSED, "%s%s %s fill=%s", be->name, at, shape,
+                attn_fill_name(g->fill)))
+        tap_diag("%s: %s | %s | %s", attn_verdict_str(v), r.why, desc, r.repro);
+}
+
 int main(void)
 {
     grid_case grid[64];
@@ -139,43 +174,32 @@ int main(void)
     int extra = 0;
     for (size_t i = 0; i < attn_backend_count(); i++)
         extra += !strcmp(attn_backend_get(i)->name, "tiled") ? NTILES : 0;
-    tap_plan((int)(attn_backend_count() * (ncases + 1)) + extra);
+    /* The grid at the widest ISA for every backend, then at each ISA for the
+     * host backends (device backends have no kernels of kernels/ to pick). */
+    const int isas = ATTN_ISA_COUNT - ATTN_ISA_C;
+    int host = 0;
+    for (size_t i = 0; i < attn_backend_count(); i++)
+        host += !attn_backend_has_devices(attn_backend_get(i));
+    tap_plan((int)(attn_backend_count() * (ncases + 1) + (size_t)host * isas * ncases) + extra);
 
     for (size_t i = 0; i < attn_backend_count(); i++) {
         const attn_backend *be = attn_backend_get(i);
         char why[256] = "";
         const bool usable = attn_backend_usable(be, why, sizeof(why)) == ATTN_OK;
-        for (size_t c = 0; c < ncases; c++) {
-            const grid_case *g = &grid[c];
-            const attn_problem p = { .batch = g->b, .heads = g->h, .seq_q = g->nq,
-                                     .seq_kv = g->nk, .d_k = g->dk, .d_v = g->dv,
-                                     .scale = (float)(1.0 / sqrt((double)g->dk)),
-                                     .causal = g->causal, .kv_len = g->kv_len,
-                                     .var = grid_var };
-            char shape[256];
-            attn_problem_describe(&p, shape, sizeof(shape));
-            if (!usable) {
-                tap_skip(why, "%s %s", be->name, shape);
-                continue;
+        const int runs = attn_backend_has_devices(be) ? 0 : isas;
+        for (int x = -1; x < runs; x++) {
+            const attn_isa isa = x < 0 ? ATTN_ISA_AUTO : (attn_isa)(ATTN_ISA_C + x);
+            char isa_why[128];
+            snprintf(isa_why, sizeof(isa_why), "this CPU or build cannot run the %s kernels",
+                     attn_isa_name(isa));
+            for (size_t c = 0; c < ncases; c++) {
+                if (!usable)
+                    tap_skip(why, "%s grid case %zu", be->name, c);
+                else if (!attn_isa_usable(isa))
+                    tap_skip(isa_why, "%s --isa %s grid case %zu", be->name, attn_isa_name(isa), c);
+                else
+                    grid_one(be, &grid[c], isa);
             }
-            if (be->kind == ATTN_KIND_PERFORMER && g->fill == ATTN_FILL_EXTREME) {
-                tap_skip("performer: --fill extreme puts its feature exponents ~1e4 apart, far "
-                         "past the ~87 fp32 exp can span, so its output there is not defined "
-                         "(it FAILS; see README)", "%s %s fill=extreme", be->name, shape);
-                continue;
-            }
-            attn_result r;
-            const attn_verdict v = run_case(be, &p, g->fill, g->check_rows, &r);
-            if (v == ATTN_SKIPPED) {
-                tap_skip(r.why, "%s %s", be->name, shape);
-                continue;
-            }
-            char desc[512] = "";
-            if (r.checked)
-                attn_check_describe(&r.check, desc, sizeof(desc));
-            if (!tap_ok(v == ATTN_PASSED, "%s %s fill=%s", be->name, shape,
-                        attn_fill_name(g->fill)))
-                tap_diag("%s: %s | %s | %s", attn_verdict_str(v), r.why, desc, r.repro);
         }
         thread_invariance(be);
         tile_sizes(be);

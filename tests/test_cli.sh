@@ -121,6 +121,8 @@ runs 0 "needs" --backend=naive --seq 8,16777216 --heads 1 --dk 4096 --reps 1 --m
 runs 0 "1 passed, 0 failed, 1 skipped" --backend=naive --seq 8,16777216 --heads 1 --dk 4096 --reps 1 --min-time 0.001
 runs 0 "tiled          PASSED" --backend=tiled --seq 100 --seq-kv 70 --dk 24 --dv 40 --causal --tile 16x20 --reps 1
 runs 0 "--tile 16x20" --backend=tiled --seq 100 --dk 24 --tile 16x20 --reps 1
+refused 2 "--isa: 'neon' is not one of: auto, c, avx2, avx512" --isa neon
+runs 0 "--isa c" --backend=tiled,local --seq 100 --dk 24 --causal --isa c --reps 1
 runs 0 "tiled (" --backend=tiled --seq 16 --dk 8 --reps 1
 runs 0 "pinned to CPUs 0" --backend=naive --seq 8 --dk 8 --threads 1 --pin --reps 1
 

@@ -46,7 +46,7 @@ static void leaky_release(void *st)
 }
 static size_t leaky_workspace(const attn_problem *p, const attn_config *c) { (void)p, (void)c; return 256; }
 static const attn_backend leaky_backend = {
-    .name = "leaky", .caps = ATTN_CAP_PADDING | ATTN_CAP_DV, .cls = ATTN_CLASS_EXACT_FP32,
+    .name = "leaky",
     .prepare = leaky_prepare, .bind = leaky_bind, .run = leaky_run, .read = leaky_read,
     .release = leaky_release, .workspace = leaky_workspace,
 };

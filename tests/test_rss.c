@@ -59,8 +59,7 @@ static void wrap_release(void *s)
 
 static const attn_backend wrapped = {
     .name = "rss-wrap", .summary = "naive plus 64 MiB outside the tracker",
-    .caps = ATTN_CAP_CAUSAL | ATTN_CAP_PADDING | ATTN_CAP_CROSS | ATTN_CAP_DV,
-    .cls = ATTN_CLASS_EXACT_FP32, .prepare = wrap_prepare, .bind = wrap_bind, .run = wrap_run,
+    .prepare = wrap_prepare, .bind = wrap_bind, .run = wrap_run,
     .read = wrap_read, .release = wrap_release, .workspace = wrap_workspace,
 };
 

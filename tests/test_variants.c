@@ -189,8 +189,8 @@ static void planted(void)
         variant_ref(&r1, &d1, &p, &in);
         variant_ref(&r2, &d2, &wrong, &in);
         attn_check ok_check, bad_check;
-        attn_check_output(&ok_check, &p, &r1, &out, be->cls);
-        attn_check_output(&bad_check, &p, &r2, &out, be->cls);
+        attn_check_output(&ok_check, &p, &r1, &out);
+        attn_check_output(&bad_check, &p, &r2, &out);
         if (!tap_ok(ok_check.pass && !bad_check.pass,
                     "%s checked against its definition with %s: caught", cases[c].be,
                     cases[c].what))

@@ -1117,8 +1117,7 @@ static const char *vk_version(void)
 }
 
 #define VK_COMMON                                                              \
-    .caps = ATTN_CAP_CAUSAL | ATTN_CAP_PADDING | ATTN_CAP_CROSS | ATTN_CAP_DV, \
-    .cls = ATTN_CLASS_EXACT_FP32, .probe = vk_probe, .bind = vk_bind,           \
+    .probe = vk_probe, .bind = vk_bind,                                         \
     .run = vk_run, .read = vk_read, .release = vk_release,                      \
     .workspace = vk_workspace, .device_bytes = vk_device_bytes,                 \
     .version = vk_version, .device_name = vk_device_name,                       \

@@ -1,0 +1,76 @@
+#include <stdio.h>
+
+#include "host.h"
+
+static size_t kv_len_bytes(const attn_problem *p)
+{
+    return p->kv_len ? (size_t)p->batch * sizeof(int) : 0;
+}
+
+size_t attn_host_workspace(size_t size, const attn_problem *p)
+{
+    return size + kv_len_bytes(p);
+}
+
+attn_status attn_host_create(size_t size, const attn_problem *p, const attn_config *cfg,
+                             void **state)
+{
+    *state = NULL;
+    const attn_kernels *k = attn_kernels_for(cfg->isa);
+    if (!k)
+        return ATTN_EUNSUPPORTED;
+    attn_host *h = attn_alloc(cfg->alloc, size);
+    if (!h)
+        return ATTN_ENOMEM;
+    memset(h, 0, size);
+    h->alloc = cfg->alloc;
+    h->p = *p;
+    h->threads = cfg->threads;
+    h->k = k;
+    if (p->kv_len) {
+        if (!(h->kv_len = attn_alloc(cfg->alloc, kv_len_bytes(p)))) {
+            attn_free(cfg->alloc, h);
+            return ATTN_ENOMEM;
+        }
+        memcpy(h->kv_len, p->kv_len, kv_len_bytes(p));
+        h->p.kv_len = h->kv_len;
+    }
+    *state = h;
+    return ATTN_OK;
+}
+
+void attn_host_destroy(void *state)
+{
+    attn_host *h = state;
+    if (!h)
+        return;
+    const attn_allocator *a = h->alloc;
+    attn_free(a, h->kv_len);
+    attn_free(a, h);
+}
+
+attn_status attn_host_bind(void *state, const attn_tensors *t)
+{
+    ((attn_host *)state)->t = *t;
+    return ATTN_OK;
+}
+
+/* A copy only when the output is wanted somewhere else than the bound O. */
+attn_status attn_host_read(void *state, float *out)
+{
+    const attn_host *h = state;
+    const attn_problem *p = &h->p;
+    if (out != h->t.o)
+        memcpy(out, h->t.o, (size_t)p->batch * p->heads * p->seq_q * p->d_v * sizeof(float));
+    return ATTN_OK;
+}
+
+attn_status attn_host_supports_isa(const char *name, const attn_config *cfg, char *why,
+                                   size_t len)
+{
+    if (attn_isa_usable(cfg->isa))
+        return ATTN_OK;
+    snprintf(why, len, "%s: this CPU or build cannot run the %s kernels", name,
+             attn_isa_name(cfg->isa));
+    return ATTN_EUNSUPPORTED;
+}

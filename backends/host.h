@@ -16,8 +16,6 @@
 
 #include "backend.h"
 
-#define ATTN_LOG2E 1.4426950408889634
-
 typedef struct attn_host {
     attn_problem p;               /* p.kv_len points at kv_len below */
     int *kv_len;                  /* a private copy: the caller's may go away */

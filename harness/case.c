@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "case.h"
+#include "inputs.h"
 #include "memory.h"
 #include "npy.h"
 #include "variant.h"
@@ -13,6 +14,7 @@ static const char *const verdict_str[ATTN_VERDICT_COUNT] = {
     [ATTN_SKIPPED] = "SKIPPED",
     [ATTN_ERROR]   = "ERROR",
     [ATTN_TIMEOUT] = "TIMEOUT",
+    [ATTN_MISTRUSTED] = "MISTRUSTED",
 };
 
 const char *attn_verdict_str(attn_verdict v)
@@ -30,29 +32,13 @@ static void verdict(attn_result *r, attn_verdict v, const char *fmt, ...)
     r->verdict = v;
 }
 
-/* SKIPPED with both numbers when the case would not fit, before it allocates. */
-static bool memory_guard(attn_result *r, const attn_problem *p, const attn_ref *ref,
-                         const attn_setup *s)
+/* SKIPPED with the numbers when the case would not fit, before it allocates. */
+static bool memory_guard(attn_result *r, const attn_problem *p, const attn_setup *s)
 {
-    attn_sizes sz;
-    attn_problem_sizes(p, &sz);
-    const double held = (double)sz.inputs + (double)ref->nrows * (8.0 + 8.0 * p->d_v);
-    const double need = (double)r->ws_predicted + 2.0 * (double)sz.output;
-    char a[32], b[32];
-    if (s->max_mem && held + need > (double)s->max_mem) {
-        attn_format_bytes(a, sizeof(a), held + need);
-        attn_format_bytes(b, sizeof(b), (double)s->max_mem);
-        verdict(r, ATTN_SKIPPED, "needs %s with inputs and reference, over --max-mem %s", a, b);
-        return false;
-    }
-    const uint64_t avail = attn_mem_available();
-    if (avail && need > (double)avail) {
-        attn_format_bytes(a, sizeof(a), need);
-        attn_format_bytes(b, sizeof(b), (double)avail);
-        verdict(r, ATTN_SKIPPED, "needs %s more memory, %s available", a, b);
-        return false;
-    }
-    return true;
+    if (attn_memory_fits(p, s, r->ws_predicted, true, r->why, sizeof(r->why)))
+        return true;
+    r->verdict = ATTN_SKIPPED;
+    return false;
 }
 
 static attn_verdict status_verdict(attn_status st)
@@ -95,6 +81,10 @@ static void check_and_time(attn_result *r, const attn_backend *be, void *state,
     if (allocated_in_run(r, tr, calls))
         return;
     r->verdict = ATTN_PASSED;
+    if (r->check.mistrusted)
+        verdict(r, ATTN_MISTRUSTED, "%.1f%% of the checked reference output is exactly 0 "
+                "(every key masked?): a kernel that writes zeros would pass as well",
+                100.0 * (double)r->check.ref_zeros / (double)r->check.ref_elems);
     if (!first)
         return;
 
@@ -236,7 +226,7 @@ void attn_case_run(attn_result *r, const attn_backend *be, const attn_problem *p
     attn_problem_sizes(p, &sz);
     attn_guarded out = { 0 };
     float *first = NULL;
-    if (!memory_guard(r, p, ref, s))
+    if (!memory_guard(r, p, s))
         goto done;
     /* The harness's own buffers are allocated and touched before the RSS
      * mark is reset, so the peak measured below is the backend's. */

@@ -14,10 +14,24 @@ typedef enum attn_verdict {
     ATTN_SKIPPED,    /* the backend cannot run this case here; why says why */
     ATTN_ERROR,      /* it should have run and could not (library, memory, device, crash) */
     ATTN_TIMEOUT,    /* it outlasted --case-timeout and its process was killed */
+    ATTN_MISTRUSTED, /* within tolerance, but the reference is (almost) all zeros (every
+                        key masked, say): a kernel writing zeros would pass too */
     ATTN_VERDICT_COUNT
 } attn_verdict;
 
 const char *attn_verdict_str(attn_verdict v);
+
+/* Ran within tolerance: its times and memory are meaningful. */
+static inline bool attn_verdict_ok(attn_verdict v)
+{
+    return v == ATTN_PASSED || v == ATTN_MISTRUSTED;
+}
+
+/* Ran to the end, right or wrong: its measurements exist. */
+static inline bool attn_verdict_ran(attn_verdict v)
+{
+    return attn_verdict_ok(v) || v == ATTN_FAILED;
+}
 
 typedef struct attn_result {
     const attn_backend *be;

@@ -100,6 +100,8 @@ void attn_check_output(attn_check *c, const attn_problem *p, const attn_ref *ref
                     c->first_nonfinite = row * dv + (size_t)col;
                 continue;
             }
+            c->ref_zeros += r == 0.0;
+            c->ref_elems++;
             const double d = fabs((double)got - r);
             if (d > c->max_abs) {
                 c->max_abs = d;
@@ -113,6 +115,7 @@ void attn_check_output(attn_check *c, const attn_problem *p, const attn_ref *ref
         }
     }
     c->max_rel = c->ref_max > 0 ? c->max_abs / c->ref_max : (c->max_abs > 0 ? INFINITY : 0);
+    c->mistrusted = (double)c->ref_zeros >= ATTN_MISTRUST_ZEROS * (double)c->ref_elems;
     c->nmse = ref2 > 0 ? err2 / ref2 : (err2 > 0 ? INFINITY : 0);
 
     c->tolerance = &attn_tolerance_fp32;

@@ -557,12 +557,8 @@ void attn_cli_free(attn_opts *o)
     }
     free(o->kv_len);
     free(o->backends);
-    free(o->in_q);
-    free(o->in_k);
-    free(o->in_v);
     o->kv_len = NULL;
     o->backends = NULL;
-    o->in_q = o->in_k = o->in_v = NULL;
 }
 
 void attn_cli_usage(FILE *f, const char *prog)

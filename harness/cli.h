@@ -37,7 +37,6 @@ typedef struct attn_opts {
     size_t nbackends;
     bool explicit_backends;     /* --backend was given */
     const char *csv, *json;     /* output files, or NULL */
-    float *in_q, *in_k, *in_v;  /* setup.inputs' arrays once loaded (malloc'ed), else NULL */
     double case_timeout;        /* --case-timeout seconds; 0: cases run in this process */
     bool resume, pin, peak;
     bool list, help, version;

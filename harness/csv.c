@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "csv.h"
+#include "io.h"
 #include "variant.h"
 
 static const char header[] =
@@ -22,20 +23,6 @@ static const char header[] =
     "workspace_predicted_bytes,rss_peak_bytes,device_bytes,score_matrix_bytes,device,repro";
 
 #define fail(...) attn_error(ATTN_EXIT_USAGE, __VA_ARGS__)
-
-static bool write_all(int fd, const char *buf, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, buf, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return false;
-        buf += w;
-        n -= (size_t)w;
-    }
-    return true;
-}
 
 static char *read_file(int fd, size_t *len)
 {
@@ -111,7 +98,7 @@ int attn_csv_open(attn_csv *c, const char *path, bool resume)
                   "another file", path);
     } else if (len) {
         rc = load_keys(c, path, text, len);
-    } else if (!write_all(c->fd, header, strlen(header)) || !write_all(c->fd, "\n", 1) ||
+    } else if (!attn_write_all(c->fd, header, strlen(header)) || !attn_write_all(c->fd, "\n", 1) ||
                fsync(c->fd)) {
         rc = fail("--csv %s: cannot write: %s", path, strerror(errno));
     }
@@ -226,7 +213,7 @@ int attn_csv_append(attn_csv *c, const attn_result *r, const attn_setup *s, doub
     put_num(&l, dev_timed, t->device_stats.median);
     put_num(&l, dev_timed, t->device_stats.min);
     put_num(&l, dev_timed, t->device_stats.cv);
-    const bool moved = r->device[0] && (r->verdict == ATTN_PASSED || r->verdict == ATTN_FAILED);
+    const bool moved = r->device[0] && (attn_verdict_ran(r->verdict));
     put_num(&l, moved, r->upload_s);
     put_num(&l, moved, r->download_s);
     put(&l, ",%.17g,%.17g", r->flops, r->flops_dense);
@@ -234,7 +221,7 @@ int attn_csv_append(attn_csv *c, const attn_result *r, const attn_setup *s, doub
     put_num(&l, timed, r->flops_dense / t->real_stats.median * 1e-9);
     put_num(&l, peak_gflops > 0, peak_gflops);
     put_num(&l, timed && peak_gflops > 0, 100.0 * r->flops / t->real_stats.median * 1e-9 / peak_gflops);
-    const bool ran = r->verdict == ATTN_PASSED || r->verdict == ATTN_FAILED;
+    const bool ran = attn_verdict_ran(r->verdict);
     put_bytes(&l, ran, r->ws_peak);
     put_bytes(&l, r->ws_predicted > 0, r->ws_predicted);
     put_bytes(&l, ran && r->rss_known, r->rss_peak);
@@ -247,7 +234,7 @@ int attn_csv_append(attn_csv *c, const attn_result *r, const attn_setup *s, doub
         return attn_error(ATTN_EXIT_ERROR, "--csv: a row longer than %zu bytes was not written",
                           sizeof(l.buf));
     }
-    if (!write_all(c->fd, l.buf, l.at) || fsync(c->fd)) {
+    if (!attn_write_all(c->fd, l.buf, l.at) || fsync(c->fd)) {
         return attn_error(ATTN_EXIT_ERROR, "--csv: cannot write a row: %s", strerror(errno));
     }
     return -1;

@@ -113,7 +113,7 @@ static void counters(FILE *f, const attn_result *r, double seconds, const attn_m
         field_num(f, "rss_peak_bytes", (double)r->rss_peak);
     if (r->device_known)
         field_num(f, "device_bytes", (double)r->device_bytes);
-    if (r->device[0] && (r->verdict == ATTN_PASSED || r->verdict == ATTN_FAILED)) {
+    if (r->device[0] && (attn_verdict_ran(r->verdict))) {
         field_num(f, "upload_us", r->upload_s * 1e6);
         field_num(f, "download_us", r->download_s * 1e6);
     }
@@ -147,7 +147,7 @@ static void entries(FILE *f, bool *first, const attn_result *r, int family, int 
     if (!t->reps) {
         head(f, first, r->name, "", family, instance, "iteration", 0, s->threads);
         fputs(",\n      \"repetition_index\": 0,\n      \"iterations\": 0", f);
-        if (r->verdict != ATTN_PASSED) {
+        if (!attn_verdict_ok(r->verdict)) {
             fputs(",\n      \"error_occurred\": true", f);
             char msg[512];
             snprintf(msg, sizeof(msg), "%s: %s", attn_verdict_str(r->verdict), r->why);

@@ -14,7 +14,6 @@
 #include "cli.h"
 #include "config.h"
 #include "machine.h"
-#include "npy.h"
 #include "sweep.h"
 
 static void list_backends(FILE *f)
@@ -118,69 +117,6 @@ static int measure_peak(const attn_machine *m, int threads)
     return ATTN_EXIT_OK;
 }
 
-/* --inputs, --dump-output, --dump-weights: one case; the arrays loaded and
- * their shapes checked before any work. Returns -1 to go on. */
-static int prepare_io(attn_opts *o)
-{
-    const attn_setup *s = &o->setup;
-    if (!s->inputs && !s->dump_output && !s->dump_weights)
-        return -1;
-    const char *what = s->inputs ? "--inputs" : s->dump_output ? "--dump-output" : "--dump-weights";
-    const size_t shapes = attn_sweep_shapes(o);
-    if (shapes != 1)
-        return attn_error(ATTN_EXIT_USAGE, "%s needs one case, but the size options make %zu "
-                          "shapes", what, shapes);
-    if ((s->dump_output || s->dump_weights) && (!o->explicit_backends || o->nbackends != 1))
-        return attn_error(ATTN_EXIT_USAGE, "%s needs one backend: name it with --backend",
-                          s->dump_output ? "--dump-output" : "--dump-weights");
-    attn_problem p;
-    int *kv = calloc((size_t)o->batch.v[0], sizeof(int));
-    if (!kv)
-        return attn_error(ATTN_EXIT_TOO_LARGE, "out of memory");
-    attn_sweep_problem(o, 0, &p, kv);
-    free(kv);
-    if (s->dump_weights) {
-        const attn_backend *be = o->backends[0];
-        if (!attn_backend_has_weights(be))
-            return attn_error(ATTN_EXIT_USAGE, "--dump-weights: %s cannot give its attention "
-                              "weights (naive, local and sparse can)", be->name);
-        const double bytes = 4.0 * p.batch * p.heads * (double)p.seq_q * p.seq_kv;
-        if (bytes > (double)(1u << 30))
-            return attn_error(ATTN_EXIT_TOO_LARGE, "--dump-weights: P [B,H,Nq,Nk] = [%d,%d,%d,%d] "
-                              "would take %.2f GiB, above the 1 GiB limit", p.batch, p.heads,
-                              p.seq_q, p.seq_kv, bytes / (1u << 30));
-    }
-    if (!s->inputs)
-        return -1;
-    const char *names[3] = { "q", "k", "v" };
-    float **dst[3] = { &o->in_q, &o->in_k, &o->in_v };
-    const size_t want[3][4] = {
-        { (size_t)p.batch, (size_t)p.heads, (size_t)p.seq_q, (size_t)p.d_k },
-        { (size_t)p.batch, (size_t)p.heads, (size_t)p.seq_kv, (size_t)p.d_k },
-        { (size_t)p.batch, (size_t)p.heads, (size_t)p.seq_kv, (size_t)p.d_v },
-    };
-    for (int t = 0; t < 3; t++) {
-        char path[4200], why[4400], got[160], need[160];
-        snprintf(path, sizeof(path), "%s/%s.npy", s->inputs, names[t]);
-        attn_npy a;
-        if (!attn_npy_read(path, &a, why, sizeof(why)))
-            return attn_error(ATTN_EXIT_USAGE, "--inputs: %s", why);
-        attn_npy_shape_str(a.shape, a.ndim, got, sizeof(got));
-        attn_npy_shape_str(want[t], 4, need, sizeof(need));
-        bool same = a.ndim == 4;
-        for (int d = 0; same && d < 4; d++)
-            same = a.shape[d] == want[t][d];
-        if (!same) {
-            attn_npy_free(&a);
-            return attn_error(ATTN_EXIT_USAGE, "--inputs: %s has shape %s, the case needs %s "
-                              "([B,H,N,d]: set --batch, --heads, --seq, --seq-kv, --dk, --dv to "
-                              "match)", path, got, need);
-        }
-        *dst[t] = a.data;
-    }
-    return -1;
-}
-
 static int run(const attn_opts *o, const char *prog)
 {
     char pinned[96] = "";
@@ -188,29 +124,18 @@ static int run(const attn_opts *o, const char *prog)
     if (o->pin && (rc = pin(o->setup.threads, pinned, sizeof(pinned))) >= 0)
         return rc;
     set_threads(o->setup.threads);
-
-    /* One case that cannot fit is a usage error, refused before any work;
-     * in a sweep such a shape becomes SKIPPED rows. */
-    if (attn_sweep_shapes(o) == 1) {
-        attn_problem p;
-        int *kv = calloc((size_t)o->batch.v[0], sizeof(int));
-        if (!kv)
-            return ATTN_EXIT_TOO_LARGE;
-        attn_sweep_problem(o, 0, &p, kv);
-        char why[384], shape[512];
-        const bool fits = attn_shape_fits(&p, &o->setup, why, sizeof(why));
-        attn_problem_describe(&p, shape, sizeof(shape));
-        free(kv);
-        if (!fits) {
-            fprintf(stderr, "attnbench: shape %s %s\n", shape, why);
-            return ATTN_EXIT_TOO_LARGE;
-        }
-    }
     attn_machine m;
-    attn_machine_capture(&m, o->setup.threads, pinned);
-    if (o->peak)
+    if (o->peak) {
+        attn_machine_capture(&m, o->setup.threads, pinned);
         return measure_peak(&m, o->setup.threads);
-    return attn_sweep_run(o, &m, prog);
+    }
+    attn_inputs ready;
+    if ((rc = attn_sweep_check(o, &ready)) < 0) {
+        attn_machine_capture(&m, o->setup.threads, pinned);
+        rc = attn_sweep_run(o, &m, prog, &ready);
+    }
+    attn_inputs_free(&ready);
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -230,7 +155,7 @@ int main(int argc, char **argv)
         } else if (o.list) {
             list_backends(stdout);
             rc = ATTN_EXIT_OK;
-        } else if ((rc = prepare_io(&o)) < 0) {
+        } else {
             rc = run(&o, prog);
         }
     }

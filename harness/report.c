@@ -54,7 +54,7 @@ void attn_report_row(FILE *f, const attn_result *r, double naive, double peak)
     char med[32] = "-", cv[32] = "-", gf[32] = "-", pk[32] = "-", sp[32] = "-", ws[32] = "-",
          rss[32] = "-";
     const attn_timing *t = &r->timing;
-    if (r->verdict == ATTN_PASSED && t->reps) {
+    if (attn_verdict_ok(r->verdict) && t->reps) {
         const double gflops = r->flops / t->real_stats.median * 1e-9;
         format_time(med, sizeof(med), t->real_stats.median);
         snprintf(cv, sizeof(cv), "%.1f%%", 100.0 * t->real_stats.cv);
@@ -64,7 +64,7 @@ void attn_report_row(FILE *f, const attn_result *r, double naive, double peak)
         if (naive > 0)
             snprintf(sp, sizeof(sp), "%.2fx", naive / t->real_stats.median);
     }
-    if (r->verdict == ATTN_PASSED || r->verdict == ATTN_FAILED) {
+    if (attn_verdict_ran(r->verdict)) {
         attn_format_bytes(ws, sizeof(ws), (double)r->ws_peak);
         if (r->rss_known)
             attn_format_bytes(rss, sizeof(rss), (double)r->rss_peak);
@@ -93,7 +93,7 @@ void attn_report_details(FILE *f, const attn_result *r)
     if (r->approx_known)
         fprintf(f, "  approximation: against softmax attention on the same inputs, max_abs %.3g, "
                    "nmse %.3g\n", r->approx_max_abs, r->approx_nmse);
-    if (r->verdict == ATTN_PASSED || r->verdict == ATTN_FAILED) {
+    if (attn_verdict_ran(r->verdict)) {
         char peak[32], pred[32], rss[32] = "unknown", score[32];
         attn_format_bytes(peak, sizeof(peak), (double)r->ws_peak);
         attn_format_bytes(pred, sizeof(pred), (double)r->ws_predicted);
@@ -129,7 +129,7 @@ void attn_report_details(FILE *f, const attn_result *r)
             fprintf(f, "  waited %.0f ms before timing for this process's other threads to go "
                        "idle\n", 1e3 * t->idle_wait_s);
     }
-    if (r->device[0] && (r->verdict == ATTN_PASSED || r->verdict == ATTN_FAILED)) {
+    if (r->device[0] && (attn_verdict_ran(r->verdict))) {
         char up[32], down[32];
         format_time(up, sizeof(up), r->upload_s);
         format_time(down, sizeof(down), r->download_s);
@@ -152,7 +152,7 @@ void attn_report_details(FILE *f, const attn_result *r)
 
 static int rank(const attn_result *r)
 {
-    if (r->verdict == ATTN_PASSED)
+    if (attn_verdict_ok(r->verdict))
         return r->timing.reps ? 0 : 1;
     return 1 + (int)r->verdict;
 }
@@ -173,7 +173,7 @@ void attn_report_results(FILE *f, attn_result *res, size_t n, double peak)
     qsort(res, n, sizeof(*res), cmp_result);
     double naive = 0.0;
     for (size_t i = 0; i < n; i++)
-        if (res[i].verdict == ATTN_PASSED && res[i].timing.reps && !strcmp(res[i].be->name, "naive"))
+        if (attn_verdict_ok(res[i].verdict) && res[i].timing.reps && !strcmp(res[i].be->name, "naive"))
             naive = res[i].timing.real_stats.median;
     fputc('\n', f);
     attn_report_row_header(f);
@@ -193,6 +193,8 @@ void attn_report_summary(FILE *f, const attn_result *res, size_t n, size_t resum
         count[res[i].verdict]++;
     fprintf(f, "\n%zu cases run: %zu passed, %zu failed, %zu skipped, %zu errors", n,
             count[ATTN_PASSED], count[ATTN_FAILED], count[ATTN_SKIPPED], count[ATTN_ERROR]);
+    if (count[ATTN_MISTRUSTED])
+        fprintf(f, ", %zu mistrusted", count[ATTN_MISTRUSTED]);
     if (count[ATTN_TIMEOUT])
         fprintf(f, ", %zu timed out", count[ATTN_TIMEOUT]);
     if (resumed)

@@ -1,21 +1,20 @@
-/* Sweep: the cross product of the shape lists in a stable order (batch,
- * heads, seq, seq_kv, dk, dv, causal; backends innermost), run case by case
- * with every finished case reported, appended to the CSV and to the JSON. */
+/* The sweep: every shape of the run, case by case, with every finished case
+ * reported, appended to the CSV and to the JSON. */
 #ifndef ATTN_SWEEP_H
 #define ATTN_SWEEP_H
 
 #include "cli.h"
+#include "inputs.h"
 #include "machine.h"
 
-size_t attn_sweep_shapes(const attn_opts *o);
-/* The idx-th problem; kv must hold as many ints as the largest batch. */
-void attn_sweep_problem(const attn_opts *o, size_t idx, attn_problem *p, int *kv);
+/* Before any work: the options that need one case (--inputs, --dump-*),
+ * and for a run of one shape whether it fits in memory and, with --inputs,
+ * its inputs read and checked into *ready. Returns -1 to go on, or an exit
+ * code after one line on stderr. *ready is the caller's to free. */
+int attn_sweep_check(const attn_opts *o, attn_inputs *ready);
 
-/* Before any work: the bytes a shape needs beside backend workspace, and
- * whether they fit; why says how much it needs and how much there is. */
-bool attn_shape_fits(const attn_problem *p, const attn_setup *s, char *why, size_t len);
-
-/* Runs everything and returns the exit code. */
-int attn_sweep_run(const attn_opts *o, const attn_machine *m, const char *prog);
+/* Runs everything and returns the exit code; ready: attn_sweep_check's. */
+int attn_sweep_run(const attn_opts *o, const attn_machine *m, const char *prog,
+                   attn_inputs *ready);
 
 #endif

@@ -94,6 +94,9 @@ const attn_kernels *attn_kernels_best(void);
  * Below ATTN_EXP2_LO the result is some value in [0, 2^-126] (C: 0; it is
  * far below anything a softmax sum of at least 1 can notice); above
  * ATTN_EXP2_HI it overflows (never reached by max-subtracted scores). */
+/* log2(e): scores are scaled by it so that the softmax can use exp2. */
+#define ATTN_LOG2E 1.4426950408889634
+
 #define ATTN_EXP2_C0 1.0f
 #define ATTN_EXP2_C1 0.693147004f
 #define ATTN_EXP2_C2 0.240229830f

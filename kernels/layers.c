@@ -15,7 +15,7 @@
 #include <omp.h>
 #endif
 
-#define LOG2E 1.4426950408889634f
+#define LOG2E ((float)ATTN_LOG2E)
 
 /* Rows of A per block: the block (MB x K) stays in L2 while every 64-column
  * strip of B streams past it; the kernels tile 6 rows x 64 columns. */

@@ -17,11 +17,12 @@ Writes into DIR, one panel per (batch, heads, d_k, d_v, causal) slice of the CSV
 Only PASSED, timed rows are drawn. Needs matplotlib (Debian: python3-matplotlib).
 """
 import argparse
-import csv
 import math
 import os
 import sys
 import textwrap
+
+import csvload
 
 NEED = ["backend", "verdict", "batch", "heads", "seq_q", "seq_kv", "d_k", "d_v", "causal",
         "real_median_s", "gflops", "peak_gflops", "workspace_bytes", "rss_peak_bytes", "kind",
@@ -29,8 +30,7 @@ NEED = ["backend", "verdict", "batch", "heads", "seq_q", "seq_kv", "d_k", "d_v",
 
 
 def die(msg):
-    print(f"plot.py: {msg}", file=sys.stderr)
-    sys.exit(1)
+    csvload.die("plot.py", msg)
 
 
 def num(x):
@@ -41,16 +41,8 @@ def num(x):
 
 
 def load(path):
-    if not os.path.exists(path):
-        die(f"{path}: no such file")
-    with open(path, newline="") as f:
-        reader = csv.DictReader(f)
-        if not reader.fieldnames:
-            die(f"{path}: empty (no header): run attnbench --csv {path} first")
-        missing = [c for c in NEED if c not in reader.fieldnames]
-        if missing:
-            die(f"{path}: not an attnbench sweep CSV (schema 3): no column {', '.join(missing)}")
-        rows = list(reader)
+    rows = csvload.read_csv(path, NEED, "plot.py", "an attnbench sweep CSV (schema 3)",
+                            f"run attnbench --csv {path} first")
     ok = [r for r in rows if r["verdict"] == "PASSED" and num(r["real_median_s"])]
     if not ok:
         die(f"{path}: no PASSED, timed rows to draw ({len(rows)} rows in all)")

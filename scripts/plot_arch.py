@@ -11,11 +11,12 @@ quadratic term takes over; the crossover N is printed). Needs matplotlib
 (Debian: python3-matplotlib).
 """
 import argparse
-import csv
 import math
 import os
 import sys
 import textwrap
+
+import csvload
 
 MODELS = ["rnn", "cnn", "attention", "mha"]
 LABELS = {"rnn": "LSTM + Linear", "cnn": "CNN (2 conv + LayerNorm)",
@@ -23,22 +24,16 @@ LABELS = {"rnn": "LSTM + Linear", "cnn": "CNN (2 conv + LayerNorm)",
 
 
 def die(msg):
-    print(f"plot_arch.py: {msg}", file=sys.stderr)
-    sys.exit(1)
+    csvload.die("plot_arch.py", msg)
 
 
 def load(path):
-    if not os.path.exists(path):
-        die(f"{path}: no such file")
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
+    need = ["model", "verdict", "seq", "median_s", "peak_bytes", "analytic_bytes", "batch",
+            "dmodel", "threads", "time_vs_cnn"]
+    rows = csvload.read_csv(path, need, "plot_arch.py", "an attnbench arch CSV",
+                            f"run attnbench arch --csv {path}")
     if not rows:
         die(f"{path}: no rows (run attnbench arch --csv {path})")
-    need = {"model", "verdict", "seq", "median_s", "peak_bytes", "analytic_bytes", "batch",
-            "dmodel", "threads", "time_vs_cnn"}
-    missing = need - set(rows[0])
-    if missing:
-        die(f"{path}: not an attnbench arch CSV: no column {', '.join(sorted(missing))}")
     data = {}
     for r in rows:
         if r["verdict"] != "OK" or not r["median_s"]:

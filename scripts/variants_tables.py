@@ -13,26 +13,22 @@ import math
 import os
 import sys
 
+import csvload
+
 VARIANTS = ["local", "sparse", "linear", "performer", "linformer"]
 
 
 def die(msg):
-    print(f"variants_tables.py: {msg}", file=sys.stderr)
-    sys.exit(1)
+    csvload.die("variants_tables.py", msg)
 
 
 def read_rows(path):
-    if not os.path.exists(path):
-        die(f"{path}: missing (run scripts/results-variants)")
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
+    need = ["backend", "verdict", "seq_q", "real_median_s", "workspace_bytes", "batch", "heads",
+            "scale", "seq_kv", "d_k", "d_v", "approx_nmse", "approx_max_abs", "features", "proj"]
+    rows = csvload.read_csv(path, need, "variants_tables.py", "an attnbench CSV (schema 3)",
+                            "run scripts/results-variants")
     if not rows:
         die(f"{path}: no rows")
-    need = {"backend", "verdict", "seq_q", "real_median_s", "workspace_bytes", "batch", "heads", "scale",
-            "seq_kv", "d_k", "d_v", "approx_nmse", "approx_max_abs", "features", "proj"}
-    missing = need - set(rows[0])
-    if missing:
-        die(f"{path}: not an attnbench CSV (schema 3): no column {', '.join(sorted(missing))}")
     bad = [r for r in rows if r["verdict"] != "PASSED"]
     if bad:
         die(f"{path}: {len(bad)} case(s) did not pass, e.g. {bad[0]['backend']} "

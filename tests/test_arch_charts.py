@@ -13,19 +13,12 @@ import subprocess
 import sys
 import zlib
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tap import done, ok, skip_all_if_asked  # noqa: E402
+
 MODELS = ["rnn", "cnn", "attention", "mha"]
 SEQ = [64, 128, 256, 512, 1024, 2048, 4096]
 PNGS = ["arch_time.png", "arch_relative.png", "arch_memory.png", "arch_long.png"]
-
-n_tests = 0
-
-
-def ok(cond, msg):
-    global n_tests
-    n_tests += 1
-    print(f"{'ok' if cond else 'not ok'} {n_tests} - {msg}", flush=True)
-    return cond
-
 
 def check_csv(path):
     """None when every model x N row is there with a positive time, else why."""
@@ -103,9 +96,7 @@ def check_png(path):
 
 
 def main():
-    if sys.argv[1:2] == ["--skip"]:
-        print(f"1..0 # SKIP {' '.join(sys.argv[2:])}")
-        return
+    skip_all_if_asked()
     attnbench, plot, out = sys.argv[1], sys.argv[2], sys.argv[3]
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
@@ -163,7 +154,7 @@ def main():
         f.write(blank)
     ok(check_png(os.path.join(bad, "blank.png")) is not None,
        f"a blank white PNG is rejected: {check_png(os.path.join(bad, 'blank.png'))}")
-    print(f"1..{n_tests}")
+    done()
 
 
 if __name__ == "__main__":

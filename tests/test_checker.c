@@ -10,7 +10,7 @@
 typedef enum fault {
     FAULT_NONE, FAULT_NO_SCALE, FAULT_CAUSAL_OFF_BY_ONE, FAULT_DROP_LAST_ROW,
     FAULT_WRITE_PAST_END, FAULT_NAN, FAULT_ALLOC_IN_RUN, FAULT_WORKSPACE_OVERRUN,
-    FAULT_LEAK, FAULT_DRIFT, FAULT_HUGE_WORKSPACE,
+    FAULT_LEAK, FAULT_DRIFT, FAULT_HUGE_WORKSPACE, FAULT_ZEROS,
 } fault;
 
 static fault planted;
@@ -98,6 +98,8 @@ static attn_status dbl_run(void *state)
         s->t.o[n / 2] = NAN;
     if (planted == FAULT_WORKSPACE_OVERRUN)
         s->w[nk] = 1.0f;
+    if (planted == FAULT_ZEROS)   /* a kernel that computes nothing */
+        memset(s->t.o, 0, n * sizeof(float));
     if (planted == FAULT_DRIFT)   /* far below the tolerance, but not repeatable */
         s->t.o[0] += 1e-7f * (float)s->runs++;
     return ATTN_OK;
@@ -125,10 +127,11 @@ static const attn_backend dbl = {
     .read = dbl_read, .release = dbl_release, .workspace = dbl_workspace,
 };
 
-static void expect(fault f, const char *what, bool causal, long check_rows, attn_verdict want)
+static void expect_kv(fault f, const char *what, bool causal, long check_rows, const int *kv,
+                      attn_verdict want)
 {
     const attn_problem p = { .batch = 2, .heads = 3, .seq_q = 33, .seq_kv = 33, .d_k = 16,
-                             .d_v = 16, .scale = 0.25f, .causal = causal };
+                             .d_v = 16, .scale = 0.25f, .causal = causal, .kv_len = kv };
     attn_result r;
     planted = f;
     const attn_verdict v = run_case(&dbl, &p, ATTN_FILL_NORMAL, check_rows, &r);
@@ -137,6 +140,11 @@ static void expect(fault f, const char *what, bool causal, long check_rows, attn
         tap_diag("wanted %s; why: %s", attn_verdict_str(want), r.why);
     else if (r.why[0])
         tap_diag("%s", r.why);
+}
+
+static void expect(fault f, const char *what, bool causal, long check_rows, attn_verdict want)
+{
+    expect_kv(f, what, causal, check_rows, NULL, want);
 }
 
 /* NaN and Inf among the inputs: the checker compares each checked element's
@@ -210,6 +218,14 @@ int main(void)
     expect(FAULT_DRIFT, "an output that changes from run to run fails", false, 0, ATTN_FAILED);
     expect(FAULT_HUGE_WORKSPACE, "a workspace larger than memory is skipped before prepare",
            false, 0, ATTN_SKIPPED);
+    expect(FAULT_ZEROS, "writing zeros fails", false, 0, ATTN_FAILED);
+    static const int none[2] = { 0, 0 };
+    expect_kv(FAULT_NONE, "every key masked: a right output is MISTRUSTED, not PASSED", false, 0,
+              none, ATTN_MISTRUSTED);
+    expect_kv(FAULT_ZEROS, "every key masked: writing zeros is MISTRUSTED, not PASSED", false, 0,
+              none, ATTN_MISTRUSTED);
+    static const int one[2] = { 0, 1 };
+    expect_kv(FAULT_NONE, "one key visible to half the rows: PASSED", false, 0, one, ATTN_PASSED);
     nonfinite_checks();
     return tap_done();
 }

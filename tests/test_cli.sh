@@ -92,8 +92,8 @@ refused 2 "--kv-len: 2 values for --batch list starting 2" --batch 2,3 --kv-len 
 refused 2 "--kv-len: 2 values for --batch 3" --batch 3 --kv-len 1,2
 refused 2 "--kv-len: 'x' is not an integer" --kv-len 1,x
 refused 3 "overflow size_t" --batch 65536 --heads 4096 --seq 16777216 --dk 4096
-refused 3 "is available" --heads 4096 --seq 16777216 --dk 4096
-refused 3 "is the --max-mem limit" --max-mem 1M
+refused 3 "available" --heads 4096 --seq 16777216 --dk 4096
+refused 3 "over --max-mem 1.0 MiB" --max-mem 1M
 
 runs 0 "naive" --list
 refused 2 "--device: '-1' is not an integer in [0, 255]" --device -1

@@ -17,7 +17,7 @@ npy) what="the .npy reader"; files="harness/npy.c" ;;
 cli) what="the command line parser"
      files="harness/cli.c harness/arch_cli.c backends/registry.c harness/problem.c kernels/rng.c
             kernels/isa.c backends/variant.c" ;;
-csv) what="the --resume CSV reader"; files="harness/csv.c" ;;
+csv) what="the --resume CSV reader"; files="harness/csv.c harness/io.c" ;;
 *) echo "Bail out! unknown fuzz target '$target'"; exit 1 ;;
 esac
 if [ "$mode" = sanitized ]; then

@@ -11,15 +11,8 @@ import shutil
 import subprocess
 import sys
 
-n_tests = 0
-
-
-def ok(cond, msg):
-    global n_tests
-    n_tests += 1
-    print(f"{'ok' if cond else 'not ok'} {n_tests} - {msg}", flush=True)
-    return cond
-
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tap import done, ok, skip_all_if_asked  # noqa: E402
 
 def reference(np, q, k, v, causal, window=None):
     q, k, v = (x.astype(np.float64) for x in (q, k, v))
@@ -39,9 +32,7 @@ def reference(np, q, k, v, causal, window=None):
 
 
 def main():
-    if sys.argv[1:2] == ["--skip"]:
-        print(f"1..0 # SKIP {' '.join(sys.argv[2:])}")
-        return
+    skip_all_if_asked()
     import numpy as np
     bench, heatmap, work = sys.argv[1], sys.argv[2], sys.argv[3]
     shutil.rmtree(work, ignore_errors=True)
@@ -143,7 +134,7 @@ def main():
         ok(r.returncode == code and text in r.stderr and len(r.stderr.strip().splitlines()) == 1
            and not r.stdout, f"refused ({code}): {text!r}: got exit {r.returncode}, "
            f"{r.stderr.strip()}")
-    print(f"1..{n_tests}")
+    done()
 
 
 if __name__ == "__main__":

@@ -11,22 +11,11 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tap import done, ok, skip_all_if_asked  # noqa: E402
 from test_arch_charts import check_png  # noqa: E402
 
-n_tests = 0
-
-
-def ok(cond, msg):
-    global n_tests
-    n_tests += 1
-    print(f"{'ok' if cond else 'not ok'} {n_tests} - {msg}", flush=True)
-    return cond
-
-
 def main():
-    if sys.argv[1:2] == ["--skip"]:
-        print(f"1..0 # SKIP {' '.join(sys.argv[2:])}")
-        return
+    skip_all_if_asked()
     bench, plot, work = sys.argv[1], sys.argv[2], sys.argv[3]
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
@@ -72,7 +61,7 @@ def main():
                        capture_output=True, text=True)
     ok(r.returncode == 1 and "--baseline blas: not in the CSV" in r.stderr,
        f"an absent baseline: {r.stderr.strip()}")
-    print(f"1..{n_tests}")
+    done()
 
 
 if __name__ == "__main__":

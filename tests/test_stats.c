@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "csv.h"
 #include "stats.h"
+#include "shapes.h"
 #include "sweep.h"
 #include "tap.h"
 #include "timer.h"
@@ -86,7 +87,7 @@ static void order(void)
         printf("Bail out! the command line was refused\n");
         exit(2);
     }
-    const size_t n = attn_sweep_shapes(&o);
+    const size_t n = attn_shapes_count(&o);
     tap_ok(n == 8, "2 seq x 2 heads x both causal = 8 shapes (%zu)", n);
     /* heads outside seq outside causal, causal varying fastest */
     static const int want[8][3] = { { 1, 8, 0 }, { 1, 8, 1 }, { 1, 16, 0 }, { 1, 16, 1 },
@@ -95,7 +96,7 @@ static void order(void)
     for (size_t i = 0; i < n && i < 8; i++) {
         attn_problem p;
         int kv[1];
-        attn_sweep_problem(&o, i, &p, kv);
+        attn_shapes_problem(&o, i, &p, kv);
         ok &= p.heads == want[i][0] && p.seq_q == want[i][1] && p.seq_kv == want[i][1] &&
               p.causal == want[i][2] && p.d_k == 64 && p.d_v == 64 && p.batch == 1;
     }

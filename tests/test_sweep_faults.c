@@ -109,7 +109,7 @@ static int sweep(const char *args, const attn_backend **bes, size_t nbe, const c
     const int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(fd, STDOUT_FILENO);
     close(fd);
-    const int rc = attn_sweep_run(&o, &m, "attnbench");
+    const int rc = attn_sweep_run(&o, &m, "attnbench", NULL);
     fflush(stdout);
     dup2(saved, STDOUT_FILENO);
     close(saved);

@@ -9,39 +9,23 @@
 #include "case.h"
 #include "config.h"
 #include "fill.h"
+#include "inputs.h"
 #include "memory.h"
 
-/* One case under setup s: s's seeded inputs (s->fill, s->seed), the
- * reference with s->check_rows, then the case driver. */
+/* One case under setup s: its inputs and reference made the way attnbench
+ * makes them (harness/inputs.c), then the case driver. */
 static inline attn_verdict run_case_setup(const attn_backend *be, const attn_problem *p,
                                           const attn_setup *s, attn_result *r)
 {
-    attn_sizes sz;
-    if (!attn_problem_sizes(p, &sz)) {
-        fprintf(stderr, "test: problem overflows\n");
+    attn_inputs in;
+    char why[4400];
+    if (attn_inputs_make(&in, p, s, why, sizeof(why)) != ATTN_OK) {
+        fprintf(stderr, "test: %s\n", why);
         exit(2);
     }
-    float *q = attn_host_alloc(sz.q * sizeof(float));
-    float *k = attn_host_alloc(sz.k * sizeof(float));
-    float *v = attn_host_alloc(sz.v * sizeof(float));
-    if (!q || !k || !v) {
-        fprintf(stderr, "test: out of memory\n");
-        exit(2);
-    }
-    attn_fill(q, sz.q, s->fill, s->seed, ATTN_TENSOR_Q, s->threads);
-    attn_fill(k, sz.k, s->fill, s->seed, ATTN_TENSOR_K, s->threads);
-    attn_fill(v, sz.v, s->fill, s->seed, ATTN_TENSOR_V, s->threads);
-    const attn_tensors in = { .q = q, .k = k, .v = v };
-    attn_ref ref;
-    if (attn_ref_compute(&ref, p, &in, s->check_rows, s->seed, s->threads) != ATTN_OK) {
-        fprintf(stderr, "test: out of memory for the reference\n");
-        exit(2);
-    }
-    attn_case_run(r, be, p, &in, &ref, s, "attnbench");
-    attn_ref_free(&ref);
-    attn_host_free(q);
-    attn_host_free(k);
-    attn_host_free(v);
+    const attn_tensors t = attn_inputs_tensors(&in);
+    attn_case_run(r, be, p, &t, &in.ref, s, "attnbench");
+    attn_inputs_free(&in);
     return r->verdict;
 }
 

@@ -1,4 +1,6 @@
-/* vulkan and vulkan-3pass: attention as Vulkan compute shaders (shaders/).
+/* vulkan and vulkan-3pass: attention as Vulkan compute shaders (shaders/);
+ * this file holds the per-case part: buffers, pipelines, recording and the
+ * verbs (device.c: the device layer; plan.c: what a device allows).
  *   vulkan        one dispatch of the fused FlashAttention kernel (flash.comp)
  *   vulkan-3pass  scores (scores.comp), row softmax (softmax.comp) and P.V
  *                 (pv.comp) with S materialized in device memory, heads in
@@ -14,7 +16,6 @@
  * debug-utils messenger; every error it reports is printed to stderr and
  * turns the verb that caused it into ATTN_EDEVICE, so tests fail on it. */
 #include <math.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,7 +28,8 @@
 
 #if ATTN_HAVE_VULKAN
 
-#include <vulkan/vulkan.h>
+#include "vulkan/vk_internal.h"
+
 
 static const uint32_t flash_spv[] =
 #include "flash.spv.h"
@@ -42,346 +44,8 @@ static const uint32_t pv_spv[] =
 #include "pv.spv.h"
 ;
 
-/* ---- the device layer ---------------------------------------------------- */
-
-#define MAX_DEVICES 16
-
-typedef struct vk_global {
-    pthread_mutex_t lock;
-    bool tried;
-    VkResult init_result;
-    char why[256];                  /* why there is no usable instance or device */
-    bool validation;
-    VkInstance instance;
-    VkDebugUtilsMessengerEXT messenger;
-    uint32_t ndev;
-    VkPhysicalDevice phys[MAX_DEVICES];
-    /* The open logical device. */
-    int open_index;
-    VkDevice dev;
-    VkQueue queue;
-    uint32_t family;
-    uint32_t timestamp_bits;
-    VkPhysicalDeviceProperties props;
-    VkPhysicalDeviceDriverProperties driver;
-    VkPhysicalDeviceMemoryProperties mem;
-} vk_global;
-
-static vk_global g = { .lock = PTHREAD_MUTEX_INITIALIZER, .open_index = -1 };
-static atomic_ulong validation_errors;
-static atomic_int plant;
-
-void attn_vk_plant(int bug)
-{
-    atomic_store(&plant, bug);
-}
-
-unsigned long attn_vk_validation_errors(void)
-{
-    return atomic_load(&validation_errors);
-}
-
-bool attn_vk_validation_enabled(void)
-{
-    return g.validation;
-}
-
-static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT sev,
-                                                 VkDebugUtilsMessageTypeFlagsEXT type,
-                                                 const VkDebugUtilsMessengerCallbackDataEXT *d,
-                                                 void *user)
-{
-    (void)type;
-    (void)user;
-    if (sev & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) {
-        atomic_fetch_add(&validation_errors, 1);
-        fprintf(stderr, "vulkan validation error: %s\n", d->pMessage);
-    } else if (sev & VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) {
-        fprintf(stderr, "vulkan validation warning: %s\n", d->pMessage);
-    }
-    return VK_FALSE;
-}
-
-static const char *vk_result_str(VkResult r)
-{
-    switch (r) {
-    case VK_SUCCESS:                        return "VK_SUCCESS";
-    case VK_ERROR_OUT_OF_HOST_MEMORY:       return "VK_ERROR_OUT_OF_HOST_MEMORY";
-    case VK_ERROR_OUT_OF_DEVICE_MEMORY:     return "VK_ERROR_OUT_OF_DEVICE_MEMORY";
-    case VK_ERROR_INITIALIZATION_FAILED:    return "VK_ERROR_INITIALIZATION_FAILED";
-    case VK_ERROR_DEVICE_LOST:              return "VK_ERROR_DEVICE_LOST";
-    case VK_ERROR_LAYER_NOT_PRESENT:        return "VK_ERROR_LAYER_NOT_PRESENT";
-    case VK_ERROR_EXTENSION_NOT_PRESENT:    return "VK_ERROR_EXTENSION_NOT_PRESENT";
-    case VK_ERROR_INCOMPATIBLE_DRIVER:      return "VK_ERROR_INCOMPATIBLE_DRIVER";
-    case VK_ERROR_TOO_MANY_OBJECTS:         return "VK_ERROR_TOO_MANY_OBJECTS";
-    default:                                return "a VkResult error";
-    }
-}
-
-static attn_status from_vk(VkResult r)
-{
-    switch (r) {
-    case VK_SUCCESS:                    return ATTN_OK;
-    case VK_ERROR_OUT_OF_HOST_MEMORY:
-    case VK_ERROR_OUT_OF_DEVICE_MEMORY: return ATTN_ENOMEM;
-    default:                            return ATTN_EDEVICE;
-    }
-}
-
-static void close_device(void)
-{
-    if (g.dev) {
-        vkDeviceWaitIdle(g.dev);
-        vkDestroyDevice(g.dev, NULL);
-    }
-    g.dev = VK_NULL_HANDLE;
-    g.open_index = -1;
-}
-
-static void global_destroy(void)
-{
-    pthread_mutex_lock(&g.lock);
-    close_device();
-    if (g.messenger) {
-        PFN_vkDestroyDebugUtilsMessengerEXT destroy = (PFN_vkDestroyDebugUtilsMessengerEXT)
-            vkGetInstanceProcAddr(g.instance, "vkDestroyDebugUtilsMessengerEXT");
-        if (destroy)
-            destroy(g.instance, g.messenger, NULL);
-    }
-    if (g.instance)
-        vkDestroyInstance(g.instance, NULL);
-    g.instance = VK_NULL_HANDLE;
-    pthread_mutex_unlock(&g.lock);
-}
-
-static bool env_on(const char *name)
-{
-    const char *v = getenv(name);
-    return v && *v && strcmp(v, "0");
-}
-
-/* Once per process: the instance and the list of devices. */
-static attn_status global_init(char *why, size_t len)
-{
-    pthread_mutex_lock(&g.lock);
-    if (!g.tried) {
-        g.tried = true;
-        g.validation = env_on("ATTN_VK_VALIDATION");
-        const char *layers[] = { "VK_LAYER_KHRONOS_validation" };
-        const char *exts[] = { VK_EXT_DEBUG_UTILS_EXTENSION_NAME };
-        const VkValidationFeatureEnableEXT enables[] = {
-            VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT,
-        };
-        const VkValidationFeaturesEXT features = {
-            .sType = VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT,
-            .enabledValidationFeatureCount = 1,
-            .pEnabledValidationFeatures = enables,
-        };
-        const VkDebugUtilsMessengerCreateInfoEXT mci = {
-            .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
-            .pNext = &features,
-            .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT |
-                               VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT,
-            .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
-                           VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
-                           VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
-            .pfnUserCallback = on_message,
-        };
-        const VkApplicationInfo app = {
-            .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
-            .pApplicationName = "attnbench",
-            .applicationVersion = 1,
-            .apiVersion = VK_API_VERSION_1_2,
-        };
-        const VkInstanceCreateInfo ci = {
-            .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
-            .pNext = g.validation ? &mci : NULL,
-            .pApplicationInfo = &app,
-            .enabledLayerCount = g.validation ? 1 : 0,
-            .ppEnabledLayerNames = layers,
-            .enabledExtensionCount = g.validation ? 1 : 0,
-            .ppEnabledExtensionNames = exts,
-        };
-        VkResult r = vkCreateInstance(&ci, NULL, &g.instance);
-        if (r != VK_SUCCESS) {
-            g.instance = VK_NULL_HANDLE;
-            snprintf(g.why, sizeof(g.why), "vkCreateInstance: %s%s", vk_result_str(r),
-                     r == VK_ERROR_INCOMPATIBLE_DRIVER ? " (no Vulkan driver is installed)" :
-                     r == VK_ERROR_LAYER_NOT_PRESENT ?
-                         " (ATTN_VK_VALIDATION asks for VK_LAYER_KHRONOS_validation; "
-                         "Debian: vulkan-validationlayers)" : "");
-        } else {
-            if (g.validation) {
-                PFN_vkCreateDebugUtilsMessengerEXT create = (PFN_vkCreateDebugUtilsMessengerEXT)
-                    vkGetInstanceProcAddr(g.instance, "vkCreateDebugUtilsMessengerEXT");
-                VkDebugUtilsMessengerCreateInfoEXT m = mci;
-                m.pNext = NULL;
-                if (!create || create(g.instance, &m, NULL, &g.messenger) != VK_SUCCESS)
-                    snprintf(g.why, sizeof(g.why), "validation: no debug-utils messenger");
-            }
-            g.ndev = MAX_DEVICES;
-            r = vkEnumeratePhysicalDevices(g.instance, &g.ndev, g.phys);
-            if (r != VK_SUCCESS && r != VK_INCOMPLETE)
-                g.ndev = 0;
-            if (!g.ndev && !g.why[0])
-                snprintf(g.why, sizeof(g.why), "no Vulkan device (vkEnumeratePhysicalDevices "
-                         "found none)");
-            atexit(global_destroy);
-        }
-    }
-    attn_status st = g.instance && g.ndev && !g.why[0] ? ATTN_OK : ATTN_EUNAVAILABLE;
-    if (st != ATTN_OK)
-        snprintf(why, len, "vulkan: %s", g.why);
-    pthread_mutex_unlock(&g.lock);
-    return st;
-}
-
-static const char *type_str(VkPhysicalDeviceType t)
-{
-    switch (t) {
-    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:   return "discrete GPU";
-    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated GPU";
-    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:    return "virtual GPU";
-    case VK_PHYSICAL_DEVICE_TYPE_CPU:            return "CPU";
-    default:                                     return "other";
-    }
-}
-
-static int type_rank(VkPhysicalDeviceType t)
-{
-    switch (t) {
-    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:   return 4;
-    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 3;
-    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:    return 2;
-    case VK_PHYSICAL_DEVICE_TYPE_CPU:            return 1;
-    default:                                     return 0;
-    }
-}
-
-static void device_props(VkPhysicalDevice pd, VkPhysicalDeviceProperties *p,
-                         VkPhysicalDeviceDriverProperties *drv)
-{
-    memset(drv, 0, sizeof(*drv));
-    drv->sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES;
-    VkPhysicalDeviceProperties2 p2 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
-                                       .pNext = drv };
-    vkGetPhysicalDeviceProperties(pd, p);
-    if (p->apiVersion >= VK_API_VERSION_1_2)
-        vkGetPhysicalDeviceProperties2(pd, &p2);
-}
-
-static int vk_devices(char *buf, size_t len)
-{
-    char why[256];
-    if (global_init(why, sizeof(why)) != ATTN_OK)
-        return snprintf(buf, len, "%s\n", why);
-    size_t at = 0;
-    int n = 0;
-    for (uint32_t i = 0; i < g.ndev; i++) {
-        VkPhysicalDeviceProperties p;
-        VkPhysicalDeviceDriverProperties d;
-        device_props(g.phys[i], &p, &d);
-        n = snprintf(buf + (at < len ? at : len), at < len ? len - at : 0,
-                     "%u: %s [%s; %s %s; Vulkan %u.%u]\n", i, p.deviceName,
-                     type_str(p.deviceType), d.driverName[0] ? d.driverName : "driver",
-                     d.driverInfo, VK_API_VERSION_MAJOR(p.apiVersion),
-                     VK_API_VERSION_MINOR(p.apiVersion));
-        at += n > 0 ? (size_t)n : 0;
-    }
-    return (int)at;
-}
-
-/* Opens device index (or the best one for -1) as the current logical device. */
-static attn_status open_device(int index, char *why, size_t len)
-{
-    attn_status st = global_init(why, len);
-    if (st != ATTN_OK)
-        return st;
-    pthread_mutex_lock(&g.lock);
-    if (index >= (int)g.ndev) {
-        snprintf(why, len, "vulkan: --device %d, but this machine has %u Vulkan device(s)",
-                 index, g.ndev);
-        pthread_mutex_unlock(&g.lock);
-        return ATTN_EINVAL;
-    }
-    if (index < 0) {
-        int best = -1;
-        for (uint32_t i = 0; i < g.ndev; i++) {
-            VkPhysicalDeviceProperties p;
-            vkGetPhysicalDeviceProperties(g.phys[i], &p);
-            if (p.apiVersion < VK_API_VERSION_1_2)
-                continue;
-            VkPhysicalDeviceProperties pb;
-            if (best >= 0)
-                vkGetPhysicalDeviceProperties(g.phys[best], &pb);
-            if (best < 0 || type_rank(p.deviceType) > type_rank(pb.deviceType))
-                best = (int)i;
-        }
-        if (best < 0) {
-            snprintf(why, len, "vulkan: no Vulkan 1.2 device among %u", g.ndev);
-            pthread_mutex_unlock(&g.lock);
-            return ATTN_EUNAVAILABLE;
-        }
-        index = best;
-    }
-    if (g.open_index == index) {
-        pthread_mutex_unlock(&g.lock);
-        return ATTN_OK;
-    }
-    close_device();
-    VkPhysicalDevice pd = g.phys[index];
-    device_props(pd, &g.props, &g.driver);
-    if (g.props.apiVersion < VK_API_VERSION_1_2) {
-        snprintf(why, len, "vulkan: device %d (%s) supports Vulkan %u.%u, not 1.2", index,
-                 g.props.deviceName, VK_API_VERSION_MAJOR(g.props.apiVersion),
-                 VK_API_VERSION_MINOR(g.props.apiVersion));
-        pthread_mutex_unlock(&g.lock);
-        return ATTN_EUNAVAILABLE;
-    }
-    vkGetPhysicalDeviceMemoryProperties(pd, &g.mem);
-    VkQueueFamilyProperties fam[32];
-    uint32_t nfam = 32;
-    vkGetPhysicalDeviceQueueFamilyProperties(pd, &nfam, fam);
-    g.family = UINT32_MAX;
-    for (uint32_t f = 0; f < nfam && g.family == UINT32_MAX; f++)
-        if (fam[f].queueFlags & VK_QUEUE_COMPUTE_BIT)
-            g.family = f;
-    if (g.family == UINT32_MAX) {
-        snprintf(why, len, "vulkan: device %d (%s) has no compute queue", index,
-                 g.props.deviceName);
-        pthread_mutex_unlock(&g.lock);
-        return ATTN_EUNAVAILABLE;
-    }
-    g.timestamp_bits = fam[g.family].timestampValidBits;
-    const float prio = 1.0f;
-    const VkDeviceQueueCreateInfo qci = {
-        .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
-        .queueFamilyIndex = g.family,
-        .queueCount = 1,
-        .pQueuePriorities = &prio,
-    };
-    const VkDeviceCreateInfo dci = {
-        .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
-        .queueCreateInfoCount = 1,
-        .pQueueCreateInfos = &qci,
-    };
-    VkResult r = vkCreateDevice(pd, &dci, NULL, &g.dev);
-    if (r != VK_SUCCESS) {
-        g.dev = VK_NULL_HANDLE;
-        snprintf(why, len, "vulkan: vkCreateDevice on %s: %s", g.props.deviceName,
-                 vk_result_str(r));
-        pthread_mutex_unlock(&g.lock);
-        return from_vk(r);
-    }
-    vkGetDeviceQueue(g.dev, g.family, 0, &g.queue);
-    g.open_index = index;
-    pthread_mutex_unlock(&g.lock);
-    return ATTN_OK;
-}
-
 /* ---- one case ------------------------------------------------------------ */
 
-enum { B_Q, B_K, B_V, B_O, B_L, B_S, NBUF };
 enum { P_FLASH, P_SCORES, P_SOFTMAX, P_PV, NPIPE };
 
 typedef struct push {
@@ -426,8 +90,8 @@ typedef struct vk_state {
 
 static uint32_t memory_type(uint32_t bits, VkMemoryPropertyFlags want)
 {
-    for (uint32_t i = 0; i < g.mem.memoryTypeCount; i++)
-        if ((bits & (1u << i)) && (g.mem.memoryTypes[i].propertyFlags & want) == want)
+    for (uint32_t i = 0; i < attn_vk_g.mem.memoryTypeCount; i++)
+        if ((bits & (1u << i)) && (attn_vk_g.mem.memoryTypes[i].propertyFlags & want) == want)
             return i;
     return UINT32_MAX;
 }
@@ -505,212 +169,6 @@ static void vk_release(void *state)
         buf_destroy(s, &s->staging);
     }
     attn_free(s->alloc, s);
-}
-
-static size_t elems(const attn_problem *p, int which)
-{
-    const size_t bh = (size_t)p->batch * p->heads;
-    switch (which) {
-    case B_Q: return bh * p->seq_q * p->d_k;
-    case B_K: return bh * p->seq_kv * p->d_k;
-    case B_V: return bh * p->seq_kv * p->d_v;
-    case B_O: return bh * p->seq_q * p->d_v;
-    case B_L: return (size_t)p->batch;
-    default:  return 0;
-    }
-}
-
-/* Mesa's llvmpipe (lavapipe) counts the iterations of all loops of one
- * shader invocation together and, past 65535, ends every loop after its
- * current iteration (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS): the shader
- * finishes with part of its work silently undone. The kernels unroll the
- * loops whose bodies are small; what is left is counted here per
- * invocation, the largest over the kernels of the case. A loop of k
- * iterations costs k + 1 (its exiting pass counts) except the last one an
- * invocation runs, whose exiting pass can be cut without loss:
- *   flash.comp    per key tile: the tile, NS + 1 score slots, BC + 1 keys
- *                 (NS = BR BC / invocations), over ceil(Nk / BC) tiles
- *   scores.comp   ceil(d_k / 16)
- *   softmax.comp  three passes over the row: 3 ceil(Nk / 64) + 2
- *   pv.comp       ceil(Nk / 16)
- * test_vulkan finds the fused kernel's limit exactly where this puts it. */
-#define LLVMPIPE_LOOP_LIMIT 65535u
-
-static uint64_t loop_iterations(const attn_problem *p, bool fused, uint32_t br, uint32_t bc,
-                                uint32_t wg)
-{
-    const uint64_t nk = (uint64_t)p->seq_kv;
-    if (fused) {
-        const uint64_t ns = ((uint64_t)br * bc + wg - 1) / wg;
-        return (nk + bc - 1) / bc * (1 + (ns + 1) + (bc + 1));
-    }
-    uint64_t n = ((uint64_t)p->d_k + 15) / 16;
-    if (3 * ((nk + 63) / 64) + 2 > n)
-        n = 3 * ((nk + 63) / 64) + 2;
-    if ((nk + 15) / 16 > n)
-        n = (nk + 15) / 16;
-    return n;
-}
-
-/* The loop limit of the open device; 0 where it has none. */
-static uint64_t loop_limit(void)
-{
-    if (atomic_load(&plant) == ATTN_VK_PLANT_NO_LOOP_GUARD)
-        return 0;
-    return g.driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE ? LLVMPIPE_LOOP_LIMIT : 0;
-}
-
-static attn_status check_loops(const attn_problem *p, bool fused, uint32_t br, uint32_t bc,
-                               uint32_t wg, char *why, size_t len)
-{
-    const uint64_t limit = loop_limit(), n = loop_iterations(p, fused, br, bc, wg);
-    if (limit && n > limit) {
-        snprintf(why, len, "%s: Nk = %d needs %llu loop iterations in one shader invocation; "
-                 "this driver (Mesa llvmpipe) silently stops every loop after %llu",
-                 fused ? "vulkan" : "vulkan-3pass", p->seq_kv, (unsigned long long)n,
-                 (unsigned long long)limit);
-        return ATTN_EUNSUPPORTED;
-    }
-    return ATTN_OK;
-}
-
-/* What the device allows for p, decided before anything is allocated. The
- * fused kernel's tile comes from d and the shared-memory limit; the 3-pass
- * score chunk from maxStorageBufferRange. */
-static attn_status plan(const attn_problem *p, bool fused, uint32_t *br, uint32_t *bc,
-                        uint32_t *wg_out, int *chunk, char *why, size_t len)
-{
-    const VkPhysicalDeviceLimits *lim = &g.props.limits;
-    const uint64_t range = lim->maxStorageBufferRange;
-    static const char *const names[] = { "Q", "K", "V", "O" };
-    for (int i = B_Q; i <= B_O; i++) {
-        const uint64_t bytes = (uint64_t)elems(p, i) * sizeof(float);
-        if (bytes > range) {
-            snprintf(why, len, "vulkan: %s is %llu bytes, over this device's "
-                     "maxStorageBufferRange of %llu", names[i], (unsigned long long)bytes,
-                     (unsigned long long)range);
-            return ATTN_EUNSUPPORTED;
-        }
-    }
-    const uint32_t bh = (uint32_t)p->batch * (uint32_t)p->heads;
-    if (fused) {
-        /* Invocations per workgroup: 64 where the device allows it. */
-        uint32_t wg = 64;
-        if (wg > lim->maxComputeWorkGroupSize[0])
-            wg = lim->maxComputeWorkGroupSize[0];
-        if (wg > lim->maxComputeWorkGroupInvocations)
-            wg = lim->maxComputeWorkGroupInvocations;
-        /* Shared memory holds Q of BR rows and K and V of BC keys as vec4
-         * (d rounded up to a multiple of 4), the BR x BC scores and three
-         * floats per row; BR from 32 down, BC up to 32, as large as
-         * maxComputeSharedMemorySize allows (checked here: drivers need not
-         * catch it at pipeline creation). */
-        const uint64_t limit = lim->maxComputeSharedMemorySize;
-        const uint64_t dk = ((uint64_t)p->d_k + 3) & ~3u, dv = ((uint64_t)p->d_v + 3) & ~3u;
-        uint64_t rows = 32, keys = 0;
-        for (; rows >= 1; rows /= 2) {
-            const uint64_t fixed = rows * (dk + 3) * sizeof(float);
-            keys = fixed < limit ? (limit - fixed) / ((dk + dv + rows) * sizeof(float)) : 0;
-            if (keys > 32)
-                keys = 32;
-            if (keys >= 8 || (rows == 1 && keys >= 1))
-                break;
-        }
-        if (rows < 1 || keys < 1) {
-            snprintf(why, len, "vulkan: one query row and one key with d_k = %d, d_v = %d "
-                     "need more than this device's maxComputeSharedMemorySize of %u bytes",
-                     p->d_k, p->d_v, lim->maxComputeSharedMemorySize);
-            return ATTN_EUNSUPPORTED;
-        }
-        const uint64_t blocks = ((uint64_t)p->seq_q + rows - 1) / rows;
-        if (blocks > lim->maxComputeWorkGroupCount[0] ||
-            (uint32_t)p->heads > lim->maxComputeWorkGroupCount[1] ||
-            (uint32_t)p->batch > lim->maxComputeWorkGroupCount[2]) {
-            snprintf(why, len, "vulkan: the grid (%llu, %d, %d) exceeds this device's "
-                     "maxComputeWorkGroupCount (%u, %u, %u)", (unsigned long long)blocks,
-                     p->heads, p->batch, lim->maxComputeWorkGroupCount[0],
-                     lim->maxComputeWorkGroupCount[1], lim->maxComputeWorkGroupCount[2]);
-            return ATTN_EUNSUPPORTED;
-        }
-        *br = (uint32_t)rows;
-        *bc = (uint32_t)keys;
-        *wg_out = wg;
-        *chunk = 0;
-        return check_loops(p, true, *br, *bc, *wg_out, why, len);
-    }
-    if (lim->maxComputeWorkGroupInvocations < 256 || lim->maxComputeWorkGroupSize[0] < 64 ||
-        lim->maxComputeWorkGroupSize[1] < 16) {
-        snprintf(why, len, "vulkan-3pass: its 16x16 workgroups need 256 invocations; "
-                 "this device allows %u", lim->maxComputeWorkGroupInvocations);
-        return ATTN_EUNSUPPORTED;
-    }
-    const uint64_t head_bytes = (uint64_t)p->seq_q * p->seq_kv * sizeof(float);
-    if (head_bytes > range) {
-        snprintf(why, len, "vulkan-3pass: one head's %d x %d score matrix (%llu bytes) exceeds "
-                 "this device's maxStorageBufferRange of %llu", p->seq_q, p->seq_kv,
-                 (unsigned long long)head_bytes, (unsigned long long)range);
-        return ATTN_EUNSUPPORTED;
-    }
-    uint64_t heads = range / head_bytes;
-    if (heads > bh)
-        heads = bh;
-    if (heads > lim->maxComputeWorkGroupCount[2])
-        heads = lim->maxComputeWorkGroupCount[2];
-    const uint64_t tiles_q = ((uint64_t)p->seq_q + 15) / 16, tiles_k = ((uint64_t)p->seq_kv + 15) / 16;
-    if (tiles_k > lim->maxComputeWorkGroupCount[0] ||
-        (uint64_t)p->seq_q > lim->maxComputeWorkGroupCount[0] ||
-        tiles_q > lim->maxComputeWorkGroupCount[1] ||
-        ((uint64_t)p->d_v + 15) / 16 > lim->maxComputeWorkGroupCount[0]) {
-        snprintf(why, len, "vulkan-3pass: Nq = %d or Nk = %d exceeds this device's "
-                 "maxComputeWorkGroupCount", p->seq_q, p->seq_kv);
-        return ATTN_EUNSUPPORTED;
-    }
-    *chunk = (int)heads;
-    *br = *bc = *wg_out = 0;
-    return check_loops(p, false, 0, 0, 0, why, len);
-}
-
-static attn_status vk_supports_common(const attn_problem *p, const attn_config *cfg, bool fused,
-                                      char *why, size_t len)
-{
-    attn_status st = open_device(cfg->device, why, len);
-    if (st != ATTN_OK)
-        return st;
-    uint32_t br, bc, wg;
-    int chunk;
-    return plan(p, fused, &br, &bc, &wg, &chunk, why, len);
-}
-
-attn_status attn_vk_plan_info(const attn_problem *p, bool fused, attn_vk_plan_t *out,
-                              char *why, size_t len)
-{
-    attn_status st = open_device(-1, why, len);
-    if (st != ATTN_OK)
-        return st;
-    memset(out, 0, sizeof(*out));
-    const int saved = atomic_exchange(&plant, ATTN_VK_PLANT_NO_LOOP_GUARD);
-    st = plan(p, fused, &out->rows, &out->keys, &out->invocations, &out->chunk, why, len);
-    atomic_store(&plant, saved);
-    out->loop_iterations = loop_iterations(p, fused, out->rows, out->keys, out->invocations);
-    out->loop_limit = g.driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE ? LLVMPIPE_LOOP_LIMIT : 0;
-    return st;
-}
-
-static attn_status fused_supports(const attn_problem *p, const attn_config *cfg, char *why,
-                                  size_t len)
-{
-    return vk_supports_common(p, cfg, true, why, len);
-}
-
-static attn_status threepass_supports(const attn_problem *p, const attn_config *cfg,
-                                      char *why, size_t len)
-{
-    return vk_supports_common(p, cfg, false, why, len);
-}
-
-static attn_status vk_probe(char *why, size_t len)
-{
-    return open_device(-1, why, len);
 }
 
 static VkResult make_pipeline(vk_state *s, int i, const uint32_t *code, size_t bytes,
@@ -807,7 +265,7 @@ static VkResult record(vk_state *s)
                     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, rw);
             vkCmdBindPipeline(s->run, VK_PIPELINE_BIND_POINT_COMPUTE, s->pipe[P_SOFTMAX]);
             vkCmdDispatch(s->run, (uint32_t)p->seq_q, n, 1);
-            if (atomic_load(&plant) != ATTN_VK_PLANT_NO_BARRIER)
+            if (atomic_load(&attn_vk_planted) != ATTN_VK_PLANT_NO_BARRIER)
                 barrier(s->run, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, rw,
                         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, rw);
             vkCmdBindPipeline(s->run, VK_PIPELINE_BIND_POINT_COMPUTE, s->pipe[P_PV]);
@@ -838,7 +296,7 @@ static VkResult submit(vk_state *s, VkCommandBuffer cb)
         .commandBufferCount = 1,
         .pCommandBuffers = &cb,
     };
-    VkResult r = vkQueueSubmit(g.queue, 1, &si, s->fence);
+    VkResult r = vkQueueSubmit(attn_vk_g.queue, 1, &si, s->fence);
     if (r == VK_SUCCESS)
         r = vkWaitForFences(s->dev, 1, &s->fence, VK_TRUE, UINT64_MAX);
     if (r == VK_SUCCESS)
@@ -855,7 +313,7 @@ static VkResult build(vk_state *s)
                                    VK_BUFFER_USAGE_TRANSFER_SRC_BIT;
     const VkMemoryPropertyFlags local = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
     for (int i = B_Q; i <= B_L; i++)
-        if ((r = buf_create(s, &s->b[i], elems(p, i) * sizeof(float), use, local, 0)) != VK_SUCCESS)
+        if ((r = buf_create(s, &s->b[i], attn_vk_elems(p, i) * sizeof(float), use, local, 0)) != VK_SUCCESS)
             return r;
     if (!s->fused) {
         const VkDeviceSize sbytes = (VkDeviceSize)s->chunk * p->seq_q * p->seq_kv * sizeof(float);
@@ -952,7 +410,7 @@ static VkResult build(vk_state *s)
 
     const VkCommandPoolCreateInfo cpi = {
         .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
-        .queueFamilyIndex = g.family,
+        .queueFamilyIndex = attn_vk_g.family,
     };
     if ((r = vkCreateCommandPool(s->dev, &cpi, NULL, &s->cpool)) != VK_SUCCESS)
         return r;
@@ -971,7 +429,7 @@ static VkResult build(vk_state *s)
     const VkFenceCreateInfo fci = { .sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO };
     if ((r = vkCreateFence(s->dev, &fci, NULL, &s->fence)) != VK_SUCCESS)
         return r;
-    s->timestamps = g.timestamp_bits > 0 && g.props.limits.timestampPeriod > 0;
+    s->timestamps = attn_vk_g.timestamp_bits > 0 && attn_vk_g.props.limits.timestampPeriod > 0;
     if (s->timestamps) {
         const VkQueryPoolCreateInfo qpi = {
             .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
@@ -997,7 +455,7 @@ static attn_status vk_prepare_common(const attn_problem *p, const attn_config *c
 {
     const unsigned long mark = attn_vk_validation_errors();
     char why[256];
-    attn_status st = open_device(cfg->device, why, sizeof(why));
+    attn_status st = attn_vk_open_device(cfg->device, why, sizeof(why));
     if (st != ATTN_OK)
         return st;
     vk_state *s = attn_alloc(cfg->alloc, sizeof(*s));
@@ -1008,16 +466,16 @@ static attn_status vk_prepare_common(const attn_problem *p, const attn_config *c
     s->p = *p;
     s->p.kv_len = NULL;            /* uploaded in bind; not kept */
     s->fused = fused;
-    s->dev = g.dev;
-    if ((st = plan(p, fused, &s->br, &s->bc, &s->wg, &s->chunk, why, sizeof(why))) != ATTN_OK)
+    s->dev = attn_vk_g.dev;
+    if ((st = attn_vk_plan(p, fused, &s->br, &s->bc, &s->wg, &s->chunk, why, sizeof(why))) != ATTN_OK)
         goto fail;
-    s->is_cpu = g.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
-    snprintf(s->device, sizeof(s->device), "%s [%s%s; %s %s]", g.props.deviceName,
-             type_str(g.props.deviceType), s->is_cpu ? ": not GPU performance" : "",
-             g.driver.driverName[0] ? g.driver.driverName : "driver", g.driver.driverInfo);
+    s->is_cpu = attn_vk_g.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+    snprintf(s->device, sizeof(s->device), "%s [%s%s; %s %s]", attn_vk_g.props.deviceName,
+             attn_vk_type_str(attn_vk_g.props.deviceType), s->is_cpu ? ": not GPU performance" : "",
+             attn_vk_g.driver.driverName[0] ? attn_vk_g.driver.driverName : "driver", attn_vk_g.driver.driverInfo);
     VkResult r = build(s);
     if (r != VK_SUCCESS) {
-        st = from_vk(r);
+        st = attn_vk_status(r);
         goto fail;
     }
     /* kv_len goes up with the inputs; all keys valid when there is none. */
@@ -1051,7 +509,7 @@ static attn_status vk_bind(void *state, const attn_tensors *t)
     memcpy((char *)s->mapped + s->off[1], t->k, s->b[B_K].bytes);
     memcpy((char *)s->mapped + s->off[2], t->v, s->b[B_V].bytes);
     s->o = t->o;
-    return checked(from_vk(submit(s, s->up)), mark);
+    return checked(attn_vk_status(submit(s, s->up)), mark);
 }
 
 static attn_status vk_run(void *state)
@@ -1063,12 +521,12 @@ static attn_status vk_run(void *state)
         uint64_t ts[2];
         r = vkGetQueryPoolResults(s->dev, s->queries, 0, 2, sizeof(ts), ts, sizeof(ts[0]),
                                   VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
-        const uint64_t mask = g.timestamp_bits >= 64 ? UINT64_MAX
-                                                     : (UINT64_C(1) << g.timestamp_bits) - 1;
+        const uint64_t mask = attn_vk_g.timestamp_bits >= 64 ? UINT64_MAX
+                                                     : (UINT64_C(1) << attn_vk_g.timestamp_bits) - 1;
         const uint64_t ticks = ((ts[1] & mask) - (ts[0] & mask)) & mask;
-        s->last_device_s = (double)ticks * g.props.limits.timestampPeriod * 1e-9;
+        s->last_device_s = (double)ticks * attn_vk_g.props.limits.timestampPeriod * 1e-9;
     }
-    return checked(from_vk(r), mark);
+    return checked(attn_vk_status(r), mark);
 }
 
 static attn_status vk_read(void *state, float *out)
@@ -1078,7 +536,7 @@ static attn_status vk_read(void *state, float *out)
     VkResult r = submit(s, s->down);
     if (r == VK_SUCCESS)
         memcpy(out, (char *)s->mapped + s->off[4], s->b[B_O].bytes);
-    return checked(from_vk(r), mark);
+    return checked(attn_vk_status(r), mark);
 }
 
 static size_t vk_workspace(const attn_problem *p, const attn_config *cfg)
@@ -1117,16 +575,16 @@ static const char *vk_version(void)
 }
 
 #define VK_COMMON                                                              \
-    .probe = vk_probe, .bind = vk_bind,                                         \
+    .probe = attn_vk_probe, .bind = vk_bind,                                         \
     .run = vk_run, .read = vk_read, .release = vk_release,                      \
     .workspace = vk_workspace, .device_bytes = vk_device_bytes,                 \
     .version = vk_version, .device_name = vk_device_name,                       \
-    .device_time = vk_device_time, .devices = vk_devices
+    .device_time = vk_device_time, .devices = attn_vk_devices
 
 const attn_backend attn_backend_vulkan = {
     .name = "vulkan",
     .summary = "Vulkan compute: fused FlashAttention kernel, one dispatch",
-    .supports = fused_supports,
+    .supports = attn_vk_fused_supports,
     .prepare = fused_prepare,
     VK_COMMON,
 };
@@ -1134,7 +592,7 @@ const attn_backend attn_backend_vulkan = {
 const attn_backend attn_backend_vulkan_3pass = {
     .name = "vulkan-3pass",
     .summary = "Vulkan compute: scores, row softmax, P.V; S in device memory, heads chunked",
-    .supports = threepass_supports,
+    .supports = attn_vk_threepass_supports,
     .prepare = threepass_prepare,
     VK_COMMON,
 };

@@ -1,0 +1,332 @@
+/* The Vulkan backends' device layer: one process-wide instance (with the
+ * validation layer and a debug messenger under ATTN_VK_VALIDATION=1), the
+ * list of devices, and one open logical device with a compute queue,
+ * created on first use and destroyed at exit. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+
+#if ATTN_HAVE_VULKAN
+
+#include "vulkan/vk_internal.h"
+
+
+
+
+vk_global attn_vk_g = { .lock = PTHREAD_MUTEX_INITIALIZER, .open_index = -1 };
+static atomic_ulong validation_errors;
+atomic_int attn_vk_planted;
+
+void attn_vk_plant(int bug)
+{
+    atomic_store(&attn_vk_planted, bug);
+}
+
+unsigned long attn_vk_validation_errors(void)
+{
+    return atomic_load(&validation_errors);
+}
+
+bool attn_vk_validation_enabled(void)
+{
+    return attn_vk_g.validation;
+}
+
+static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT sev,
+                                                 VkDebugUtilsMessageTypeFlagsEXT type,
+                                                 const VkDebugUtilsMessengerCallbackDataEXT *d,
+                                                 void *user)
+{
+    (void)type;
+    (void)user;
+    if (sev & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) {
+        atomic_fetch_add(&validation_errors, 1);
+        fprintf(stderr, "vulkan validation error: %s\n", d->pMessage);
+    } else if (sev & VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) {
+        fprintf(stderr, "vulkan validation warning: %s\n", d->pMessage);
+    }
+    return VK_FALSE;
+}
+
+const char *attn_vk_result_str(VkResult r)
+{
+    switch (r) {
+    case VK_SUCCESS:                        return "VK_SUCCESS";
+    case VK_ERROR_OUT_OF_HOST_MEMORY:       return "VK_ERROR_OUT_OF_HOST_MEMORY";
+    case VK_ERROR_OUT_OF_DEVICE_MEMORY:     return "VK_ERROR_OUT_OF_DEVICE_MEMORY";
+    case VK_ERROR_INITIALIZATION_FAILED:    return "VK_ERROR_INITIALIZATION_FAILED";
+    case VK_ERROR_DEVICE_LOST:              return "VK_ERROR_DEVICE_LOST";
+    case VK_ERROR_LAYER_NOT_PRESENT:        return "VK_ERROR_LAYER_NOT_PRESENT";
+    case VK_ERROR_EXTENSION_NOT_PRESENT:    return "VK_ERROR_EXTENSION_NOT_PRESENT";
+    case VK_ERROR_INCOMPATIBLE_DRIVER:      return "VK_ERROR_INCOMPATIBLE_DRIVER";
+    case VK_ERROR_TOO_MANY_OBJECTS:         return "VK_ERROR_TOO_MANY_OBJECTS";
+    default:                                return "a VkResult error";
+    }
+}
+
+attn_status attn_vk_status(VkResult r)
+{
+    switch (r) {
+    case VK_SUCCESS:                    return ATTN_OK;
+    case VK_ERROR_OUT_OF_HOST_MEMORY:
+    case VK_ERROR_OUT_OF_DEVICE_MEMORY: return ATTN_ENOMEM;
+    default:                            return ATTN_EDEVICE;
+    }
+}
+
+static void close_device(void)
+{
+    if (attn_vk_g.dev) {
+        vkDeviceWaitIdle(attn_vk_g.dev);
+        vkDestroyDevice(attn_vk_g.dev, NULL);
+    }
+    attn_vk_g.dev = VK_NULL_HANDLE;
+    attn_vk_g.open_index = -1;
+}
+
+static void global_destroy(void)
+{
+    pthread_mutex_lock(&attn_vk_g.lock);
+    close_device();
+    if (attn_vk_g.messenger) {
+        PFN_vkDestroyDebugUtilsMessengerEXT destroy = (PFN_vkDestroyDebugUtilsMessengerEXT)
+            vkGetInstanceProcAddr(attn_vk_g.instance, "vkDestroyDebugUtilsMessengerEXT");
+        if (destroy)
+            destroy(attn_vk_g.instance, attn_vk_g.messenger, NULL);
+    }
+    if (attn_vk_g.instance)
+        vkDestroyInstance(attn_vk_g.instance, NULL);
+    attn_vk_g.instance = VK_NULL_HANDLE;
+    pthread_mutex_unlock(&attn_vk_g.lock);
+}
+
+static bool env_on(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0");
+}
+
+/* Once per process: the instance and the list of devices. */
+static attn_status global_init(char *why, size_t len)
+{
+    pthread_mutex_lock(&attn_vk_g.lock);
+    if (!attn_vk_g.tried) {
+        attn_vk_g.tried = true;
+        attn_vk_g.validation = env_on("ATTN_VK_VALIDATION");
+        const char *layers[] = { "VK_LAYER_KHRONOS_validation" };
+        const char *exts[] = { VK_EXT_DEBUG_UTILS_EXTENSION_NAME };
+        const VkValidationFeatureEnableEXT enables[] = {
+            VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT,
+        };
+        const VkValidationFeaturesEXT features = {
+            .sType = VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT,
+            .enabledValidationFeatureCount = 1,
+            .pEnabledValidationFeatures = enables,
+        };
+        const VkDebugUtilsMessengerCreateInfoEXT mci = {
+            .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
+            .pNext = &features,
+            .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT |
+                               VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT,
+            .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                           VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                           VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
+            .pfnUserCallback = on_message,
+        };
+        const VkApplicationInfo app = {
+            .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+            .pApplicationName = "attnbench",
+            .applicationVersion = 1,
+            .apiVersion = VK_API_VERSION_1_2,
+        };
+        const VkInstanceCreateInfo ci = {
+            .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+            .pNext = attn_vk_g.validation ? &mci : NULL,
+            .pApplicationInfo = &app,
+            .enabledLayerCount = attn_vk_g.validation ? 1 : 0,
+            .ppEnabledLayerNames = layers,
+            .enabledExtensionCount = attn_vk_g.validation ? 1 : 0,
+            .ppEnabledExtensionNames = exts,
+        };
+        VkResult r = vkCreateInstance(&ci, NULL, &attn_vk_g.instance);
+        if (r != VK_SUCCESS) {
+            attn_vk_g.instance = VK_NULL_HANDLE;
+            snprintf(attn_vk_g.why, sizeof(attn_vk_g.why), "vkCreateInstance: %s%s", attn_vk_result_str(r),
+                     r == VK_ERROR_INCOMPATIBLE_DRIVER ? " (no Vulkan driver is installed)" :
+                     r == VK_ERROR_LAYER_NOT_PRESENT ?
+                         " (ATTN_VK_VALIDATION asks for VK_LAYER_KHRONOS_validation; "
+                         "Debian: vulkan-validationlayers)" : "");
+        } else {
+            if (attn_vk_g.validation) {
+                PFN_vkCreateDebugUtilsMessengerEXT create = (PFN_vkCreateDebugUtilsMessengerEXT)
+                    vkGetInstanceProcAddr(attn_vk_g.instance, "vkCreateDebugUtilsMessengerEXT");
+                VkDebugUtilsMessengerCreateInfoEXT m = mci;
+                m.pNext = NULL;
+                if (!create || create(attn_vk_g.instance, &m, NULL, &attn_vk_g.messenger) != VK_SUCCESS)
+                    snprintf(attn_vk_g.why, sizeof(attn_vk_g.why), "validation: no debug-utils messenger");
+            }
+            attn_vk_g.ndev = MAX_DEVICES;
+            r = vkEnumeratePhysicalDevices(attn_vk_g.instance, &attn_vk_g.ndev, attn_vk_g.phys);
+            if (r != VK_SUCCESS && r != VK_INCOMPLETE)
+                attn_vk_g.ndev = 0;
+            if (!attn_vk_g.ndev && !attn_vk_g.why[0])
+                snprintf(attn_vk_g.why, sizeof(attn_vk_g.why), "no Vulkan device (vkEnumeratePhysicalDevices "
+                         "found none)");
+            atexit(global_destroy);
+        }
+    }
+    attn_status st = attn_vk_g.instance && attn_vk_g.ndev && !attn_vk_g.why[0] ? ATTN_OK : ATTN_EUNAVAILABLE;
+    if (st != ATTN_OK)
+        snprintf(why, len, "vulkan: %s", attn_vk_g.why);
+    pthread_mutex_unlock(&attn_vk_g.lock);
+    return st;
+}
+
+const char *attn_vk_type_str(VkPhysicalDeviceType t)
+{
+    switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:   return "discrete GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:    return "virtual GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:            return "CPU";
+    default:                                     return "other";
+    }
+}
+
+static int type_rank(VkPhysicalDeviceType t)
+{
+    switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:   return 4;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 3;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:    return 2;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:            return 1;
+    default:                                     return 0;
+    }
+}
+
+static void device_props(VkPhysicalDevice pd, VkPhysicalDeviceProperties *p,
+                         VkPhysicalDeviceDriverProperties *drv)
+{
+    memset(drv, 0, sizeof(*drv));
+    drv->sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES;
+    VkPhysicalDeviceProperties2 p2 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+                                       .pNext = drv };
+    vkGetPhysicalDeviceProperties(pd, p);
+    if (p->apiVersion >= VK_API_VERSION_1_2)
+        vkGetPhysicalDeviceProperties2(pd, &p2);
+}
+
+int attn_vk_devices(char *buf, size_t len)
+{
+    char why[256];
+    if (global_init(why, sizeof(why)) != ATTN_OK)
+        return snprintf(buf, len, "%s\n", why);
+    size_t at = 0;
+    int n = 0;
+    for (uint32_t i = 0; i < attn_vk_g.ndev; i++) {
+        VkPhysicalDeviceProperties p;
+        VkPhysicalDeviceDriverProperties d;
+        device_props(attn_vk_g.phys[i], &p, &d);
+        n = snprintf(buf + (at < len ? at : len), at < len ? len - at : 0,
+                     "%u: %s [%s; %s %s; Vulkan %u.%u]\n", i, p.deviceName,
+                     attn_vk_type_str(p.deviceType), d.driverName[0] ? d.driverName : "driver",
+                     d.driverInfo, VK_API_VERSION_MAJOR(p.apiVersion),
+                     VK_API_VERSION_MINOR(p.apiVersion));
+        at += n > 0 ? (size_t)n : 0;
+    }
+    return (int)at;
+}
+
+/* Opens device index (or the best one for -1) as the current logical device. */
+attn_status attn_vk_open_device(int index, char *why, size_t len)
+{
+    attn_status st = global_init(why, len);
+    if (st != ATTN_OK)
+        return st;
+    pthread_mutex_lock(&attn_vk_g.lock);
+    if (index >= (int)attn_vk_g.ndev) {
+        snprintf(why, len, "vulkan: --device %d, but this machine has %u Vulkan device(s)",
+                 index, attn_vk_g.ndev);
+        pthread_mutex_unlock(&attn_vk_g.lock);
+        return ATTN_EINVAL;
+    }
+    if (index < 0) {
+        int best = -1;
+        for (uint32_t i = 0; i < attn_vk_g.ndev; i++) {
+            VkPhysicalDeviceProperties p;
+            vkGetPhysicalDeviceProperties(attn_vk_g.phys[i], &p);
+            if (p.apiVersion < VK_API_VERSION_1_2)
+                continue;
+            VkPhysicalDeviceProperties pb;
+            if (best >= 0)
+                vkGetPhysicalDeviceProperties(attn_vk_g.phys[best], &pb);
+            if (best < 0 || type_rank(p.deviceType) > type_rank(pb.deviceType))
+                best = (int)i;
+        }
+        if (best < 0) {
+            snprintf(why, len, "vulkan: no Vulkan 1.2 device among %u", attn_vk_g.ndev);
+            pthread_mutex_unlock(&attn_vk_g.lock);
+            return ATTN_EUNAVAILABLE;
+        }
+        index = best;
+    }
+    if (attn_vk_g.open_index == index) {
+        pthread_mutex_unlock(&attn_vk_g.lock);
+        return ATTN_OK;
+    }
+    close_device();
+    VkPhysicalDevice pd = attn_vk_g.phys[index];
+    device_props(pd, &attn_vk_g.props, &attn_vk_g.driver);
+    if (attn_vk_g.props.apiVersion < VK_API_VERSION_1_2) {
+        snprintf(why, len, "vulkan: device %d (%s) supports Vulkan %u.%u, not 1.2", index,
+                 attn_vk_g.props.deviceName, VK_API_VERSION_MAJOR(attn_vk_g.props.apiVersion),
+                 VK_API_VERSION_MINOR(attn_vk_g.props.apiVersion));
+        pthread_mutex_unlock(&attn_vk_g.lock);
+        return ATTN_EUNAVAILABLE;
+    }
+    vkGetPhysicalDeviceMemoryProperties(pd, &attn_vk_g.mem);
+    VkQueueFamilyProperties fam[32];
+    uint32_t nfam = 32;
+    vkGetPhysicalDeviceQueueFamilyProperties(pd, &nfam, fam);
+    attn_vk_g.family = UINT32_MAX;
+    for (uint32_t f = 0; f < nfam && attn_vk_g.family == UINT32_MAX; f++)
+        if (fam[f].queueFlags & VK_QUEUE_COMPUTE_BIT)
+            attn_vk_g.family = f;
+    if (attn_vk_g.family == UINT32_MAX) {
+        snprintf(why, len, "vulkan: device %d (%s) has no compute queue", index,
+                 attn_vk_g.props.deviceName);
+        pthread_mutex_unlock(&attn_vk_g.lock);
+        return ATTN_EUNAVAILABLE;
+    }
+    attn_vk_g.timestamp_bits = fam[attn_vk_g.family].timestampValidBits;
+    const float prio = 1.0f;
+    const VkDeviceQueueCreateInfo qci = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+        .queueFamilyIndex = attn_vk_g.family,
+        .queueCount = 1,
+        .pQueuePriorities = &prio,
+    };
+    const VkDeviceCreateInfo dci = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+        .queueCreateInfoCount = 1,
+        .pQueueCreateInfos = &qci,
+    };
+    VkResult r = vkCreateDevice(pd, &dci, NULL, &attn_vk_g.dev);
+    if (r != VK_SUCCESS) {
+        attn_vk_g.dev = VK_NULL_HANDLE;
+        snprintf(why, len, "vulkan: vkCreateDevice on %s: %s", attn_vk_g.props.deviceName,
+                 attn_vk_result_str(r));
+        pthread_mutex_unlock(&attn_vk_g.lock);
+        return attn_vk_status(r);
+    }
+    vkGetDeviceQueue(attn_vk_g.dev, attn_vk_g.family, 0, &attn_vk_g.queue);
+    attn_vk_g.open_index = index;
+    pthread_mutex_unlock(&attn_vk_g.lock);
+    return ATTN_OK;
+}
+
+#endif

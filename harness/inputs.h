@@ -1,0 +1,40 @@
+/* The one input path: a shape's Q, K and V (the seeded fill, or --inputs
+ * .npy files) and the reference computed from them, for attnbench's sweep
+ * and the tests alike; and the one memory check of a case. */
+#ifndef ATTN_INPUTS_H
+#define ATTN_INPUTS_H
+
+#include "problem.h"
+#include "reference.h"
+
+typedef struct attn_inputs {
+    float *q, *k, *v;       /* attn_host_alloc'ed */
+    attn_ref ref;
+    double ref_seconds;     /* wall time of the reference */
+    bool made;
+} attn_inputs;
+
+/* Q, K, V for p, read from s->inputs (DIR/q.npy, k.npy, v.npy, their shapes
+ * checked against p) or filled from s->fill and s->seed, then the reference
+ * with s->check_rows. ATTN_EINVAL (why names the file and what is wrong) or
+ * ATTN_ENOMEM (why says for what); nothing is left allocated on failure. */
+attn_status attn_inputs_make(attn_inputs *in, const attn_problem *p, const attn_setup *s,
+                             char *why, size_t len);
+void attn_inputs_free(attn_inputs *in);
+
+/* The view of in a backend binds (o unset). */
+static inline attn_tensors attn_inputs_tensors(const attn_inputs *in)
+{
+    return (attn_tensors){ .q = in->q, .k = in->k, .v = in->v };
+}
+
+/* The one memory check. A case of p holds its inputs, the reference, two
+ * output buffers and `workspace` bytes of the backend; all of it must stay
+ * within --max-mem, and what is not yet allocated (everything, or with
+ * inputs_held only the outputs and the workspace) within MemAvailable.
+ * false with why giving the numbers (and "overflows" when p's tensors
+ * overflow size_t). */
+bool attn_memory_fits(const attn_problem *p, const attn_setup *s, size_t workspace,
+                      bool inputs_held, char *why, size_t len);
+
+#endif

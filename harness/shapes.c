@@ -1,0 +1,59 @@
+#include <math.h>
+#include <string.h>
+
+#include "shapes.h"
+
+static size_t count_or_1(const attn_list *l)
+{
+    return l->n ? l->n : 1;
+}
+
+size_t attn_shapes_count(const attn_opts *o)
+{
+    const size_t causal = (o->causal & ATTN_CAUSAL_NO ? 1 : 0) + (o->causal & ATTN_CAUSAL_YES ? 1 : 0);
+    return o->batch.n * o->heads.n * o->seq.n * count_or_1(&o->seq_kv) * o->dk.n *
+           count_or_1(&o->dv) * causal;
+}
+
+/* Mixed-radix decoding, the innermost (causal) varying fastest. */
+void attn_shapes_problem(const attn_opts *o, size_t idx, attn_problem *p, int *kv)
+{
+    const bool both = (o->causal & ATTN_CAUSAL_NO) && (o->causal & ATTN_CAUSAL_YES);
+    bool causal = !(o->causal & ATTN_CAUSAL_NO);
+    if (both) {
+        causal = idx % 2;
+        idx /= 2;
+    }
+    size_t i;
+    i = idx % count_or_1(&o->dv);  idx /= count_or_1(&o->dv);      const size_t dv = i;
+    i = idx % o->dk.n;             idx /= o->dk.n;                 const size_t dk = i;
+    i = idx % count_or_1(&o->seq_kv); idx /= count_or_1(&o->seq_kv); const size_t skv = i;
+    i = idx % o->seq.n;            idx /= o->seq.n;                const size_t sq = i;
+    i = idx % o->heads.n;          idx /= o->heads.n;              const size_t h = i;
+    const size_t b = idx % o->batch.n;
+
+    memset(p, 0, sizeof(*p));
+    p->batch = o->batch.v[b];
+    p->heads = o->heads.v[h];
+    p->seq_q = o->seq.v[sq];
+    p->seq_kv = o->seq_kv.n ? o->seq_kv.v[skv] : p->seq_q;
+    p->d_k = o->dk.v[dk];
+    p->d_v = o->dv.n ? o->dv.v[dv] : p->d_k;
+    p->scale = o->scale_set ? o->scale : (float)(1.0 / sqrt((double)p->d_k));
+    p->causal = causal;
+    p->var = o->var;
+    p->var.seed = o->setup.seed;
+    if (o->kv_len) {
+        for (int x = 0; x < p->batch; x++)
+            kv[x] = o->kv_len[o->nkv == 1 ? 0 : x];
+        p->kv_len = kv;
+    }
+}
+
+int attn_shapes_max_batch(const attn_opts *o)
+{
+    int maxb = 1;
+    for (size_t i = 0; i < o->batch.n; i++)
+        maxb = o->batch.v[i] > maxb ? o->batch.v[i] : maxb;
+    return maxb;
+}

@@ -1,0 +1,29 @@
+"""TAP for the Python tests: numbered ok / not ok lines and the plan at the end."""
+import sys
+
+_count = 0
+
+
+def ok(cond, msg):
+    """Prints one test line; returns cond."""
+    global _count
+    _count += 1
+    print(f"{'ok' if cond else 'not ok'} {_count} - {msg}", flush=True)
+    return cond
+
+
+def diag(msg):
+    for line in str(msg).splitlines():
+        print(f"# {line}", flush=True)
+
+
+def done():
+    """The plan, after the last test line."""
+    print(f"1..{_count}", flush=True)
+
+
+def skip_all_if_asked():
+    """`--skip REASON...` as the arguments: the whole program is skipped with its reason."""
+    if sys.argv[1:2] == ["--skip"]:
+        print(f"1..0 # SKIP {' '.join(sys.argv[2:])}")
+        sys.exit(0)

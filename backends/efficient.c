@@ -16,3 +16,39 @@ float *attn_efficient_ones(const attn_allocator *a, size_t n)
         x[e] = 1.0f;
     return x;
 }
+
+size_t attn_scratch_bytes(int threads, size_t nf, size_t nd)
+{
+    return (size_t)threads * (nf * sizeof(float) + nd * sizeof(double));
+}
+
+bool attn_scratch_alloc(attn_scratch *x, const attn_allocator *a, int threads, size_t nf,
+                        size_t nd)
+{
+    *x = (attn_scratch){ .nf = nf, .nd = nd };
+    x->f = attn_alloc(a, (size_t)threads * nf * sizeof(float));
+    if (x->f && nd)
+        x->d = attn_alloc(a, (size_t)threads * nd * sizeof(double));
+    return x->f && (!nd || x->d);
+}
+
+void attn_scratch_free(attn_scratch *x, const attn_allocator *a)
+{
+    attn_free(a, x->f);
+    attn_free(a, x->d);
+    x->f = NULL;
+    x->d = NULL;
+}
+
+void attn_efficient_heads(const attn_host *h, const attn_scratch *x, attn_head_fn *head,
+                          void *state)
+{
+    const long n = (long)h->p.batch * h->p.heads;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(h->threads) schedule(dynamic, 1)
+#endif
+    for (long bh = 0; bh < n; bh++) {
+        const size_t tid = (size_t)attn_thread_id();
+        head(state, (size_t)bh, x->f + tid * x->nf, x->d ? x->d + tid * x->nd : NULL);
+    }
+}

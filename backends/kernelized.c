@@ -14,10 +14,7 @@
 
 typedef struct kern_state {
     attn_host h;
-    float *scratch;             /* [threads][per_thread] floats */
-    size_t per_thread;
-    double *dscratch;           /* [threads][per_thread_d] doubles */
-    size_t per_thread_d;
+    attn_scratch x;
     float *wt;                  /* performer: W^T [dk][m] */
     float *ones;                /* [max(QBLOCK, nf)] */
 } kern_state;
@@ -49,7 +46,7 @@ static size_t kern_workspace(const attn_problem *p, const attn_config *cfg)
     size_t fl, db;
     scratch_sizes(p, &fl, &db);
     size_t bytes = attn_host_workspace(sizeof(kern_state), p);
-    bytes += (size_t)cfg->threads * (fl * sizeof(float) + db * sizeof(double));
+    bytes += attn_scratch_bytes(cfg->threads, fl, db);
     bytes += ones_count(p) * sizeof(float);
     if (p->kind == ATTN_KIND_PERFORMER)   /* W^T, and its double original in prepare */
         bytes += (size_t)p->var.features * p->d_k * (sizeof(float) + sizeof(double));
@@ -61,8 +58,7 @@ static void kern_release(void *state)
     kern_state *s = state;
     if (s) {
         const attn_allocator *a = s->h.alloc;
-        attn_free(a, s->scratch);
-        attn_free(a, s->dscratch);
+        attn_scratch_free(&s->x, a);
         attn_free(a, s->wt);
         attn_free(a, s->ones);
     }
@@ -93,10 +89,9 @@ static attn_status kern_prepare(const attn_problem *p, const attn_config *cfg, v
     attn_status st = attn_host_create(sizeof(*s), p, cfg, (void **)&s);
     if (st != ATTN_OK)
         return st;
-    scratch_sizes(p, &s->per_thread, &s->per_thread_d);
-    const size_t t = (size_t)cfg->threads;
-    if (!(s->scratch = attn_alloc(cfg->alloc, t * s->per_thread * sizeof(float))) ||
-        !(s->dscratch = attn_alloc(cfg->alloc, t * s->per_thread_d * sizeof(double))) ||
+    size_t fl, db;
+    scratch_sizes(p, &fl, &db);
+    if (!attn_scratch_alloc(&s->x, cfg->alloc, cfg->threads, fl, db) ||
         !(s->ones = attn_efficient_ones(cfg->alloc, ones_count(p))) ||
         (p->kind == ATTN_KIND_PERFORMER && !performer_features(s, cfg->alloc))) {
         kern_release(s);
@@ -212,8 +207,9 @@ static void add_prefix(const kern_state *s, const float *fk, const float *v, int
     }
 }
 
-static void kernel_head(kern_state *s, size_t bh, float *fs, double *ds)
+static void kernel_head(void *state, size_t bh, float *fs, double *ds)
 {
+    const kern_state *s = state;
     const attn_problem *p = &s->h.p;
     const attn_kernels *kn = s->h.k;
     const int nq = p->seq_q, nk = p->seq_kv, dk = p->d_k, dv = p->d_v;
@@ -300,40 +296,25 @@ static void kernel_head(kern_state *s, size_t bh, float *fs, double *ds)
 static attn_status kern_run(void *state)
 {
     kern_state *s = state;
-    const long bh_n = (long)s->h.p.batch * s->h.p.heads;
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(s->h.threads) schedule(dynamic, 1)
-#endif
-    for (long bh = 0; bh < bh_n; bh++) {
-        const int tid = attn_thread_id();
-        kernel_head(s, (size_t)bh, s->scratch + (size_t)tid * s->per_thread,
-                    s->dscratch + (size_t)tid * s->per_thread_d);
-    }
+    attn_efficient_heads(&s->h, &s->x, kernel_head, s);
     return ATTN_OK;
 }
 
+#define KERN_VERBS                                                                  \
+    .supports = attn_efficient_supports, .prepare = kern_prepare,                    \
+    .bind = attn_host_bind, .run = kern_run, .read = attn_host_read,                 \
+    .release = kern_release, .workspace = kern_workspace
+
 const attn_backend attn_backend_linear = {
-    .name      = "linear",
-    .summary   = "linear attention, elu(x)+1 features, prefix sums when causal",
-    .kind      = ATTN_KIND_LINEAR,
-    .supports  = attn_efficient_supports,
-    .prepare   = kern_prepare,
-    .bind      = attn_host_bind,
-    .run       = kern_run,
-    .read      = attn_host_read,
-    .release   = kern_release,
-    .workspace = kern_workspace,
+    .name    = "linear",
+    .summary = "linear attention, elu(x)+1 features, prefix sums when causal",
+    .kind    = ATTN_KIND_LINEAR,
+    KERN_VERBS,
 };
 
 const attn_backend attn_backend_performer = {
-    .name      = "performer",
-    .summary   = "Performer FAVOR+: --features positive orthogonal random features",
-    .kind      = ATTN_KIND_PERFORMER,
-    .supports  = attn_efficient_supports,
-    .prepare   = kern_prepare,
-    .bind      = attn_host_bind,
-    .run       = kern_run,
-    .read      = attn_host_read,
-    .release   = kern_release,
-    .workspace = kern_workspace,
+    .name    = "performer",
+    .summary = "Performer FAVOR+: --features positive orthogonal random features",
+    .kind    = ATTN_KIND_PERFORMER,
+    KERN_VERBS,
 };

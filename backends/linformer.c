@@ -9,10 +9,7 @@
 
 typedef struct lin_state {
     attn_host h;
-    float *scratch;             /* [threads][per_thread] floats */
-    size_t per_thread;
-    double *dscratch;           /* [threads][per_thread_d] doubles */
-    size_t per_thread_d;
+    attn_scratch x;
     float *et, *ft;             /* E^T, F^T [Nk][p] */
     float *ones;                /* [max(QBLOCK, p)] */
 } lin_state;
@@ -36,7 +33,7 @@ static size_t lin_workspace(const attn_problem *p, const attn_config *cfg)
     size_t fl, db;
     scratch_sizes(p, &fl, &db);
     return attn_host_workspace(sizeof(lin_state), p) +
-           (size_t)cfg->threads * (fl * sizeof(float) + db * sizeof(double)) +
+           attn_scratch_bytes(cfg->threads, fl, db) +
            ones_count(p) * sizeof(float) + 2 * (size_t)p->var.proj * p->seq_kv * sizeof(float);
 }
 
@@ -45,8 +42,7 @@ static void lin_release(void *state)
     lin_state *s = state;
     if (s) {
         const attn_allocator *a = s->h.alloc;
-        attn_free(a, s->scratch);
-        attn_free(a, s->dscratch);
+        attn_scratch_free(&s->x, a);
         attn_free(a, s->et);
         attn_free(a, s->ft);
         attn_free(a, s->ones);
@@ -60,10 +56,10 @@ static attn_status lin_prepare(const attn_problem *p, const attn_config *cfg, vo
     attn_status st = attn_host_create(sizeof(*s), p, cfg, (void **)&s);
     if (st != ATTN_OK)
         return st;
-    scratch_sizes(p, &s->per_thread, &s->per_thread_d);
-    const size_t t = (size_t)cfg->threads, np = (size_t)p->var.proj, n = np * p->seq_kv;
-    if (!(s->scratch = attn_alloc(cfg->alloc, t * s->per_thread * sizeof(float))) ||
-        !(s->dscratch = attn_alloc(cfg->alloc, t * s->per_thread_d * sizeof(double))) ||
+    size_t fl, db;
+    scratch_sizes(p, &fl, &db);
+    const size_t np = (size_t)p->var.proj, n = np * p->seq_kv;
+    if (!attn_scratch_alloc(&s->x, cfg->alloc, cfg->threads, fl, db) ||
         !(s->ones = attn_efficient_ones(cfg->alloc, ones_count(p))) ||
         !(s->et = attn_alloc(cfg->alloc, n * sizeof(float))) ||
         !(s->ft = attn_alloc(cfg->alloc, n * sizeof(float)))) {
@@ -79,8 +75,9 @@ static attn_status lin_prepare(const attn_problem *p, const attn_config *cfg, vo
     return ATTN_OK;
 }
 
-static void linformer_head(lin_state *s, size_t bh, float *fs, double *ds)
+static void linformer_head(void *state, size_t bh, float *fs, double *ds)
 {
+    const lin_state *s = state;
     const attn_problem *p = &s->h.p;
     const attn_kernels *kn = s->h.k;
     const int nq = p->seq_q, nk = p->seq_kv, dk = p->d_k, dv = p->d_v, np = p->var.proj;
@@ -124,15 +121,7 @@ static void linformer_head(lin_state *s, size_t bh, float *fs, double *ds)
 static attn_status lin_run(void *state)
 {
     lin_state *s = state;
-    const long bh_n = (long)s->h.p.batch * s->h.p.heads;
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(s->h.threads) schedule(dynamic, 1)
-#endif
-    for (long bh = 0; bh < bh_n; bh++) {
-        const int tid = attn_thread_id();
-        linformer_head(s, (size_t)bh, s->scratch + (size_t)tid * s->per_thread,
-                       s->dscratch + (size_t)tid * s->per_thread_d);
-    }
+    attn_efficient_heads(&s->h, &s->x, linformer_head, s);
     return ATTN_OK;
 }
 

@@ -11,8 +11,7 @@
 
 typedef struct masked_state {
     attn_host h;
-    float *scratch;             /* [threads][per_thread] */
-    size_t per_thread;
+    attn_scratch x;             /* floats only */
     attn_span *spans;           /* [threads][spans_per_thread] */
     size_t spans_per_thread;
 } masked_state;
@@ -45,7 +44,7 @@ static size_t scratch_floats(const attn_problem *p)
 static size_t masked_workspace(const attn_problem *p, const attn_config *cfg)
 {
     return attn_host_workspace(sizeof(masked_state), p) +
-           (size_t)cfg->threads * scratch_floats(p) * sizeof(float) +
+           attn_scratch_bytes(cfg->threads, scratch_floats(p), 0) +
            (size_t)cfg->threads * QBLOCK * spans_per_row(p) * sizeof(attn_span);
 }
 
@@ -53,7 +52,7 @@ static void masked_release(void *state)
 {
     masked_state *s = state;
     if (s) {
-        attn_free(s->h.alloc, s->scratch);
+        attn_scratch_free(&s->x, s->h.alloc);
         attn_free(s->h.alloc, s->spans);
     }
     attn_host_destroy(s);
@@ -65,12 +64,11 @@ static attn_status masked_prepare(const attn_problem *p, const attn_config *cfg,
     attn_status st = attn_host_create(sizeof(*s), p, cfg, (void **)&s);
     if (st != ATTN_OK)
         return st;
-    s->per_thread = scratch_floats(p);
     s->spans_per_thread = QBLOCK * spans_per_row(p);
-    s->scratch = attn_alloc(cfg->alloc, (size_t)cfg->threads * s->per_thread * sizeof(float));
-    s->spans = s->scratch ? attn_alloc(cfg->alloc, (size_t)cfg->threads * s->spans_per_thread *
-                                                       sizeof(attn_span))
-                          : NULL;
+    s->spans = attn_scratch_alloc(&s->x, cfg->alloc, cfg->threads, scratch_floats(p), 0)
+                   ? attn_alloc(cfg->alloc, (size_t)cfg->threads * s->spans_per_thread *
+                                                sizeof(attn_span))
+                   : NULL;
     if (!s->spans) {
         masked_release(s);
         return ATTN_ENOMEM;
@@ -275,36 +273,27 @@ static attn_status masked_run(void *state)
         const int tid = attn_thread_id();
         int i0, rows;
         row_block(p, x % blocks, &i0, &rows);
-        masked_block(s, (size_t)(x / blocks), i0, rows, s->scratch + (size_t)tid * s->per_thread,
+        masked_block(s, (size_t)(x / blocks), i0, rows, s->x.f + (size_t)tid * s->x.nf,
                      s->spans + (size_t)tid * s->spans_per_thread);
     }
     return ATTN_OK;
 }
 
+#define MASKED_VERBS                                                                \
+    .supports = attn_efficient_supports, .prepare = masked_prepare,                  \
+    .bind = attn_host_bind, .run = masked_run, .read = attn_host_read,               \
+    .release = masked_release, .workspace = masked_workspace, .weights = masked_weights
+
 const attn_backend attn_backend_local = {
-    .name      = "local",
-    .summary   = "sliding-window attention (--window), exact softmax over the window only",
-    .kind      = ATTN_KIND_LOCAL,
-    .supports  = attn_efficient_supports,
-    .prepare   = masked_prepare,
-    .bind      = attn_host_bind,
-    .run       = masked_run,
-    .read      = attn_host_read,
-    .release   = masked_release,
-    .workspace = masked_workspace,
-    .weights   = masked_weights,
+    .name    = "local",
+    .summary = "sliding-window attention (--window), exact softmax over the window only",
+    .kind    = ATTN_KIND_LOCAL,
+    MASKED_VERBS,
 };
 
 const attn_backend attn_backend_sparse = {
-    .name      = "sparse",
-    .summary   = "Longformer/BigBird: window + global tokens + random key blocks",
-    .kind      = ATTN_KIND_SPARSE,
-    .supports  = attn_efficient_supports,
-    .prepare   = masked_prepare,
-    .bind      = attn_host_bind,
-    .run       = masked_run,
-    .read      = attn_host_read,
-    .release   = masked_release,
-    .workspace = masked_workspace,
-    .weights   = masked_weights,
+    .name    = "sparse",
+    .summary = "Longformer/BigBird: window + global tokens + random key blocks",
+    .kind    = ATTN_KIND_SPARSE,
+    MASKED_VERBS,
 };

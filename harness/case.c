@@ -82,9 +82,9 @@ static void check_and_time(attn_result *r, const attn_backend *be, void *state,
         return;
     r->verdict = ATTN_PASSED;
     if (r->check.mistrusted)
-        verdict(r, ATTN_MISTRUSTED, "%.1f%% of the checked reference output is exactly 0 "
+        verdict(r, ATTN_MISTRUSTED, "the checked reference output is %zu of %zu values exactly 0 "
                 "(every key masked?): a kernel that writes zeros would pass as well",
-                100.0 * (double)r->check.ref_zeros / (double)r->check.ref_elems);
+                r->check.ref_zeros, r->check.ref_elems);
     if (!first)
         return;
 

@@ -226,6 +226,8 @@ int main(void)
               none, ATTN_MISTRUSTED);
     static const int one[2] = { 0, 1 };
     expect_kv(FAULT_NONE, "one key visible to half the rows: PASSED", false, 0, one, ATTN_PASSED);
+    expect_kv(FAULT_ZEROS, "one key visible to half the rows: writing zeros fails", false, 0, one,
+              ATTN_FAILED);
     nonfinite_checks();
     return tap_done();
 }

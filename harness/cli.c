@@ -25,13 +25,11 @@ typedef enum opt_id {
     O_INPUTS, O_DUMP_OUTPUT, O_DUMP_WEIGHTS, O_CASE_TIMEOUT, O_ISA,
 } opt_id;
 
-enum { ARG_NONE, ARG_REQUIRED, ARG_OPTIONAL /* only as --opt=value */ };
+#define ARG_NONE ATTN_ARG_NONE
+#define ARG_REQUIRED ATTN_ARG_REQUIRED
+#define ARG_OPTIONAL ATTN_ARG_OPTIONAL
 
-static const struct option_def {
-    const char *name;
-    opt_id id;
-    int arg;
-} options[] = {
+static const attn_option options[] = {
     { "backend", O_BACKEND, ARG_REQUIRED },   { "batch", O_BATCH, ARG_REQUIRED },
     { "heads", O_HEADS, ARG_REQUIRED },       { "seq", O_SEQ, ARG_REQUIRED },
     { "seq-kv", O_SEQ_KV, ARG_REQUIRED },     { "dk", O_DK, ARG_REQUIRED },
@@ -81,7 +79,7 @@ static bool parse_long(const char *s, long lo, long hi, long *out)
     return true;
 }
 
-static int parse_int_opt(const char *name, const char *val, long lo, long hi, int *dst)
+int attn_opt_int(const char *name, const char *val, long lo, long hi, int *dst)
 {
     long v;
     if (!parse_long(val, lo, hi, &v))
@@ -110,20 +108,20 @@ bad:
                        MAX_TILE);
 }
 
-static int parse_seed(const char *val, uint64_t *dst)
+int attn_opt_seed(const char *name, const char *val, uint64_t *dst)
 {
     if (!*val || *val < '0' || *val > '9')
-        return usage_error("--seed: '%s' is not an integer in [0, %llu]", val, ULLONG_MAX);
+        return usage_error("--%s: '%s' is not an integer in [0, %llu]", name, val, ULLONG_MAX);
     char *end;
     errno = 0;
     unsigned long long v = strtoull(val, &end, 10);
     if (errno || *end)
-        return usage_error("--seed: '%s' is not an integer in [0, %llu]", val, ULLONG_MAX);
+        return usage_error("--%s: '%s' is not an integer in [0, %llu]", name, val, ULLONG_MAX);
     *dst = v;
     return -1;
 }
 
-static int parse_real(const char *name, const char *val, double lo, double hi, double *dst)
+int attn_opt_real(const char *name, const char *val, double lo, double hi, double *dst)
 {
     char *end;
     errno = 0;
@@ -357,8 +355,10 @@ static int default_threads(void)
     return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int)n;
 }
 
-static int apply(attn_opts *o, opt_id id, const char *name, const char *val)
+static int apply(void *ctx, int opt, const char *name, const char *val)
 {
+    attn_opts *o = ctx;
+    const opt_id id = (opt_id)opt;
     double x;
     int rc;
     switch (id) {
@@ -371,21 +371,21 @@ static int apply(attn_opts *o, opt_id id, const char *name, const char *val)
     case O_DV:      return attn_parse_list(name, val, 1, MAX_DIM, &o->dv);
     case O_CAUSAL:  return parse_causal(val, &o->causal);
     case O_KV_LEN:  return parse_kv_len(val, &o->kv_len, &o->nkv);
-    case O_SEED:    return parse_seed(val, &o->setup.seed);
-    case O_THREADS: return parse_int_opt(name, val, 1, MAX_THREADS, &o->setup.threads);
-    case O_REPS:    return parse_int_opt(name, val, 0, ATTN_MAX_REPS, &o->setup.timer.reps);
-    case O_WARMUP:  return parse_int_opt(name, val, 1, MAX_WARMUP, &o->setup.timer.warmup);
+    case O_SEED:    return attn_opt_seed(name, val, &o->setup.seed);
+    case O_THREADS: return attn_opt_int(name, val, 1, MAX_THREADS, &o->setup.threads);
+    case O_REPS:    return attn_opt_int(name, val, 0, ATTN_MAX_REPS, &o->setup.timer.reps);
+    case O_WARMUP:  return attn_opt_int(name, val, 1, MAX_WARMUP, &o->setup.timer.warmup);
     case O_MAX_MEM: return parse_bytes(val, &o->setup.max_mem);
     case O_TILE:    return parse_tile(val, &o->setup.tile_q, &o->setup.tile_kv);
-    case O_DEVICE:  return parse_int_opt(name, val, 0, MAX_DEVICE, &o->setup.device);
+    case O_DEVICE:  return attn_opt_int(name, val, 0, MAX_DEVICE, &o->setup.device);
     case O_ISA:     return parse_isa(val, &o->setup.isa);
-    case O_WINDOW:  return parse_int_opt(name, val, 0, MAX_SEQ, &o->var.window);
-    case O_GLOBALS: return parse_int_opt(name, val, 0, MAX_SEQ, &o->var.globals);
+    case O_WINDOW:  return attn_opt_int(name, val, 0, MAX_SEQ, &o->var.window);
+    case O_GLOBALS: return attn_opt_int(name, val, 0, MAX_SEQ, &o->var.globals);
     case O_RANDOM_BLOCKS:
-        return parse_int_opt(name, val, 0, ATTN_MAX_RANDOM_BLOCKS, &o->var.random_blocks);
-    case O_BLOCK:   return parse_int_opt(name, val, 1, MAX_SEQ, &o->var.block);
-    case O_FEATURES: return parse_int_opt(name, val, 1, 65536, &o->var.features);
-    case O_PROJ:    return parse_int_opt(name, val, 1, MAX_SEQ, &o->var.proj);
+        return attn_opt_int(name, val, 0, ATTN_MAX_RANDOM_BLOCKS, &o->var.random_blocks);
+    case O_BLOCK:   return attn_opt_int(name, val, 1, MAX_SEQ, &o->var.block);
+    case O_FEATURES: return attn_opt_int(name, val, 1, 65536, &o->var.features);
+    case O_PROJ:    return attn_opt_int(name, val, 1, MAX_SEQ, &o->var.proj);
     case O_CSV:     o->csv = val; return -1;
     case O_INPUTS:  o->setup.inputs = val; return -1;
     case O_DUMP_OUTPUT:  o->setup.dump_output = val; return -1;
@@ -398,21 +398,21 @@ static int apply(attn_opts *o, opt_id id, const char *name, const char *val)
     case O_HELP:    o->help = true; return -1;
     case O_VERSION: o->version = true; return -1;
     case O_SCALE:
-        if ((rc = parse_real(name, val, -1e30, 1e30, &x)) < 0) {
+        if ((rc = attn_opt_real(name, val, -1e30, 1e30, &x)) < 0) {
             o->scale = (float)x;
             o->scale_set = true;
         }
         return rc;
     case O_MIN_TIME:
-        if ((rc = parse_real(name, val, 1e-6, 3600, &x)) < 0)
+        if ((rc = attn_opt_real(name, val, 1e-6, 3600, &x)) < 0)
             o->setup.timer.min_time = x;
         return rc;
     case O_CASE_TIMEOUT:
-        if ((rc = parse_real(name, val, 1e-3, 1e6, &x)) < 0)
+        if ((rc = attn_opt_real(name, val, 1e-3, 1e6, &x)) < 0)
             o->case_timeout = x;
         return rc;
     case O_MAX_TIME:
-        if ((rc = parse_real(name, val, 0, 1e6, &x)) < 0)
+        if ((rc = attn_opt_real(name, val, 0, 1e6, &x)) < 0)
             o->setup.timer.max_time = x;
         return rc;
     case O_FILL:
@@ -496,6 +496,41 @@ static int finish(attn_opts *o)
     return -1;
 }
 
+int attn_options_parse(const attn_option *opts, size_t n, int argc, char **argv, int first,
+                       attn_option_fn fn, void *ctx)
+{
+    for (int a = first; a < argc; a++) {
+        const char *arg = argv[a];
+        if (strncmp(arg, "--", 2) || !arg[2])
+            return usage_error("unexpected argument '%s' (options start with --; see --help)", arg);
+        const char *eq = strchr(arg + 2, '=');
+        const size_t len = eq ? (size_t)(eq - arg - 2) : strlen(arg + 2);
+        const attn_option *def = NULL;
+        for (size_t i = 0; i < n; i++)
+            if (strlen(opts[i].name) == len && !strncmp(opts[i].name, arg + 2, len))
+                def = &opts[i];
+        if (!def)
+            return usage_error("unknown option '%.*s' (see --help)", (int)len + 2, arg);
+        const char *val = NULL;
+        if (def->arg == ATTN_ARG_REQUIRED) {
+            if (eq)
+                val = eq + 1;
+            else if (a + 1 < argc)
+                val = argv[++a];
+            else
+                return usage_error("--%s needs a value (see --help)", def->name);
+        } else if (def->arg == ATTN_ARG_OPTIONAL) {
+            val = eq ? eq + 1 : NULL;
+        } else if (eq) {
+            return usage_error("--%s takes no value", def->name);
+        }
+        const int rc = fn(ctx, def->id, def->name, val);
+        if (rc >= 0)
+            return rc;
+    }
+    return -1;
+}
+
 int attn_cli_parse(attn_opts *o, int argc, char **argv)
 {
     memset(o, 0, sizeof(*o));
@@ -516,35 +551,10 @@ int attn_cli_parse(attn_opts *o, int argc, char **argv)
         o->setup.fail_alloc = (size_t)k;
     }
 
-    for (int a = 1; a < argc; a++) {
-        const char *arg = argv[a];
-        if (strncmp(arg, "--", 2) || !arg[2])
-            return usage_error("unexpected argument '%s' (options start with --; see --help)", arg);
-        const char *eq = strchr(arg + 2, '=');
-        const size_t len = eq ? (size_t)(eq - arg - 2) : strlen(arg + 2);
-        const struct option_def *def = NULL;
-        for (size_t i = 0; i < sizeof(options) / sizeof(options[0]); i++)
-            if (strlen(options[i].name) == len && !strncmp(options[i].name, arg + 2, len))
-                def = &options[i];
-        if (!def)
-            return usage_error("unknown option '%.*s' (see --help)", (int)len + 2, arg);
-        const char *val = NULL;
-        if (def->arg == ARG_REQUIRED) {
-            if (eq)
-                val = eq + 1;
-            else if (a + 1 < argc)
-                val = argv[++a];
-            else
-                return usage_error("--%s needs a value (see --help)", def->name);
-        } else if (def->arg == ARG_OPTIONAL) {
-            val = eq ? eq + 1 : NULL;
-        } else if (eq) {
-            return usage_error("--%s takes no value", def->name);
-        }
-        int rc = apply(o, def->id, def->name, val);
-        if (rc >= 0)
-            return rc;
-    }
+    const int rc = attn_options_parse(options, sizeof(options) / sizeof(options[0]), argc, argv,
+                                      1, apply, o);
+    if (rc >= 0)
+        return rc;
     return finish(o);
 }
 

@@ -46,6 +46,27 @@ typedef struct attn_opts {
 __attribute__((format(printf, 2, 3)))
 int attn_error(int code, const char *fmt, ...);
 
+/* A table-driven command line (attnbench's and attnbench arch's): options
+ * --name, --name=value or --name value, each looked up in a table. */
+enum { ATTN_ARG_NONE, ATTN_ARG_REQUIRED, ATTN_ARG_OPTIONAL /* only as --opt=value */ };
+typedef struct attn_option {
+    const char *name;
+    int id;
+    int arg;
+} attn_option;
+/* Called per option: -1 to go on, or an exit code after one line on stderr. */
+typedef int (*attn_option_fn)(void *ctx, int id, const char *name, const char *val);
+/* Walks argv[first..] through opts; -1 when every option applied, else the
+ * exit code of the first refusal (one line on stderr). */
+int attn_options_parse(const attn_option *opts, size_t n, int argc, char **argv, int first,
+                       attn_option_fn fn, void *ctx);
+
+/* Values of options: -1 when val is one, else ATTN_EXIT_USAGE after one line
+ * naming --name and what it accepts. */
+int attn_opt_int(const char *name, const char *val, long lo, long hi, int *dst);
+int attn_opt_real(const char *name, const char *val, double lo, double hi, double *dst);
+int attn_opt_seed(const char *name, const char *val, uint64_t *dst);
+
 /* Parses argv into o. Returns -1 to go on, or an exit code after printing
  * one line to stderr that names the option and what it accepts. */
 int attn_cli_parse(attn_opts *o, int argc, char **argv);

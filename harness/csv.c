@@ -116,13 +116,7 @@ bool attn_csv_has(const attn_csv *c, const char *key)
     return false;
 }
 
-typedef struct line {
-    char buf[8192];
-    size_t at;
-} line;
-
-__attribute__((format(printf, 2, 3)))
-static void put(line *l, const char *fmt, ...)
+void attn_csv_put(attn_csv_row *l, const char *fmt, ...)
 {
     if (l->at >= sizeof(l->buf))
         return;
@@ -134,37 +128,37 @@ static void put(line *l, const char *fmt, ...)
 }
 
 /* RFC 4180: quote when needed, double the quotes inside. */
-static void put_text(line *l, const char *s)
+void attn_csv_text(attn_csv_row *l, const char *s)
 {
     if (!strpbrk(s, ",\"\n\r")) {
-        put(l, ",%s", s);
+        attn_csv_put(l, ",%s", s);
         return;
     }
-    put(l, ",\"");
+    attn_csv_put(l, ",\"");
     for (; *s; s++) {
         if (*s == '"')
-            put(l, "\"\"");
+            attn_csv_put(l, "\"\"");
         else
-            put(l, "%c", *s == '\n' || *s == '\r' ? ' ' : *s);
+            attn_csv_put(l, "%c", *s == '\n' || *s == '\r' ? ' ' : *s);
     }
-    put(l, "\"");
+    attn_csv_put(l, "\"");
 }
 
-static void put_num(line *l, bool known, double v)
+void attn_csv_num(attn_csv_row *l, bool known, double v)
 {
     if (known)
-        put(l, ",%.9g", v);
+        attn_csv_put(l, ",%.9g", v);
     else
-        put(l, ",");
+        attn_csv_put(l, ",");
 }
 
 /* Byte counts are exact integers (%.9g would round those over 1e9). */
-static void put_bytes(line *l, bool known, uint64_t v)
+void attn_csv_bytes(attn_csv_row *l, bool known, uint64_t v)
 {
     if (known)
-        put(l, ",%" PRIu64, v);
+        attn_csv_put(l, ",%" PRIu64, v);
     else
-        put(l, ",");
+        attn_csv_put(l, ",");
 }
 
 int attn_csv_append(attn_csv *c, const attn_result *r, const attn_setup *s, double peak_gflops)
@@ -174,62 +168,62 @@ int attn_csv_append(attn_csv *c, const attn_result *r, const attn_setup *s, doub
     const bool timed = t->reps > 0;
     char key[512];
     attn_case_key(key, sizeof(key), r->be->name, p, s);
-    line l = { .at = 0 };
-    put(&l, "%d,%s,%s,%s", ATTN_CSV_SCHEMA, key, r->be->name, attn_verdict_str(r->verdict));
-    put_text(&l, r->why);
-    put(&l, ",%d,%d,%d,%d,%d,%d,%d,", p->batch, p->heads, p->seq_q, p->seq_kv, p->d_k, p->d_v,
+    attn_csv_row l = { .at = 0 };
+    attn_csv_put(&l, "%d,%s,%s,%s", ATTN_CSV_SCHEMA, key, r->be->name, attn_verdict_str(r->verdict));
+    attn_csv_text(&l, r->why);
+    attn_csv_put(&l, ",%d,%d,%d,%d,%d,%d,%d,", p->batch, p->heads, p->seq_q, p->seq_kv, p->d_k, p->d_v,
         p->causal ? 1 : 0);
     for (int b = 0; p->kv_len && b < p->batch; b++)
-        put(&l, "%s%d", b ? ";" : "", p->kv_len[b]);
-    put(&l, ",%.9g,%s,%llu,%d", p->scale, attn_setup_fill_name(s), (unsigned long long)s->seed,
+        attn_csv_put(&l, "%s%d", b ? ";" : "", p->kv_len[b]);
+    attn_csv_put(&l, ",%.9g,%s,%llu,%d", p->scale, attn_setup_fill_name(s), (unsigned long long)s->seed,
         s->threads);
     const attn_kind kind = r->be->kind;
-    put(&l, ",%s", attn_kind_name(kind));
+    attn_csv_put(&l, ",%s", attn_kind_name(kind));
     const bool win = kind == ATTN_KIND_LOCAL || kind == ATTN_KIND_SPARSE;
-    put_num(&l, win, p->var.window);
-    put_num(&l, kind == ATTN_KIND_SPARSE, p->var.globals);
-    put_num(&l, kind == ATTN_KIND_SPARSE, p->var.random_blocks);
-    put_num(&l, kind == ATTN_KIND_SPARSE, p->var.block);
-    put_num(&l, kind == ATTN_KIND_PERFORMER, p->var.features);
-    put_num(&l, kind == ATTN_KIND_LINFORMER, p->var.proj);
-    put_num(&l, r->checked, (double)r->ref_rows);
-    put_num(&l, r->checked, (double)r->ref_total);
-    put_num(&l, r->checked, r->check.max_abs);
-    put_num(&l, r->checked, r->check.max_rel);
-    put_num(&l, r->checked, r->check.nmse);
-    put_num(&l, r->checked, r->check.tol);
-    put_num(&l, r->approx_known, r->approx_max_abs);
-    put_num(&l, r->approx_known, r->approx_nmse);
-    put_num(&l, timed, t->reps);
-    put_num(&l, timed, (double)t->iterations);
-    put_num(&l, timed, t->real_stats.median);
-    put_num(&l, timed, t->real_stats.min);
-    put_num(&l, timed, t->real_stats.mean);
-    put_num(&l, timed, t->real_stats.stddev);
-    put_num(&l, timed, t->real_stats.cv);
-    put_num(&l, timed, t->cpu_stats.median);
-    put_num(&l, timed, t->cpu_stats.mean);
+    attn_csv_num(&l, win, p->var.window);
+    attn_csv_num(&l, kind == ATTN_KIND_SPARSE, p->var.globals);
+    attn_csv_num(&l, kind == ATTN_KIND_SPARSE, p->var.random_blocks);
+    attn_csv_num(&l, kind == ATTN_KIND_SPARSE, p->var.block);
+    attn_csv_num(&l, kind == ATTN_KIND_PERFORMER, p->var.features);
+    attn_csv_num(&l, kind == ATTN_KIND_LINFORMER, p->var.proj);
+    attn_csv_num(&l, r->checked, (double)r->ref_rows);
+    attn_csv_num(&l, r->checked, (double)r->ref_total);
+    attn_csv_num(&l, r->checked, r->check.max_abs);
+    attn_csv_num(&l, r->checked, r->check.max_rel);
+    attn_csv_num(&l, r->checked, r->check.nmse);
+    attn_csv_num(&l, r->checked, r->check.tol);
+    attn_csv_num(&l, r->approx_known, r->approx_max_abs);
+    attn_csv_num(&l, r->approx_known, r->approx_nmse);
+    attn_csv_num(&l, timed, t->reps);
+    attn_csv_num(&l, timed, (double)t->iterations);
+    attn_csv_num(&l, timed, t->real_stats.median);
+    attn_csv_num(&l, timed, t->real_stats.min);
+    attn_csv_num(&l, timed, t->real_stats.mean);
+    attn_csv_num(&l, timed, t->real_stats.stddev);
+    attn_csv_num(&l, timed, t->real_stats.cv);
+    attn_csv_num(&l, timed, t->cpu_stats.median);
+    attn_csv_num(&l, timed, t->cpu_stats.mean);
     const bool dev_timed = timed && t->device_known;
-    put_num(&l, dev_timed, t->device_stats.median);
-    put_num(&l, dev_timed, t->device_stats.min);
-    put_num(&l, dev_timed, t->device_stats.cv);
+    attn_csv_num(&l, dev_timed, t->device_stats.median);
+    attn_csv_num(&l, dev_timed, t->device_stats.min);
+    attn_csv_num(&l, dev_timed, t->device_stats.cv);
     const bool moved = r->device[0] && (attn_verdict_ran(r->verdict));
-    put_num(&l, moved, r->upload_s);
-    put_num(&l, moved, r->download_s);
-    put(&l, ",%.17g,%.17g", r->flops, r->flops_dense);
-    put_num(&l, timed, r->flops / t->real_stats.median * 1e-9);
-    put_num(&l, timed, r->flops_dense / t->real_stats.median * 1e-9);
-    put_num(&l, peak_gflops > 0, peak_gflops);
-    put_num(&l, timed && peak_gflops > 0, 100.0 * r->flops / t->real_stats.median * 1e-9 / peak_gflops);
+    attn_csv_num(&l, moved, r->upload_s);
+    attn_csv_num(&l, moved, r->download_s);
+    attn_csv_put(&l, ",%.17g,%.17g", r->flops, r->flops_dense);
+    attn_csv_num(&l, timed, r->flops / t->real_stats.median * 1e-9);
+    attn_csv_num(&l, timed, r->flops_dense / t->real_stats.median * 1e-9);
+    attn_csv_num(&l, peak_gflops > 0, peak_gflops);
+    attn_csv_num(&l, timed && peak_gflops > 0, 100.0 * r->flops / t->real_stats.median * 1e-9 / peak_gflops);
     const bool ran = attn_verdict_ran(r->verdict);
-    put_bytes(&l, ran, r->ws_peak);
-    put_bytes(&l, r->ws_predicted > 0, r->ws_predicted);
-    put_bytes(&l, ran && r->rss_known, r->rss_peak);
-    put_bytes(&l, r->device_known, r->device_bytes);
-    put(&l, ",%zu", r->score_bytes);
-    put_text(&l, r->device[0] ? r->device : "host");
-    put_text(&l, r->repro);
-    put(&l, "\n");
+    attn_csv_bytes(&l, ran, r->ws_peak);
+    attn_csv_bytes(&l, r->ws_predicted > 0, r->ws_predicted);
+    attn_csv_bytes(&l, ran && r->rss_known, r->rss_peak);
+    attn_csv_bytes(&l, r->device_known, r->device_bytes);
+    attn_csv_put(&l, ",%zu", r->score_bytes);
+    attn_csv_text(&l, r->device[0] ? r->device : "host");
+    attn_csv_text(&l, r->repro);
+    attn_csv_put(&l, "\n");
     if (l.at >= sizeof(l.buf)) {
         return attn_error(ATTN_EXIT_ERROR, "--csv: a row longer than %zu bytes was not written",
                           sizeof(l.buf));

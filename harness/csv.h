@@ -24,4 +24,20 @@ bool attn_csv_has(const attn_csv *c, const char *key);
 int attn_csv_append(attn_csv *c, const attn_result *r, const attn_setup *s, double peak_gflops);
 void attn_csv_close(attn_csv *c);
 
+/* One CSV row being built, for this file and attnbench arch's: each field
+ * appended after a comma (the first one by attn_csv_put alone); past the
+ * buffer nothing more is added and at says by how much it overflowed. */
+typedef struct attn_csv_row {
+    char buf[8192];
+    size_t at;
+} attn_csv_row;
+__attribute__((format(printf, 2, 3)))
+void attn_csv_put(attn_csv_row *l, const char *fmt, ...);
+/* ",text", quoted (RFC 4180) when it holds a comma, quote or newline. */
+void attn_csv_text(attn_csv_row *l, const char *s);
+/* ",%.9g", or "," when not known. */
+void attn_csv_num(attn_csv_row *l, bool known, double v);
+/* ",N" exactly (byte counts), or "," when not known. */
+void attn_csv_bytes(attn_csv_row *l, bool known, uint64_t v);
+
 #endif

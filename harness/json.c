@@ -33,17 +33,19 @@ static void put_num(FILE *f, double v)
         fputs("null", f);
 }
 
-static void field_str(FILE *f, const char *key, const char *v)
+void attn_json_field_str(FILE *f, const char *key, const char *v)
 {
     fprintf(f, ",\n      \"%s\": ", key);
     put_str(f, v);
 }
 
-static void field_num(FILE *f, const char *key, double v)
+void attn_json_field_num(FILE *f, const char *key, double v)
 {
     fprintf(f, ",\n      \"%s\": ", key);
     put_num(f, v);
 }
+
+
 
 static void context(FILE *f, const attn_machine *m, const attn_setup *s, const char *exe)
 {
@@ -98,34 +100,41 @@ static void context(FILE *f, const attn_machine *m, const attn_setup *s, const c
 }
 
 /* What an entry says about its case beside the times. */
-static void counters(FILE *f, const attn_result *r, double seconds, const attn_machine *m)
+typedef struct case_ctx {
+    const attn_result *r;
+    const attn_machine *m;
+} case_ctx;
+
+static void counters(FILE *f, const void *ctx, double seconds)
 {
-    field_str(f, "label", attn_verdict_str(r->verdict));
+    const attn_result *r = ((const case_ctx *)ctx)->r;
+    const attn_machine *m = ((const case_ctx *)ctx)->m;
+    attn_json_field_str(f, "label", attn_verdict_str(r->verdict));
     if (seconds > 0) {
-        field_num(f, "GFLOPS", r->flops / seconds * 1e-9);
-        field_num(f, "GFLOPS_dense", r->flops_dense / seconds * 1e-9);
+        attn_json_field_num(f, "GFLOPS", r->flops / seconds * 1e-9);
+        attn_json_field_num(f, "GFLOPS_dense", r->flops_dense / seconds * 1e-9);
         if (m->peak_known)
-            field_num(f, "pct_peak", 100.0 * r->flops / seconds * 1e-9 / m->peak.fma_t);
+            attn_json_field_num(f, "pct_peak", 100.0 * r->flops / seconds * 1e-9 / m->peak.fma_t);
     }
-    field_num(f, "flops", r->flops);
-    field_num(f, "workspace_bytes", (double)r->ws_peak);
+    attn_json_field_num(f, "flops", r->flops);
+    attn_json_field_num(f, "workspace_bytes", (double)r->ws_peak);
     if (r->rss_known)
-        field_num(f, "rss_peak_bytes", (double)r->rss_peak);
+        attn_json_field_num(f, "rss_peak_bytes", (double)r->rss_peak);
     if (r->device_known)
-        field_num(f, "device_bytes", (double)r->device_bytes);
+        attn_json_field_num(f, "device_bytes", (double)r->device_bytes);
     if (r->device[0] && (attn_verdict_ran(r->verdict))) {
-        field_num(f, "upload_us", r->upload_s * 1e6);
-        field_num(f, "download_us", r->download_s * 1e6);
+        attn_json_field_num(f, "upload_us", r->upload_s * 1e6);
+        attn_json_field_num(f, "download_us", r->download_s * 1e6);
     }
-    field_num(f, "score_matrix_bytes", (double)r->score_bytes);
+    attn_json_field_num(f, "score_matrix_bytes", (double)r->score_bytes);
     if (r->approx_known) {
-        field_num(f, "approx_max_abs", r->approx_max_abs);
-        field_num(f, "approx_nmse", r->approx_nmse);
+        attn_json_field_num(f, "approx_max_abs", r->approx_max_abs);
+        attn_json_field_num(f, "approx_nmse", r->approx_nmse);
     }
     if (r->checked) {
-        field_num(f, "max_abs_err", r->check.max_abs);
-        field_num(f, "nmse", r->check.nmse);
-        field_num(f, "rows_checked", (double)r->ref_rows);
+        attn_json_field_num(f, "max_abs_err", r->check.max_abs);
+        attn_json_field_num(f, "nmse", r->check.nmse);
+        attn_json_field_num(f, "rows_checked", (double)r->ref_rows);
     }
 }
 
@@ -140,33 +149,32 @@ static void head(FILE *f, bool *first, const char *name, const char *suffix, int
     fprintf(f, ",\n      \"repetitions\": %d,\n      \"threads\": %d", reps, threads);
 }
 
-static void entries(FILE *f, bool *first, const attn_result *r, int family, int instance,
-                    const attn_setup *s, const attn_machine *m)
+void attn_json_entries(FILE *f, bool *first, const attn_json_case *c)
 {
-    const attn_timing *t = &r->timing;
+    const attn_timing *t = c->timing;
     if (!t->reps) {
-        head(f, first, r->name, "", family, instance, "iteration", 0, s->threads);
+        head(f, first, c->name, "", c->family, c->instance, "iteration", 0, c->threads);
         fputs(",\n      \"repetition_index\": 0,\n      \"iterations\": 0", f);
-        if (!attn_verdict_ok(r->verdict)) {
+        if (!attn_verdict_ok(c->verdict)) {
             fputs(",\n      \"error_occurred\": true", f);
             char msg[512];
-            snprintf(msg, sizeof(msg), "%s: %s", attn_verdict_str(r->verdict), r->why);
-            field_str(f, "error_message", msg);
+            snprintf(msg, sizeof(msg), "%s: %s", attn_verdict_str(c->verdict), c->why);
+            attn_json_field_str(f, "error_message", msg);
         }
-        counters(f, r, 0, m);
-        field_str(f, "repro", r->repro);
+        c->counters(f, c->ctx, 0);
+        attn_json_field_str(f, "repro", c->repro);
         fputs("\n    }", f);
         return;
     }
     for (int i = 0; i < t->reps; i++) {
-        head(f, first, r->name, "", family, instance, "iteration", t->reps, s->threads);
+        head(f, first, c->name, "", c->family, c->instance, "iteration", t->reps, c->threads);
         fprintf(f, ",\n      \"repetition_index\": %d,\n      \"iterations\": %ld", i, t->iterations);
-        field_num(f, "real_time", t->real[i] * 1e6);
-        field_num(f, "cpu_time", t->cpu[i] * 1e6);
+        attn_json_field_num(f, "real_time", t->real[i] * 1e6);
+        attn_json_field_num(f, "cpu_time", t->cpu[i] * 1e6);
         fputs(",\n      \"time_unit\": \"us\"", f);
         if (t->device_known)
-            field_num(f, "device_time_us", t->device[i] * 1e6);
-        counters(f, r, t->real[i], m);
+            attn_json_field_num(f, "device_time_us", t->device[i] * 1e6);
+        c->counters(f, c->ctx, t->real[i]);
         fputs("\n    }", f);
     }
     const struct { const char *name; double real, cpu; const char *unit; } agg[] = {
@@ -178,15 +186,17 @@ static void entries(FILE *f, bool *first, const attn_result *r, int family, int 
     for (size_t a = 0; a < sizeof(agg) / sizeof(agg[0]); a++) {
         char suffix[16];
         snprintf(suffix, sizeof(suffix), "_%s", agg[a].name);
-        head(f, first, r->name, suffix, family, instance, "aggregate", t->reps, s->threads);
+        head(f, first, c->name, suffix, c->family, c->instance, "aggregate", t->reps, c->threads);
         fprintf(f, ",\n      \"aggregate_name\": \"%s\",\n      \"aggregate_unit\": \"%s\"",
                 agg[a].name, agg[a].unit);
         fprintf(f, ",\n      \"iterations\": %d", t->reps);
-        field_num(f, "real_time", agg[a].real);
-        field_num(f, "cpu_time", agg[a].cpu);
+        attn_json_field_num(f, "real_time", agg[a].real);
+        attn_json_field_num(f, "cpu_time", agg[a].cpu);
         fputs(",\n      \"time_unit\": \"us\"", f);
-        if (!strcmp(agg[a].name, "median"))
-            counters(f, r, t->real_stats.median, m);
+        if (!strcmp(agg[a].name, "median")) {
+            c->counters(f, c->ctx, t->real_stats.median);
+            attn_json_field_str(f, "repro", c->repro);
+        }
         fputs("\n    }", f);
     }
 }
@@ -275,33 +285,26 @@ char *attn_json_prior(const char *path, unsigned long long seed,
     return text;
 }
 
-int attn_json_write(const char *path, const attn_machine *m, const attn_setup *s,
-                    const char *exe, const char *prior, const attn_result *res, size_t n)
+FILE *attn_json_begin(const char *path, char *tmp, size_t len, const attn_machine *m,
+                      const attn_setup *s, const char *exe)
 {
-    char tmp[4096];
-    if (snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof(tmp)) {
+    if (snprintf(tmp, len, "%s.tmp.%ld", path, (long)getpid()) >= (int)len) {
         fprintf(stderr, "attnbench: --json %s: path too long\n", path);
-        return ATTN_EXIT_ERROR;
+        return NULL;
     }
     FILE *f = fopen(tmp, "w");
     if (!f) {
         fprintf(stderr, "attnbench: --json %s: cannot write %s: %s\n", path, tmp, strerror(errno));
-        return ATTN_EXIT_ERROR;
+        return NULL;
     }
     fputs("{\n", f);
     context(f, m, s, exe);
     fputs(open_mark, f);
-    bool first = true;
-    if (prior && *prior) {
-        fputs(prior, f);
-        first = false;
-    }
-    for (size_t i = 0; i < n; i++) {
-        int instance = 0;
-        for (size_t j = 0; j < i; j++)
-            instance += res[j].be == res[i].be;
-        entries(f, &first, &res[i], family_of(res[i].be), instance, s, m);
-    }
+    return f;
+}
+
+int attn_json_finish(FILE *f, const char *path, const char *tmp)
+{
     fputs(close_mark, f);
     bool ok = !ferror(f);
     ok &= fflush(f) == 0 && fsync(fileno(f)) == 0;
@@ -312,4 +315,31 @@ int attn_json_write(const char *path, const attn_machine *m, const attn_setup *s
         return ATTN_EXIT_ERROR;
     }
     return -1;
+}
+
+int attn_json_write(const char *path, const attn_machine *m, const attn_setup *s,
+                    const char *exe, const char *prior, const attn_result *res, size_t n)
+{
+    char tmp[4096];
+    FILE *f = attn_json_begin(path, tmp, sizeof(tmp), m, s, exe);
+    if (!f)
+        return ATTN_EXIT_ERROR;
+    bool first = true;
+    if (prior && *prior) {
+        fputs(prior, f);
+        first = false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int instance = 0;
+        for (size_t j = 0; j < i; j++)
+            instance += res[j].be == res[i].be;
+        const case_ctx ctx = { &res[i], m };
+        const attn_json_case c = {
+            .name = res[i].name, .family = family_of(res[i].be), .instance = instance,
+            .threads = s->threads, .timing = &res[i].timing, .verdict = res[i].verdict,
+            .why = res[i].why, .repro = res[i].repro, .counters = counters, .ctx = &ctx,
+        };
+        attn_json_entries(f, &first, &c);
+    }
+    return attn_json_finish(f, path, tmp);
 }

@@ -5,6 +5,8 @@
 #ifndef ATTN_JSON_H
 #define ATTN_JSON_H
 
+#include <stdio.h>
+
 #include "case.h"
 #include "machine.h"
 
@@ -13,6 +15,32 @@
  * Returns -1 on success, else ATTN_EXIT_ERROR after one line on stderr. */
 int attn_json_write(const char *path, const attn_machine *m, const attn_setup *s,
                     const char *exe, const char *prior, const attn_result *res, size_t n);
+
+/* The pieces, for another program's JSON of the same shape (attnbench arch):
+ * the file is begun (a temporary beside path, the context written), its
+ * entries written, then finished (renamed over path). begin returns NULL
+ * and finish ATTN_EXIT_ERROR after one line on stderr. */
+FILE *attn_json_begin(const char *path, char *tmp, size_t len, const attn_machine *m,
+                      const attn_setup *s, const char *exe);
+int attn_json_finish(FILE *f, const char *path, const char *tmp);
+
+/* One case's entries: one per repetition, then the mean, median, stddev
+ * and cv aggregates (or one entry without times when it was not timed);
+ * counters(f, ctx, seconds) adds its own fields, seconds being the entry's
+ * time per run (0 when none). */
+typedef struct attn_json_case {
+    const char *name;
+    int family, instance, threads;
+    const attn_timing *timing;
+    attn_verdict verdict;
+    const char *why, *repro;
+    void (*counters)(FILE *f, const void *ctx, double seconds);
+    const void *ctx;
+} attn_json_case;
+void attn_json_entries(FILE *f, bool *first, const attn_json_case *c);
+/* Fields of an entry, for counters. */
+void attn_json_field_str(FILE *f, const char *key, const char *v);
+void attn_json_field_num(FILE *f, const char *key, double v);
 
 /* For --resume: the benchmark entries of a JSON file attnbench wrote, as text
  * to carry over, keeping only the cases done (their CSV key passes done(),

@@ -93,8 +93,8 @@ double attn_quiesce(double max_s)
     }
 }
 
-attn_status attn_time_runs(const attn_backend *be, void *state, const attn_timer_opts *o,
-                           attn_timing *t)
+attn_status attn_time_calls(attn_run_fn *run, attn_device_time_fn *device_time, void *ctx,
+                            const attn_timer_opts *o, attn_timing *t)
 {
     memset(t, 0, sizeof(*t));
     if (o->reps <= 0)
@@ -107,7 +107,7 @@ attn_status attn_time_runs(const attn_backend *be, void *state, const attn_timer
     const double w0 = attn_now();
     long warm = 0;
     do {
-        if ((st = be->run(state)) != ATTN_OK)
+        if ((st = run(ctx)) != ATTN_OK)
             return st;
         warm++;
     } while (warm < o->warmup || attn_now() - w0 < o->min_time);
@@ -119,16 +119,16 @@ attn_status attn_time_runs(const attn_backend *be, void *state, const attn_timer
     /* Device backends keep their own time of the last run (read from the
      * device in run); fetching it is a field read inside the timed loop. */
     double dev;
-    t->device_known = attn_backend_device_time(be, state, &dev);
+    t->device_known = device_time && device_time(ctx, &dev);
     const int want = o->reps < ATTN_MAX_REPS ? o->reps : ATTN_MAX_REPS;
     const double start = attn_now();
     for (int r = 0; r < want; r++) {
         double dsum = 0;
         const double c0 = attn_cpu_now(), r0 = attn_now();
         for (long i = 0; i < t->iterations; i++) {
-            if ((st = be->run(state)) != ATTN_OK)
+            if ((st = run(ctx)) != ATTN_OK)
                 return st;
-            if (t->device_known && attn_backend_device_time(be, state, &dev))
+            if (t->device_known && device_time(ctx, &dev))
                 dsum += dev;
         }
         const double r1 = attn_now(), c1 = attn_cpu_now();
@@ -146,4 +146,29 @@ attn_status attn_time_runs(const attn_backend *be, void *state, const attn_timer
     if (t->device_known)
         attn_stats_compute(&t->device_stats, t->device, (size_t)t->reps);
     return ATTN_OK;
+}
+
+/* A backend's run and device clock as the timer's callbacks. */
+typedef struct backend_run {
+    const attn_backend *be;
+    void *state;
+} backend_run;
+
+static attn_status backend_run_fn(void *ctx)
+{
+    const backend_run *b = ctx;
+    return b->be->run(b->state);
+}
+
+static bool backend_device_time(void *ctx, double *seconds)
+{
+    const backend_run *b = ctx;
+    return attn_backend_device_time(b->be, b->state, seconds);
+}
+
+attn_status attn_time_runs(const attn_backend *be, void *state, const attn_timer_opts *o,
+                           attn_timing *t)
+{
+    backend_run b = { be, state };
+    return attn_time_calls(backend_run_fn, backend_device_time, &b, o, t);
 }

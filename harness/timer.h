@@ -49,7 +49,15 @@ double attn_cpu_now(void);
 /* The clock's advertised resolution and its smallest observed step, in seconds. */
 void attn_clock_resolution(double *advertised, double *observed);
 
-/* Stops at the first status other than ATTN_OK and returns it. */
+/* Times run(ctx): the timed region, repeatable. device_time (may be NULL)
+ * gives the seconds the last run took on a device's own clock, false when
+ * there is none. Stops at the first status other than ATTN_OK and returns it. */
+typedef attn_status attn_run_fn(void *ctx);
+typedef bool attn_device_time_fn(void *ctx, double *seconds);
+attn_status attn_time_calls(attn_run_fn *run, attn_device_time_fn *device_time, void *ctx,
+                            const attn_timer_opts *o, attn_timing *t);
+
+/* The same for a backend's run verb on its prepared state. */
 attn_status attn_time_runs(const attn_backend *be, void *state, const attn_timer_opts *o,
                            attn_timing *t);
 

@@ -36,7 +36,8 @@ def load(path):
         die(f"{path}: no rows (run attnbench arch --csv {path})")
     data = {}
     for r in rows:
-        if r["verdict"] != "OK" or not r["median_s"]:
+        # PASSED: its output was checked (schema 2); OK: the unchecked schema 1.
+        if r["verdict"] not in ("PASSED", "OK") or not r["median_s"]:
             continue
         data.setdefault(r["model"], []).append(r)
     if not data:

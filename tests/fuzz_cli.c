@@ -1,5 +1,5 @@
 /* libFuzzer target: the command line parsers (harness/cli.c, and
- * harness/arch_cli.c when the first argument is "arch") on arbitrary
+ * arch/cli.c when the first argument is "arch") on arbitrary
  * argument vectors. The input is split at NUL bytes into arguments, each in
  * its own allocation so a read past one is reported. Whatever it is given,
  * the parser either accepts and leaves every option inside its documented

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "arch.h"
-#include "kernels/layers.h"
+#include "layers.h"
 #include "tap.h"
 
 #define TOL 2e-5   /* of max |y|: fp32 against double over sums of <= 3*64 terms */
@@ -121,212 +121,9 @@ static void activations(void)
 
 /* ---- the models against double ---------------------------------------------- */
 
-static double sigm(double x)
-{
-    return 1 / (1 + exp(-x));
-}
-
-/* Planted mistakes in the double implementations. */
-enum { OK = 0, SWAP_IF = 1, FLIP_CONV = 2, LN_NO_CENTER = 4, NO_SCALE = 8 };
-
-static void ref_rnn(const arch_net *n, double *y, int bug)
-{
-    const int B = n->B, N = n->N, d = n->d, g4 = 4 * d;
-    double *h = dalloc((size_t)d), *c = dalloc((size_t)d), *g = dalloc((size_t)g4),
-           *hn = dalloc((size_t)d);
-    for (int b = 0; b < B; b++) {
-        memset(h, 0, sizeof(double) * d);
-        memset(c, 0, sizeof(double) * d);
-        for (int t = 0; t < N; t++) {
-            const float *x = n->x + ((size_t)b * N + t) * d;
-            for (int r = 0; r < g4; r++) {   /* W[r][:] is column r of the stored W^T */
-                double s = (double)n->b_ih[r] + n->b_hh[r];
-                for (int k = 0; k < d; k++)
-                    s += (double)n->w_ih[(size_t)k * g4 + r] * x[k] +
-                         (double)n->w_hh[(size_t)k * g4 + r] * h[k];
-                g[r] = s;
-            }
-            for (int u = 0; u < d; u++) {
-                double i = sigm(g[u]), f = sigm(g[d + u]);
-                const double gg = tanh(g[2 * d + u]), o = sigm(g[3 * d + u]);
-                if (bug & SWAP_IF) {
-                    const double tmp = i;
-                    i = f;
-                    f = tmp;
-                }
-                c[u] = f * c[u] + i * gg;
-                hn[u] = o * tanh(c[u]);
-            }
-            memcpy(h, hn, sizeof(double) * d);
-            for (int o = 0; o < d; o++) {
-                double s = n->b_lin[o];
-                for (int k = 0; k < d; k++)
-                    s += (double)n->w_lin[(size_t)k * d + o] * h[k];
-                y[((size_t)b * N + t) * d + o] = s;
-            }
-        }
-    }
-    free(h);
-    free(c);
-    free(g);
-    free(hn);
-}
-
-/* PyTorch's Conv1d is a cross-correlation: out[i] = sum_k w[k] in[i + k - 1]. */
-static void ref_conv(const arch_net *n, const double *in, const float *w, const float *bias,
-                     double *out, int bug)
-{
-    const int B = n->B, N = n->N, d = n->d;
-    for (int b = 0; b < B; b++)
-        for (int i = 0; i < N; i++)
-            for (int o = 0; o < d; o++) {
-                double s = bias[o];
-                for (int k = 0; k < 3; k++) {
-                    const int src = (bug & FLIP_CONV) ? i + 1 - k : i + k - 1;
-                    if (src < 0 || src >= N)
-                        continue;
-                    for (int c = 0; c < d; c++)
-                        s += (double)w[((size_t)k * d + c) * d + o] * in[((size_t)b * N + src) * d + c];
-                }
-                out[((size_t)b * N + i) * d + o] = s;
-            }
-}
-
-static void ref_cnn(const arch_net *n, double *y, int bug)
-{
-    const size_t e = (size_t)n->B * n->N * n->d;
-    double *x = dalloc(e), *h = dalloc(e), *o = dalloc(e);
-    for (size_t i = 0; i < e; i++)
-        x[i] = n->x[i];
-    ref_conv(n, x, n->w_c1, n->b_c1, h, bug);
-    for (size_t i = 0; i < e; i++)
-        h[i] = h[i] > 0 ? h[i] : 0;
-    ref_conv(n, h, n->w_c2, n->b_c2, o, bug);
-    const int d = n->d;
-    for (size_t r = 0; r < e / d; r++) {
-        double mean = 0, var = 0;
-        for (int c = 0; c < d; c++)
-            mean += (x[r * d + c] + o[r * d + c]) / d;
-        if (bug & LN_NO_CENTER)
-            mean = 0;
-        for (int c = 0; c < d; c++)
-            var += pow(x[r * d + c] + o[r * d + c] - mean, 2) / d;
-        for (int c = 0; c < d; c++)
-            y[r * d + c] = (x[r * d + c] + o[r * d + c] - mean) / sqrt(var + 1e-5) * n->ln_g[c] +
-                           n->ln_b[c];
-    }
-    free(x);
-    free(h);
-    free(o);
-}
-
-/* y[b][i][:] for heads of dk columns of q, k, v [B][N][H*dk]. */
-static void ref_softmax_attn(int B, int N, int H, int dk, const double *q, const double *k,
-                             const double *v, double *y, int bug)
-{
-    const int w = H * dk;
-    double *p = dalloc((size_t)N);
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++)
-            for (int i = 0; i < N; i++) {
-                double mx = -INFINITY, sum = 0;
-                for (int j = 0; j < N; j++) {
-                    double s = 0;
-                    for (int c = 0; c < dk; c++)
-                        s += q[((size_t)b * N + i) * w + h * dk + c] * k[((size_t)b * N + j) * w + h * dk + c];
-                    p[j] = (bug & NO_SCALE) ? s : s / sqrt((double)dk);
-                    mx = fmax(mx, p[j]);
-                }
-                for (int j = 0; j < N; j++)
-                    sum += p[j] = exp(p[j] - mx);
-                for (int c = 0; c < dk; c++) {
-                    double s = 0;
-                    for (int j = 0; j < N; j++)
-                        s += p[j] * v[((size_t)b * N + j) * w + h * dk + c];
-                    y[((size_t)b * N + i) * w + h * dk + c] = s / sum;
-                }
-            }
-    free(p);
-}
-
-/* out [rows][out] = x [rows][in] W^T (+ bias), W^T stored [in][out]. */
-static void ref_linear(const double *x, size_t rows, int in, const float *wt, const float *bias,
-                       int out, double *y)
-{
-    for (size_t r = 0; r < rows; r++)
-        for (int o = 0; o < out; o++) {
-            double s = bias ? bias[o] : 0;
-            for (int c = 0; c < in; c++)
-                s += x[r * in + c] * wt[(size_t)c * out + o];
-            y[r * out + o] = s;
-        }
-}
-
-static void ref_attention(const arch_net *n, double *y, int bug)
-{
-    const size_t rows = (size_t)n->B * n->N;
-    const int d = n->d, dk = n->dk;
-    double *x = dalloc(rows * d);
-    for (size_t i = 0; i < rows * d; i++)
-        x[i] = n->x[i];
-    if (n->model == ARCH_ATTN) {
-        double *q = dalloc(rows * dk), *k = dalloc(rows * dk), *v = dalloc(rows * dk);
-        ref_linear(x, rows, d, n->w_q, NULL, dk, q);
-        ref_linear(x, rows, d, n->w_k, NULL, dk, k);
-        ref_linear(x, rows, d, n->w_v, NULL, dk, v);
-        ref_softmax_attn(n->B, n->N, 1, dk, q, k, v, y, bug);
-        free(q);
-        free(k);
-        free(v);
-    } else {
-        double *qkv = dalloc(rows * 3 * d), *q = dalloc(rows * d), *k = dalloc(rows * d),
-               *v = dalloc(rows * d), *o = dalloc(rows * d);
-        ref_linear(x, rows, d, n->w_qkv, n->b_qkv, 3 * d, qkv);
-        for (size_t r = 0; r < rows; r++)
-            for (int c = 0; c < d; c++) {
-                q[r * d + c] = qkv[r * 3 * d + c];
-                k[r * d + c] = qkv[r * 3 * d + d + c];
-                v[r * d + c] = qkv[r * 3 * d + 2 * d + c];
-            }
-        ref_softmax_attn(n->B, n->N, n->heads, dk, q, k, v, o, bug);
-        ref_linear(o, rows, d, n->w_o, n->b_o, d, y);
-        free(qkv);
-        free(q);
-        free(k);
-        free(v);
-        free(o);
-    }
-    free(x);
-}
-
-static double compare(const arch_net *n, const double *ref)
-{
-    const size_t e = (size_t)n->B * n->N * arch_out_width(n);
-    double err = 0, mx = 0;
-    for (size_t i = 0; i < e; i++) {
-        err = fmax(err, fabs(n->y[i] - ref[i]));
-        mx = fmax(mx, fabs(ref[i]));
-        if (isnan(n->y[i]))
-            return INFINITY;
-    }
-    return err / fmax(mx, 1e-30);
-}
-
-static void reference(const arch_net *n, double *ref, int bug)
-{
-    switch (n->model) {
-    case ARCH_RNN:
-        ref_rnn(n, ref, bug);
-        break;
-    case ARCH_CNN:
-        ref_cnn(n, ref, bug);
-        break;
-    default:
-        ref_attention(n, ref, bug);
-        break;
-    }
-}
-
+/* Every batch item of a model against the double-precision forward of
+ * arch/reference.c (the check attnbench arch runs), then that reference with
+ * a planted mistake, which the check must refuse. */
 static void model(arch_model m, int B, int N, int d, arch_conv conv, int bug, const char *bugname)
 {
     attn_tracker tr;
@@ -341,19 +138,25 @@ static void model(arch_model m, int B, int N, int d, arch_conv conv, int bug, co
         return;
     }
     st = arch_forward(&n);
-    double *ref = dalloc((size_t)B * N * arch_out_width(&n));
-    reference(&n, ref, OK);
-    const double err = st == ATTN_OK ? compare(&n, ref) : INFINITY;
-    const char *cv = m == ARCH_CNN ? (conv == ARCH_CONV_SHIFT ? " (shifted GEMMs)" : " (im2col)") : "";
-    tap_ok(err <= TOL, "%s%s B=%d N=%d d=%d against double: max error %.2g of max |y| (tol %g)",
-           arch_model_name(m), cv, B, N, d, err, TOL);
-    if (bug) {
-        reference(&n, ref, bug);
-        const double e2 = compare(&n, ref);
-        tap_ok(e2 > 100 * TOL, "%s: the comparison catches a reference with %s (error %.2g)",
-               arch_model_name(m), bugname, e2);
+    double worst = 0;
+    bool pass = st == ATTN_OK;
+    arch_check c = { 0 };
+    for (int b = 0; b < B && pass; b++) {
+        pass = arch_check_output(&n, 7, b, ARCH_BUG_NONE, &c) == ATTN_OK && c.pass;
+        worst = fmax(worst, c.max_err / fmax(c.max_ref, 1e-30));
     }
-    free(ref);
+    const char *cv = m == ARCH_CNN ? (conv == ARCH_CONV_SHIFT ? " (shifted GEMMs)" : " (im2col)") : "";
+    if (!tap_ok(pass && worst <= TOL, "%s%s B=%d N=%d d=%d against double, every item (%d of %d "
+                "positions each): max error %.2g of max |y| (tol %g)", arch_model_name(m), cv, B,
+                N, d, c.rows, N, worst, TOL))
+        tap_diag("%s", c.why);
+    if (bug) {
+        arch_check c2;
+        st = arch_check_output(&n, 7, B - 1, bug, &c2);
+        tap_ok(st == ATTN_OK && !c2.pass && c2.max_err > 100 * TOL * c2.max_ref,
+               "%s: the check refuses a reference with %s (error %.2g of max |y|)",
+               arch_model_name(m), bugname, c2.max_err / fmax(c2.max_ref, 1e-30));
+    }
     arch_net_destroy(&n);
     tap_ok(atomic_load(&tr.live) == 0, "%s: every tracked buffer freed", arch_model_name(m));
     attn_tracker_destroy(&tr);
@@ -397,14 +200,14 @@ int main(void)
     encoding();
     activations();
     lstm_by_hand();
-    model(ARCH_RNN, 2, 5, 12, ARCH_CONV_SHIFT, SWAP_IF, "the input and forget gates swapped");
-    model(ARCH_RNN, 3, 9, 40, ARCH_CONV_SHIFT, OK, "");
-    model(ARCH_CNN, 2, 7, 8, ARCH_CONV_SHIFT, FLIP_CONV, "a convolution instead of PyTorch's cross-correlation");
-    model(ARCH_CNN, 3, 11, 24, ARCH_CONV_IM2COL, LN_NO_CENTER, "LayerNorm without the mean");
-    model(ARCH_CNN, 1, 1, 16, ARCH_CONV_SHIFT, OK, "");
-    model(ARCH_ATTN, 2, 9, 16, ARCH_CONV_SHIFT, NO_SCALE, "no 1/sqrt(d_k) scale");
-    model(ARCH_ATTN, 3, 70, 64, ARCH_CONV_SHIFT, OK, "");
-    model(ARCH_MHA, 2, 6, 16, ARCH_CONV_SHIFT, NO_SCALE, "no 1/sqrt(d_k) scale");
-    model(ARCH_MHA, 2, 33, 64, ARCH_CONV_SHIFT, OK, "");
+    model(ARCH_RNN, 2, 5, 12, ARCH_CONV_SHIFT, ARCH_BUG_SWAP_IF, "the input and forget gates swapped");
+    model(ARCH_RNN, 3, 9, 40, ARCH_CONV_SHIFT, ARCH_BUG_NONE, "");
+    model(ARCH_CNN, 2, 7, 8, ARCH_CONV_SHIFT, ARCH_BUG_FLIP_CONV, "a convolution instead of PyTorch's cross-correlation");
+    model(ARCH_CNN, 3, 11, 24, ARCH_CONV_IM2COL, ARCH_BUG_LN_NO_CENTER, "LayerNorm without the mean");
+    model(ARCH_CNN, 1, 1, 16, ARCH_CONV_SHIFT, ARCH_BUG_NONE, "");
+    model(ARCH_ATTN, 2, 9, 16, ARCH_CONV_SHIFT, ARCH_BUG_NO_SCALE, "no 1/sqrt(d_k) scale");
+    model(ARCH_ATTN, 3, 70, 64, ARCH_CONV_SHIFT, ARCH_BUG_NONE, "");
+    model(ARCH_MHA, 2, 6, 16, ARCH_CONV_SHIFT, ARCH_BUG_NO_SCALE, "no 1/sqrt(d_k) scale");
+    model(ARCH_MHA, 2, 33, 64, ARCH_CONV_SHIFT, ARCH_BUG_NONE, "");
     return tap_done();
 }

@@ -1,11 +1,13 @@
-"""TAP: the reduced model comparison regenerates its CSV and four charts, and
-the checks on them reject planted faults (a missing row, a zero time, a
-truncated or blank PNG).
+"""TAP: the reduced model comparison regenerates its CSV, JSON and four
+charts, every row PASSED its check against double with its repro, and the
+checks on them reject planted faults (a missing row, a zero time, a FAILED
+row, a missing median, a truncated or blank PNG).
 
     python3 test_arch_charts.py ATTNBENCH PLOT_ARCH_PY OUT_DIR
     python3 test_arch_charts.py --skip REASON
 """
 import csv
+import json
 import os
 import shutil
 import struct
@@ -35,8 +37,12 @@ def check_csv(path):
             r = seen.get((m, n))
             if r is None:
                 return f"no row for {m} N={n}"
-            if r["verdict"] != "OK":
+            if r["verdict"] != "PASSED":
                 return f"{m} N={n}: {r['verdict']} {r['reason']}"
+            if not r["repro"].endswith(" --seed 1") or f"--models {m} --seq {n} " not in r["repro"]:
+                return f"{m} N={n}: repro '{r['repro']}' does not name the row's case"
+            if not float(r["max_err"]) <= float(r["tol"]):
+                return f"{m} N={n}: max_err {r['max_err']} above tol {r['tol']}"
             try:
                 t = float(r["median_s"])
             except ValueError:
@@ -45,6 +51,30 @@ def check_csv(path):
                 return f"{m} N={n}: median_s {t} is not positive"
             if not int(r["peak_bytes"]) > 0:
                 return f"{m} N={n}: no peak memory"
+    return None
+
+
+def check_json(path):
+    """None when path holds a context and, per model and N, a median aggregate
+    with a positive real_time in us, its verdict as label and its repro."""
+    try:
+        with open(path) as f:
+            d = json.load(f)
+    except (OSError, ValueError) as e:
+        return str(e)
+    if "context" not in d or "benchmarks" not in d:
+        return "no context or benchmarks"
+    medians = {b["run_name"]: b for b in d["benchmarks"] if b.get("aggregate_name") == "median"}
+    for m in MODELS:
+        for n in SEQ:
+            name = next((k for k in medians if k.startswith(f"arch/{m}/b:4/n:{n}/")), None)
+            if name is None:
+                return f"no median entry for {m} N={n}"
+            b = medians[name]
+            if b.get("time_unit") != "us" or not b.get("real_time", 0) > 0:
+                return f"{name}: real_time {b.get('real_time')} {b.get('time_unit')}"
+            if b.get("label") != "PASSED" or "attnbench arch" not in b.get("repro", ""):
+                return f"{name}: label {b.get('label')}, repro {b.get('repro')}"
     return None
 
 
@@ -101,15 +131,21 @@ def main():
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
     csv_path = os.path.join(out, "arch.csv")
+    json_path = os.path.join(out, "arch.json")
     cmd = [attnbench, "arch", "--batch", "4", "--dmodel", "256", "--seq", "64:4096:x2",
-           "--threads", "2", "--reps", "2", "--min-time", "0.02", "--csv", csv_path]
+           "--threads", "2", "--reps", "2", "--min-time", "0.02", "--csv", csv_path,
+           "--json", json_path]
     r = subprocess.run(cmd, capture_output=True, text=True)
     ok(r.returncode == 0, f"attnbench arch, reduced (B=4, d_model=256, N=64..4096): exit "
        f"{r.returncode} {r.stderr.strip()[-300:]}")
     with open(os.path.join(out, "arch.txt"), "w") as f:
         f.write(r.stdout)
     why = check_csv(csv_path)
-    ok(why is None, f"the CSV has every model x N row with a positive time: {why or 'yes'}")
+    ok(why is None, f"the CSV has every model x N row PASSED its check, with a positive time "
+       f"and its repro: {why or 'yes'}")
+    why = check_json(json_path)
+    ok(why is None, f"the JSON is Google-Benchmark-shaped with every model x N median: "
+       f"{why or 'yes'}")
     r = subprocess.run([sys.executable, plot, csv_path, "--out", out], capture_output=True,
                        text=True)
     ok(r.returncode == 0, f"plot_arch.py: exit {r.returncode} {r.stderr.strip()[-300:]}")
@@ -137,6 +173,18 @@ def main():
         csv.writer(f).writerows([head, cells] + [next(csv.reader([l])) for l in lines[1:2] + lines[3:]])
     ok(check_csv(os.path.join(bad, "zero.csv")) is not None,
        f"a CSV with a zero time is rejected: {check_csv(os.path.join(bad, 'zero.csv'))}")
+    cells = next(csv.reader([lines[2]]))
+    cells[head.index("verdict")] = "FAILED"
+    with open(os.path.join(bad, "failed.csv"), "w", newline="") as f:
+        csv.writer(f).writerows([head, cells] + [next(csv.reader([l])) for l in lines[1:2] + lines[3:]])
+    ok(check_csv(os.path.join(bad, "failed.csv")) is not None,
+       f"a CSV with a FAILED row is rejected: {check_csv(os.path.join(bad, 'failed.csv'))}")
+    with open(json_path) as f:
+        text = f.read()
+    with open(os.path.join(bad, "nomedian.json"), "w") as f:
+        f.write(text.replace('"aggregate_name": "median"', '"aggregate_name": "med"', 1))
+    ok(check_json(os.path.join(bad, "nomedian.json")) is not None,
+       f"a JSON missing one median is rejected: {check_json(os.path.join(bad, 'nomedian.json'))}")
     png = open(os.path.join(out, PNGS[0]), "rb").read()
     with open(os.path.join(bad, "cut.png"), "wb") as f:
         f.write(png[:len(png) // 2])

@@ -147,11 +147,28 @@ refused 2 "--attn-backend: linear computes linear attention, not softmax attenti
 refused 2 "--attn-backend: unknown backend 'fast'" arch --attn-backend fast
 refused 2 "--conv: 'fft' is not shift or im2col" arch --conv fft
 refused 2 "--batch: '0' is not an integer in [1, 1048576]" arch --batch 0
-refused 2 "arch: unknown or incomplete option '--bogus'" arch --bogus
+refused 2 "unknown option '--bogus'" arch --bogus
+refused 2 "unexpected argument 'rnn'" arch rnn
+refused 2 "--seed: 'x' is not an integer" arch --seed x
 refused 2 "--seq: '0' is not an integer" arch --seq 0
 runs 0 "--attn-backend B" arch --help
 runs 0 "log-log exponents against N" arch --batch 2 --dmodel 16 --seq 8,16 --reps 1 --min-time 0.001
 runs 0 "cnn" arch --batch 2 --dmodel 12 --models rnn,cnn --seq 5 --reps 0
+# Every arch row is checked against double and carries the command that reruns it alone.
+"$bin" arch --batch 3 --dmodel 16 --seq 8,24 --reps 1 --min-time 0.001 --csv "$tmp/arch.csv" \
+    >"$tmp/out" 2>"$tmp/err"
+code=$?
+rows=$(grep -c ',PASSED,' "$tmp/arch.csv")
+repro=$(tail -n 1 "$tmp/arch.csv" | sed 's/.*,//')
+result "$([ $code = 0 ] && [ "$rows" = 8 ] && echo 1 || echo 0)" \
+    "arch: all 8 rows PASSED their check against double" "exit $code, $rows rows: $(cat "$tmp/arch.csv")"
+case "$repro" in
+*"arch --models mha --seq 24 --batch 3 --dmodel 16 --attn-backend tiled --threads"*) ok=1 ;;
+*) ok=0 ;;
+esac
+# shellcheck disable=SC2086
+[ "$ok" = 1 ] && $repro --reps 1 --min-time 0.001 >"$tmp/out2" 2>&1 && grep -q "^mha  *24 PASSED" "$tmp/out2" || ok=0
+result "$ok" "arch: a row's repro reruns that model at that N alone, PASSED" "repro: $repro; $(cat "$tmp/out2" 2>/dev/null)"
 
 # Fault injection: every case's first allocation fails; each case is an
 # ERROR row, the sweep goes on, the CSV stays whole, the exit code is 4.

@@ -15,7 +15,7 @@ seconds=${ATTN_FUZZ_SECONDS:-30}
 case $target in
 npy) what="the .npy reader"; files="harness/npy.c" ;;
 cli) what="the command line parser"
-     files="harness/cli.c harness/arch_cli.c backends/registry.c harness/problem.c kernels/rng.c
+     files="harness/cli.c arch/cli.c backends/registry.c harness/problem.c kernels/rng.c
             kernels/isa.c backends/variant.c" ;;
 csv) what="the --resume CSV reader"; files="harness/csv.c harness/io.c" ;;
 *) echo "Bail out! unknown fuzz target '$target'"; exit 1 ;;
@@ -31,7 +31,7 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -D_GNU_SOURCE
-       -I$src -I$src/harness -I$src/backends -I$build"
+       -I$src -I$src/harness -I$src/backends -I$src/arch -I$build"
 sources="$src/tests/fuzz_$target.c"
 for f in $files; do sources="$sources $src/$f"; done
 # A toolchain that cannot build libFuzzer targets at all is a reason to skip;

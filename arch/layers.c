@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "config.h"
-#include "kernels.h"
+#include "kernels/kernels.h"
 #include "layers.h"
 
 #if ATTN_HAVE_OPENBLAS

@@ -40,7 +40,7 @@ typedef enum arch_conv { ARCH_CONV_SHIFT, ARCH_CONV_IM2COL } arch_conv;
 
 const char *arch_model_name(arch_model m);
 
-/* The options of attnbench arch (harness/arch_cli.c). */
+/* The options of attnbench arch (arch/cli.c). */
 typedef struct arch_opts {
     attn_list seq;
     int batch, dmodel, threads;
@@ -49,7 +49,7 @@ typedef struct arch_opts {
     const attn_backend *be;
     attn_timer_opts timer;
     uint64_t seed;
-    const char *csv;
+    const char *csv, *json;
 } arch_opts;
 
 /* Parses argv (argv[0] is "arch"). Returns -1 to go on, -2 for --help, or an
@@ -97,6 +97,42 @@ double arch_flops(arch_model m, int B, int N, int d);
 /* The articles' memory: attention B N^2 4 + 3 B N d 4 (mha: H N^2 per batch),
  * rnn B d 4 + 2 B N d 4 bytes; 0 where they give none (cnn). */
 double arch_analytic_bytes(arch_model m, int B, int N, int d);
+
+/* The check of a forward pass (arch/reference.c): its output against a
+ * double-precision forward of one batch item drawn from the seed, at up to
+ * 32 positions drawn from the seed (rnn: its first steps), as many as fit
+ * in about 2^28 multiply-adds. Passes when max |y - ref| <= ARCH_TOL max |ref|
+ * over the checked rows. ARCH_TOL: fp32 GEMMs over K <= 3 d = 1536 terms and
+ * attention sums over N <= 4096 keys err by about sqrt(K) u ~ 2e-6 of the
+ * output's scale (u = 2^-24); measured at B=32, d=512, N=64..4096: at most
+ * 2.6e-6 (attention at N=4096), so 40x margin; a wrong gate, tap, scale or
+ * normalization errs by 0.1 and more (tests/test_arch.c). */
+#define ARCH_TOL 1e-4
+
+typedef struct arch_check {
+    int item;               /* the batch item checked */
+    int rows, total;        /* positions checked, of N */
+    int worst_pos;
+    double max_err, max_ref, tol;
+    bool pass;
+    char why[256];
+} arch_check;
+
+/* Planted mistakes in the double-precision forward, for the tests that
+ * prove the check catches each. */
+enum {
+    ARCH_BUG_NONE = 0,
+    ARCH_BUG_SWAP_IF = 1,        /* rnn: input and forget gates swapped */
+    ARCH_BUG_FLIP_CONV = 2,      /* cnn: a convolution instead of a cross-correlation */
+    ARCH_BUG_LN_NO_CENTER = 4,   /* cnn: LayerNorm without the mean */
+    ARCH_BUG_NO_SCALE = 8,       /* attention, mha: no 1/sqrt(d_k) */
+};
+
+/* After arch_forward(n): fills c; ATTN_ENOMEM (why in c) when the check's
+ * buffers cannot be had. item: the batch item to check, or -1 for one drawn
+ * from seed; bug: ARCH_BUG_* planted in the reference. */
+attn_status arch_check_output(const arch_net *n, uint64_t seed, int item, int bug,
+                              arch_check *c);
 
 /* attnbench arch [options]: argv[0] is "arch". */
 int arch_main(int argc, char **argv, const char *prog);

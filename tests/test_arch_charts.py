@@ -167,18 +167,15 @@ def main():
     ok(check_csv(os.path.join(bad, "missing.csv")) is not None,
        f"a CSV without the rnn N=512 row is rejected: {check_csv(os.path.join(bad, 'missing.csv'))}")
     head = lines[0].strip().split(",")
-    cells = next(csv.reader([lines[2]]))
-    cells[head.index("median_s")] = "0"
-    with open(os.path.join(bad, "zero.csv"), "w", newline="") as f:
-        csv.writer(f).writerows([head, cells] + [next(csv.reader([l])) for l in lines[1:2] + lines[3:]])
-    ok(check_csv(os.path.join(bad, "zero.csv")) is not None,
-       f"a CSV with a zero time is rejected: {check_csv(os.path.join(bad, 'zero.csv'))}")
-    cells = next(csv.reader([lines[2]]))
-    cells[head.index("verdict")] = "FAILED"
-    with open(os.path.join(bad, "failed.csv"), "w", newline="") as f:
-        csv.writer(f).writerows([head, cells] + [next(csv.reader([l])) for l in lines[1:2] + lines[3:]])
-    ok(check_csv(os.path.join(bad, "failed.csv")) is not None,
-       f"a CSV with a FAILED row is rejected: {check_csv(os.path.join(bad, 'failed.csv'))}")
+    for name, column, value, what in (("zero.csv", "median_s", "0", "a zero time"),
+                                      ("failed.csv", "verdict", "FAILED", "a FAILED row")):
+        cells = next(csv.reader([lines[2]]))
+        cells[head.index(column)] = value
+        path = os.path.join(bad, name)
+        with open(path, "w", newline="") as f:
+            csv.writer(f).writerows([head, cells] +
+                                    [next(csv.reader([l])) for l in lines[1:2] + lines[3:]])
+        ok(check_csv(path) is not None, f"a CSV with {what} is rejected: {check_csv(path)}")
     with open(json_path) as f:
         text = f.read()
     with open(os.path.join(bad, "nomedian.json"), "w") as f:

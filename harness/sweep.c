@@ -140,7 +140,8 @@ static void shape_work(sink *out, const attn_problem *p, const bool *todo, bool 
     const attn_setup *s = &o->setup;
     char why[4400];
     announce(out, -1);
-    if (!attn_memory_fits(p, s, 0, false, why, sizeof(why))) {
+    /* The one shape of a run with --inputs was checked and made already. */
+    if (!w->ready && !attn_memory_fits(p, s, 0, false, why, sizeof(why))) {
         skip_all(out, todo, p, why);
         return;
     }

@@ -167,6 +167,22 @@ static void grid_one(const attn_backend *be, const grid_case *g, attn_isa isa)
         tap_diag("%s: %s | %s | %s", attn_verdict_str(v), r.why, desc, r.repro);
 }
 
+/* The one list (backends/list.h) names each registered table by its own name,
+ * in registry order: what the fuzz target's stand-ins are built from. */
+static void list_matches_registry(void)
+{
+    static const char *const listed[] = {
+#define ATTN_BACKEND(id, str) str,
+#include "list.h"
+#undef ATTN_BACKEND
+    };
+    const size_t n = sizeof(listed) / sizeof(listed[0]);
+    bool same = n == attn_backend_count();
+    for (size_t i = 0; same && i < n; i++)
+        same = !strcmp(listed[i], attn_backend_get(i)->name);
+    tap_ok(same, "backends/list.h names the %zu registered backends as their tables do", n);
+}
+
 int main(void)
 {
     grid_case grid[64];
@@ -180,7 +196,8 @@ int main(void)
     int host = 0;
     for (size_t i = 0; i < attn_backend_count(); i++)
         host += !attn_backend_has_devices(attn_backend_get(i));
-    tap_plan((int)(attn_backend_count() * (ncases + 1) + (size_t)host * isas * ncases) + extra);
+    tap_plan((int)(attn_backend_count() * (ncases + 1) + (size_t)host * isas * ncases) + extra + 1);
+    list_matches_registry();
 
     for (size_t i = 0; i < attn_backend_count(); i++) {
         const attn_backend *be = attn_backend_get(i);

@@ -44,6 +44,7 @@ typedef struct attn_result {
     attn_timing timing;
     size_t ws_predicted;    /* what workspace() said */
     size_t ws_peak;         /* what the tracking allocator saw */
+    bool ws_unknown;        /* a peer that measured none (backends always have it) */
     size_t leaked;          /* blocks still live after release (any verdict) */
     size_t alloc_calls;     /* allocation calls the backend made through the tracker */
     bool rss_known;         /* false where the kernel refuses to reset the peak */

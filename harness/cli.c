@@ -22,7 +22,8 @@ typedef enum opt_id {
     O_FILL, O_SEED, O_THREADS, O_PIN, O_REPS, O_WARMUP, O_MIN_TIME, O_MAX_TIME, O_CHECK_ROWS,
     O_MAX_MEM, O_TILE, O_DEVICE, O_WINDOW, O_GLOBALS, O_RANDOM_BLOCKS, O_BLOCK,
     O_FEATURES, O_PROJ, O_CSV, O_JSON, O_RESUME, O_PEAK, O_LIST, O_HELP, O_VERSION,
-    O_INPUTS, O_DUMP_OUTPUT, O_DUMP_WEIGHTS, O_CASE_TIMEOUT, O_ISA,
+    O_INPUTS, O_DUMP_OUTPUT, O_DUMP_WEIGHTS, O_CASE_TIMEOUT, O_ISA, O_DUMP_INPUTS,
+    O_CHECK_OUTPUT, O_PEER, O_PEER_TIMES, O_PEER_SKIP,
 } opt_id;
 
 #define ARG_NONE ATTN_ARG_NONE
@@ -50,6 +51,9 @@ static const attn_option options[] = {
     { "proj", O_PROJ, ARG_REQUIRED },         { "inputs", O_INPUTS, ARG_REQUIRED },
     { "dump-output", O_DUMP_OUTPUT, ARG_REQUIRED }, { "dump-weights", O_DUMP_WEIGHTS, ARG_REQUIRED },
     { "case-timeout", O_CASE_TIMEOUT, ARG_REQUIRED }, { "isa", O_ISA, ARG_REQUIRED },
+    { "dump-inputs", O_DUMP_INPUTS, ARG_REQUIRED }, { "check-output", O_CHECK_OUTPUT, ARG_REQUIRED },
+    { "peer", O_PEER, ARG_REQUIRED },         { "peer-times", O_PEER_TIMES, ARG_REQUIRED },
+    { "peer-skip", O_PEER_SKIP, ARG_REQUIRED },
 };
 
 int attn_error(int code, const char *fmt, ...)
@@ -391,6 +395,16 @@ static int apply(void *ctx, int opt, const char *name, const char *val)
     case O_DUMP_OUTPUT:  o->setup.dump_output = val; return -1;
     case O_DUMP_WEIGHTS: o->setup.dump_weights = val; return -1;
     case O_JSON:    o->json = val; return -1;
+    case O_DUMP_INPUTS:  o->dump_inputs = val; return -1;
+    case O_CHECK_OUTPUT: o->check_output = val; return -1;
+    case O_PEER_TIMES:   o->peer_times = val; return -1;
+    case O_PEER_SKIP:    o->peer_skip = val; return -1;
+    case O_PEER:
+        if (!*val || strpbrk(val, ",/ \t\n\"") || attn_backend_find(val))
+            return usage_error("--peer: '%s' is not a name of its own (no spaces, commas or "
+                               "slashes, and not a backend's)", val);
+        o->peer = val;
+        return -1;
     case O_PIN:     o->pin = true; return -1;
     case O_RESUME:  o->resume = true; return -1;
     case O_PEAK:    o->peak = true; return -1;
@@ -474,6 +488,16 @@ static int finish(attn_opts *o)
         return rc;
     if (o->resume && !o->csv)
         return usage_error("--resume needs --csv FILE (the sweep to continue)");
+    if (o->check_output && !o->peer)
+        return usage_error("--check-output needs --peer NAME (whose output it is)");
+    if (o->peer && !o->check_output == !o->peer_skip)
+        return usage_error("--peer needs its output (--check-output FILE.npy) or why it did not "
+                           "run (--peer-skip WHY), one of them");
+    if (o->peer_times && !o->check_output)
+        return usage_error("--peer-times needs --check-output and --peer");
+    if (o->peer && (o->json || o->explicit_backends))
+        return usage_error("--check-output reports one peer's row: no --backend, and --csv "
+                           "rather than --json");
     if (o->kv_len) {
         if (o->nkv > 1 && (o->batch.n != 1 || o->batch.v[0] != o->nkv))
             return usage_error("--kv-len: %d values for --batch %s%d (give one per batch item, "
@@ -634,6 +658,10 @@ void attn_cli_usage(FILE *f, const char *prog)
 "                   order, shapes [B,H,Nq,dk], [B,H,Nk,dk], [B,H,Nk,dv] of the one case)\n"
 "                   instead of the seeded fill\n"
 "  --dump-output FILE.npy   one case, one backend: write its O [B,H,Nq,dv]\n"
+"  --dump-inputs DIR  one case: write its Q, K, V to DIR/q.npy, k.npy, v.npy and exit\n"
+"  --check-output FILE.npy --peer NAME [--peer-times FILE] [--peer-skip WHY]\n"
+"                   one case: check a peer's O (scripts/peers) against the reference\n"
+"                   and report, with --csv append, its row like a backend's\n"
 "  --dump-weights FILE.npy  one case, one backend that can give them (naive, local,\n"
 "                   sparse): write the attention weights P [B,H,Nq,Nk] (at most 1 GiB)\n",
             ATTN_DEFAULT_WINDOW, ATTN_DEFAULT_GLOBALS, ATTN_DEFAULT_RANDOM_BLOCKS,

@@ -216,7 +216,7 @@ int attn_csv_append(attn_csv *c, const attn_result *r, const attn_setup *s, doub
     attn_csv_num(&l, peak_gflops > 0, peak_gflops);
     attn_csv_num(&l, timed && peak_gflops > 0, 100.0 * r->flops / t->real_stats.median * 1e-9 / peak_gflops);
     const bool ran = attn_verdict_ran(r->verdict);
-    attn_csv_bytes(&l, ran, r->ws_peak);
+    attn_csv_bytes(&l, ran && !r->ws_unknown, r->ws_peak);
     attn_csv_bytes(&l, r->ws_predicted > 0, r->ws_predicted);
     attn_csv_bytes(&l, ran && r->rss_known, r->rss_peak);
     attn_csv_bytes(&l, r->device_known, r->device_bytes);

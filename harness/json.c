@@ -117,7 +117,8 @@ static void counters(FILE *f, const void *ctx, double seconds)
             attn_json_field_num(f, "pct_peak", 100.0 * r->flops / seconds * 1e-9 / m->peak.fma_t);
     }
     attn_json_field_num(f, "flops", r->flops);
-    attn_json_field_num(f, "workspace_bytes", (double)r->ws_peak);
+    if (!r->ws_unknown)
+        attn_json_field_num(f, "workspace_bytes", (double)r->ws_peak);
     if (r->rss_known)
         attn_json_field_num(f, "rss_peak_bytes", (double)r->rss_peak);
     if (r->device_known)

@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "config.h"
 #include "machine.h"
+#include "peer.h"
 #include "sweep.h"
 
 static void list_backends(FILE *f)
@@ -130,9 +131,13 @@ static int run(const attn_opts *o, const char *prog)
         return measure_peak(&m, o->setup.threads);
     }
     attn_inputs ready;
-    if ((rc = attn_sweep_check(o, &ready)) < 0) {
+    if ((rc = attn_sweep_check(o, &ready)) >= 0) {
+        /* refused */
+    } else if (o->dump_inputs) {
+        rc = attn_peer_dump_inputs(o);
+    } else {
         attn_machine_capture(&m, o->setup.threads, pinned);
-        rc = attn_sweep_run(o, &m, prog, &ready);
+        rc = o->peer ? attn_peer_check(o, &m, prog) : attn_sweep_run(o, &m, prog, &ready);
     }
     attn_inputs_free(&ready);
     return rc;

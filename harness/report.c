@@ -65,7 +65,8 @@ void attn_report_row(FILE *f, const attn_result *r, double naive, double peak)
             snprintf(sp, sizeof(sp), "%.2fx", naive / t->real_stats.median);
     }
     if (attn_verdict_ran(r->verdict)) {
-        attn_format_bytes(ws, sizeof(ws), (double)r->ws_peak);
+        if (!r->ws_unknown)
+            attn_format_bytes(ws, sizeof(ws), (double)r->ws_peak);
         if (r->rss_known)
             attn_format_bytes(rss, sizeof(rss), (double)r->rss_peak);
         else
@@ -94,14 +95,18 @@ void attn_report_details(FILE *f, const attn_result *r)
         fprintf(f, "  approximation: against softmax attention on the same inputs, max_abs %.3g, "
                    "nmse %.3g\n", r->approx_max_abs, r->approx_nmse);
     if (attn_verdict_ran(r->verdict)) {
-        char peak[32], pred[32], rss[32] = "unknown", score[32];
-        attn_format_bytes(peak, sizeof(peak), (double)r->ws_peak);
+        char peak[64] = "unknown", pred[32], rss[32] = "unknown", score[32];
+        if (!r->ws_unknown) {
+            attn_format_bytes(peak, sizeof(peak), (double)r->ws_peak);
+            const size_t at = strlen(peak);
+            snprintf(peak + at, sizeof(peak) - at, " (%zu bytes)", r->ws_peak);
+        }
         attn_format_bytes(pred, sizeof(pred), (double)r->ws_predicted);
         if (r->rss_known)
             attn_format_bytes(rss, sizeof(rss), (double)r->rss_peak);
         attn_format_bytes(score, sizeof(score), (double)r->score_bytes);
-        fprintf(f, "  memory: workspace peak %s (%zu bytes), predicted %s; peak RSS growth %s; "
-                   "score matrix would be %s\n", peak, r->ws_peak, pred, rss, score);
+        fprintf(f, "  memory: workspace peak %s, predicted %s; peak RSS growth %s; "
+                   "score matrix would be %s\n", peak, pred, rss, score);
     }
     if (r->device[0]) {
         char dev[32] = "unknown";

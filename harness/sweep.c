@@ -275,7 +275,8 @@ int attn_sweep_check(const attn_opts *o, attn_inputs *ready)
     memset(ready, 0, sizeof(*ready));
     const size_t shapes = attn_shapes_count(o);
     const char *what = s->inputs ? "--inputs" : s->dump_output ? "--dump-output"
-                     : s->dump_weights ? "--dump-weights" : NULL;
+                     : s->dump_weights ? "--dump-weights" : o->dump_inputs ? "--dump-inputs"
+                     : o->peer ? "--peer" : NULL;
     if (what && shapes != 1)
         return attn_error(ATTN_EXIT_USAGE, "%s needs one case, but the size options make %zu "
                           "shapes", what, shapes);

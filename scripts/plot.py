@@ -49,6 +49,14 @@ def load(path):
     return ok
 
 
+# Implementations outside attnbench (scripts/peers): dashed, square markers.
+PEERS = {"torch-sdpa", "torch-math", "numpy"}
+
+
+def style(backend):
+    return "s--" if backend in PEERS else "o-"
+
+
 def legend(ax, **kw):
     if ax.get_legend_handles_labels()[0]:
         ax.legend(**kw)
@@ -148,7 +156,7 @@ def main():
             n = [int(r["seq_q"]) for r in rs]
             t = [float(r["real_median_s"]) for r in rs]
             e = slope(n, t)
-            ax.plot(n, [x * 1e3 for x in t], "o-", color=colors[rs[0]["backend"]],
+            ax.plot(n, [x * 1e3 for x in t], style(rs[0]["backend"]), color=colors[rs[0]["backend"]],
                     label=f"{name}" + (f" (N^{e:.2f})" if e is not None else ""))
         ax.set(xscale="log", yscale="log", xlabel="sequence length N", ylabel="median time (ms)",
                title=sname(k))
@@ -162,15 +170,17 @@ def main():
         first = None
         for name, rs in sorted(by_series([r for r in exact if skey(r) == k]).items()):
             n = [int(r["seq_q"]) for r in rs]
-            ws = [max(num(r["workspace_bytes"]) or 0, 1) / 2**20 for r in rs]
             c = colors[rs[0]["backend"]]
-            ax.plot(n, ws, "o-", color=c, label=f"{name} workspace")
+            ws = [(x, max(num(r["workspace_bytes"]), 1) / 2**20) for x, r in zip(n, rs)
+                  if num(r["workspace_bytes"]) is not None]
+            if ws:   # a peer may not know its workspace (torch's allocator)
+                ax.plot(*zip(*ws), style(rs[0]["backend"]), color=c, label=f"{name} workspace")
             rss = [(int(r["seq_q"]), num(r["rss_peak_bytes"])) for r in rs]
             rss = [(x, y / 2**20) for x, y in rss if y]
             if rss:
                 ax.plot(*zip(*rss), ":", color=c, alpha=0.7, label=f"{name} RSS growth")
-            if first is None or (ws[0] > first[1] and n[0] <= first[0]):
-                first = (n[0], ws[0], max(n))
+            if ws and (first is None or (ws[0][1] > first[1] and ws[0][0] <= first[0])):
+                first = (ws[0][0], ws[0][1], max(n))
         if first:
             n0, y0, n1 = first
             xs = [n0, n1]
@@ -190,7 +200,7 @@ def main():
         for name, rs in sorted(by_series([r for r in exact if skey(r) == k]).items()):
             pts = [(int(r["seq_q"]), num(r["gflops"])) for r in rs if num(r["gflops"])]
             if pts:
-                ax.plot(*zip(*pts), "o-", color=colors[rs[0]["backend"]], label=name)
+                ax.plot(*zip(*pts), style(rs[0]["backend"]), color=colors[rs[0]["backend"]], label=name)
         if peak:
             ax.axhline(peak, color="black", linestyle="--", linewidth=1,
                        label=f"fp32 FMA peak {peak:.0f} GFLOP/s")
@@ -209,7 +219,7 @@ def main():
             pts = [(int(r["seq_q"]), base[int(r["seq_q"])] / float(r["real_median_s"]))
                    for r in rs if int(r["seq_q"]) in base]
             if pts:
-                ax.plot(*zip(*pts), "o-", color=colors[rs[0]["backend"]], label=name)
+                ax.plot(*zip(*pts), style(rs[0]["backend"]), color=colors[rs[0]["backend"]], label=name)
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.set(xscale="log", yscale="log", xlabel="sequence length N",
                ylabel=f"speedup over {baseline}", title=sname(k))
@@ -230,7 +240,7 @@ def main():
         for name, rs in sorted(by_series([r for r in exact if int(r["seq_q"]) == nmax]).items()):
             pts = sorted({int(r[dim]): float(r["real_median_s"]) * 1e3 for r in rs}.items())
             if len(pts) > 1:
-                ax.plot(*zip(*pts), "o-", color=colors[rs[0]["backend"]], label=name)
+                ax.plot(*zip(*pts), style(rs[0]["backend"]), color=colors[rs[0]["backend"]], label=name)
         ax.set(xscale="log", yscale="log", xlabel=label, ylabel="median time (ms)")
         ax.grid(True, which="both", alpha=0.3)
         legend(ax, fontsize=7)

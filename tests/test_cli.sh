@@ -122,6 +122,12 @@ runs 0 "1 passed, 0 failed, 1 skipped" --backend=naive --seq 8,16777216 --heads 
 runs 0 "tiled          PASSED" --backend=tiled --seq 100 --seq-kv 70 --dk 24 --dv 40 --causal --tile 16x20 --reps 1
 runs 0 "--tile 16x20" --backend=tiled --seq 100 --dk 24 --tile 16x20 --reps 1
 refused 2 "--isa: 'neon' is not one of: auto, c, avx2, avx512" --isa neon
+refused 2 "--check-output needs --peer NAME" --check-output o.npy
+refused 2 "--peer needs its output (--check-output FILE.npy) or why it did not run" --peer mine
+refused 2 "--peer: 'naive' is not a name of its own" --peer naive --peer-skip x
+refused 2 "--check-output reports one peer's row: no --backend" --backend=naive --peer mine --peer-skip x
+refused 2 "--peer needs one case, but the size options make 2 shapes" --peer mine --peer-skip x --seq 8,16
+refused 2 "--check-output: /nonexistent/o.npy" --peer mine --check-output /nonexistent/o.npy --seq 8
 runs 0 "--isa c" --backend=tiled,local --seq 100 --dk 24 --causal --isa c --reps 1
 runs 0 "tiled (" --backend=tiled --seq 16 --dk 8 --reps 1
 runs 0 "pinned to CPUs 0" --backend=naive --seq 8 --dk 8 --threads 1 --pin --reps 1

@@ -1,0 +1,200 @@
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "csv.h"
+#include "inputs.h"
+#include "memory.h"
+#include "npy.h"
+#include "peer.h"
+#include "report.h"
+#include "shapes.h"
+
+/* The one case of the options (attn_sweep_check has made sure there is one). */
+static int one_case(const attn_opts *o, attn_problem *p, int **kv)
+{
+    *kv = calloc((size_t)attn_shapes_max_batch(o), sizeof(int));
+    if (!*kv)
+        return attn_error(ATTN_EXIT_TOO_LARGE, "out of memory");
+    attn_shapes_problem(o, 0, p, *kv);
+    return -1;
+}
+
+int attn_peer_dump_inputs(const attn_opts *o)
+{
+    attn_problem p;
+    int *kv, rc;
+    if ((rc = one_case(o, &p, &kv)) >= 0)
+        return rc;
+    attn_setup s = o->setup;
+    s.check_rows = 1;   /* the reference is not what is wanted here */
+    attn_inputs in;
+    char why[4400];
+    attn_status st = attn_inputs_make(&in, &p, &s, why, sizeof(why));
+    if (st != ATTN_OK) {
+        free(kv);
+        return attn_error(st == ATTN_EINVAL ? ATTN_EXIT_USAGE : ATTN_EXIT_TOO_LARGE,
+                          "--dump-inputs: %s", why);
+    }
+    const size_t b = (size_t)p.batch, h = (size_t)p.heads;
+    const struct { const char *name; const float *x; size_t shape[4]; } t[3] = {
+        { "q", in.q, { b, h, (size_t)p.seq_q, (size_t)p.d_k } },
+        { "k", in.k, { b, h, (size_t)p.seq_kv, (size_t)p.d_k } },
+        { "v", in.v, { b, h, (size_t)p.seq_kv, (size_t)p.d_v } },
+    };
+    rc = ATTN_EXIT_OK;
+    for (int i = 0; i < 3 && rc == ATTN_EXIT_OK; i++) {
+        char path[4200];
+        snprintf(path, sizeof(path), "%s/%s.npy", o->dump_inputs, t[i].name);
+        if (!attn_npy_write(path, t[i].x, t[i].shape, 4, why, sizeof(why)))
+            rc = attn_error(ATTN_EXIT_ERROR, "--dump-inputs: %s", why);
+    }
+    attn_inputs_free(&in);
+    free(kv);
+    return rc;
+}
+
+/* --peer-times FILE: "iterations N", then one "REAL CPU" line of seconds per
+ * run for each repetition, then optional "workspace_bytes N", "rss_bytes N"
+ * and "budget_hit 1" lines. */
+static int read_times(const char *path, attn_result *r)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return attn_error(ATTN_EXIT_USAGE, "--peer-times %s: %s", path, strerror(errno));
+    attn_timing *t = &r->timing;
+    char line[256];
+    int rc = -1;
+    while (rc < 0 && fgets(line, sizeof(line), f)) {
+        double a, c;
+        unsigned long long n;
+        if (sscanf(line, "iterations %llu", &n) == 1 && n > 0) {
+            t->iterations = (long)n;
+        } else if (sscanf(line, "workspace_bytes %llu", &n) == 1) {
+            r->ws_unknown = false;
+            r->ws_peak = (size_t)n;
+        } else if (sscanf(line, "rss_bytes %llu", &n) == 1) {
+            r->rss_known = true;
+            r->rss_peak = n;
+        } else if (sscanf(line, "budget_hit %llu", &n) == 1) {
+            t->budget_hit = n != 0;
+        } else if (sscanf(line, "%lf %lf", &a, &c) == 2 && a > 0 && c >= 0 &&
+                   t->reps < ATTN_MAX_REPS) {
+            t->real[t->reps] = a;
+            t->cpu[t->reps++] = c;
+        } else {
+            rc = attn_error(ATTN_EXIT_USAGE, "--peer-times %s: cannot read line '%.*s'", path,
+                            (int)strcspn(line, "\n"), line);
+        }
+    }
+    fclose(f);
+    if (rc < 0 && (!t->reps || !t->iterations))
+        rc = attn_error(ATTN_EXIT_USAGE, "--peer-times %s: no 'iterations N' line or no "
+                        "repetitions", path);
+    if (rc < 0) {
+        attn_stats_compute(&t->real_stats, t->real, (size_t)t->reps);
+        attn_stats_compute(&t->cpu_stats, t->cpu, (size_t)t->reps);
+    }
+    return rc;
+}
+
+/* The peer's output against the reference of the same case. */
+static int check(const attn_opts *o, const attn_problem *p, attn_result *r)
+{
+    attn_sizes sz;
+    attn_problem_sizes(p, &sz);
+    char why[4400];
+    attn_npy a;
+    if (!attn_npy_read(o->check_output, &a, why, sizeof(why)))
+        return attn_error(ATTN_EXIT_USAGE, "--check-output: %s", why);
+    const size_t want[4] = { (size_t)p->batch, (size_t)p->heads, (size_t)p->seq_q,
+                             (size_t)p->d_v };
+    bool same = a.ndim == 4;
+    for (int d = 0; same && d < 4; d++)
+        same = a.shape[d] == want[d];
+    if (!same) {
+        char got[160], need[160];
+        attn_npy_shape_str(a.shape, a.ndim, got, sizeof(got));
+        attn_npy_shape_str(want, 4, need, sizeof(need));
+        attn_npy_free(&a);
+        return attn_error(ATTN_EXIT_USAGE, "--check-output: %s has shape %s, the case's O is %s",
+                          o->check_output, got, need);
+    }
+    attn_inputs in;
+    attn_guarded out = { 0 };
+    int rc = -1;
+    if (attn_inputs_make(&in, p, &o->setup, why, sizeof(why)) != ATTN_OK) {
+        attn_npy_free(&a);
+        return attn_error(ATTN_EXIT_TOO_LARGE, "--check-output: %s", why);
+    }
+    if (attn_guarded_alloc(&out, sz.o) != ATTN_OK) {
+        rc = attn_error(ATTN_EXIT_TOO_LARGE, "--check-output: out of memory");
+    } else {
+        memcpy(out.data, a.data, sz.output);
+        attn_check_output(&r->check, p, &in.ref, &out);
+        r->checked = true;
+        r->ref_rows = in.ref.nrows;
+        r->ref_total = in.ref.total_rows;
+        if (!r->check.pass) {
+            r->verdict = ATTN_FAILED;
+            snprintf(r->why, sizeof(r->why), "%s", r->check.why);
+        } else if (r->check.mistrusted) {
+            r->verdict = ATTN_MISTRUSTED;
+            snprintf(r->why, sizeof(r->why), "the checked reference output is %zu of %zu values "
+                     "exactly 0: an output of zeros would pass as well", r->check.ref_zeros,
+                     r->check.ref_elems);
+        } else {
+            r->verdict = ATTN_PASSED;
+        }
+    }
+    attn_guarded_free(&out);
+    attn_inputs_free(&in);
+    attn_npy_free(&a);
+    return rc;
+}
+
+int attn_peer_check(const attn_opts *o, const attn_machine *m, const char *prog)
+{
+    (void)prog;
+    attn_problem p;
+    int *kv, rc;
+    if ((rc = one_case(o, &p, &kv)) >= 0)
+        return rc;
+    /* The peer as the row's backend: its name, softmax attention. */
+    const attn_backend peer = { .name = o->peer, .summary = "a peer (scripts/peers)",
+                                .kind = ATTN_KIND_SOFTMAX };
+    attn_result *r = calloc(1, sizeof(*r));
+    if (!r) {
+        free(kv);
+        return attn_error(ATTN_EXIT_ERROR, "out of memory");
+    }
+    attn_case_skip(r, &peer, &p, &o->setup, "scripts/peers", "");
+    r->ws_unknown = true;   /* unless --peer-times gives it */
+    const char *skip = o->peer_skip;
+    if (skip) {
+        r->verdict = ATTN_SKIPPED;
+        snprintf(r->why, sizeof(r->why), "%s", skip);
+    } else if ((rc = check(o, &p, r)) < 0 && attn_verdict_ok(r->verdict) && o->peer_times) {
+        rc = read_times(o->peer_times, r);
+    }
+    const double peak = m->peak_known ? m->peak.fma_t : 0.0;
+    attn_csv csv = { .fd = -1 };
+    char key[512];
+    attn_case_key(key, sizeof(key), peer.name, &p, &o->setup);
+    if (rc < 0 && o->csv && (rc = attn_csv_open(&csv, o->csv, o->resume)) < 0 &&
+        !attn_csv_has(&csv, key))
+        rc = attn_csv_append(&csv, r, &o->setup, peak);
+    attn_csv_close(&csv);
+    if (rc < 0) {
+        attn_report_row_header(stdout);
+        attn_report_row(stdout, r, 0, peak);
+        if (r->verdict != ATTN_PASSED)
+            attn_report_details(stdout, r);
+        rc = r->verdict == ATTN_FAILED ? ATTN_EXIT_FAILED
+           : r->verdict == ATTN_SKIPPED ? ATTN_EXIT_NONE_RAN : ATTN_EXIT_OK;
+    }
+    free(r);
+    free(kv);
+    return rc;
+}

@@ -1,0 +1,369 @@
+"""scripts/peers: the frameworks people run today, measured on attnbench's
+cases beside its backends (Debian's python3-numpy and python3-torch).
+
+    scripts/peers --seq 1024:8192:x2 --heads 8 --dk 64,128 --causal=both \
+        --threads 2 --csv peers.csv
+
+Peers:
+  torch-sdpa  torch.nn.functional.scaled_dot_product_attention (PyTorch 2.0
+              and later; is_causal is top-left aligned, so a causal case with
+              Nq != Nk passes the bottom-right mask explicitly)
+  torch-math  matmul, masked_fill, softmax, matmul: what a user writes
+  numpy       matmul, a max-subtracted softmax, matmul
+
+For every case attnbench writes the inputs (--dump-inputs), the peer computes
+O from them, timed with attnbench's discipline (warm-up runs lasting at least
+--min-time, runs per repetition calibrated to --min-time, --reps repetitions
+within --max-time), and attnbench checks O against its reference with its
+checker and appends the row to --csv in its own schema (--check-output
+--peer), so plot.py, --resume and compare tooling treat peers like backends.
+A row that sees no key is set to zeros, as the contract asks.
+"""
+import argparse
+import ctypes
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+PEERS = ["torch-sdpa", "torch-math", "numpy"]
+
+
+def die(msg, code=2):
+    print(f"peers: {msg}", file=sys.stderr)
+    sys.exit(code)
+
+
+def sizes(name, text, lo, hi):
+    """attnbench's SIZES: 64, 1,8,16, 256:4096:x2, 16:64:+16, or a mix."""
+    out = []
+    for item in text.split(","):
+        parts = item.split(":")
+        try:
+            if len(parts) == 1:
+                vals = [int(parts[0])]
+            elif len(parts) == 3 and parts[2][:1] in "x+":
+                a, b, step = int(parts[0]), int(parts[1]), int(parts[2][1:])
+                if a > b or step < (2 if parts[2][0] == "x" else 1):
+                    raise ValueError
+                vals, v = [], a
+                while v <= b:
+                    vals.append(v)
+                    v = v * step if parts[2][0] == "x" else v + step
+            else:
+                raise ValueError
+        except ValueError:
+            die(f"--{name}: '{item}' is not a size, a list or a range START:END:xF / +S")
+        for v in vals:
+            if not lo <= v <= hi:
+                die(f"--{name}: {v} is not in [{lo}, {hi}]")
+        out += vals
+    return out
+
+
+def options():
+    ap = argparse.ArgumentParser(prog="scripts/peers", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--backend", default=",".join(PEERS),
+                    help=f"peers to run, of {','.join(PEERS)} (default all)")
+    for name, default in (("batch", "1"), ("heads", "8"), ("seq", "1024"), ("seq-kv", None),
+                          ("dk", "64"), ("dv", None)):
+        ap.add_argument(f"--{name}", default=default, metavar="SIZES")
+    ap.add_argument("--causal", nargs="?", const="yes", default="no",
+                    choices=["yes", "no", "both", "on", "off", "1", "0"])
+    ap.add_argument("--scale", type=float, default=None)
+    ap.add_argument("--fill", default="normal", choices=["normal", "extreme"])
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--min-time", type=float, default=0.1)
+    ap.add_argument("--max-time", type=float, default=10.0)
+    ap.add_argument("--check-rows", default="auto")
+    ap.add_argument("--csv", help="append one row per case to this attnbench CSV")
+    ap.add_argument("--resume", action="store_true",
+                    help="with --csv: skip the cases it already holds")
+    ap.add_argument("--attnbench", default=os.path.join(os.path.dirname(os.path.abspath(
+        __file__)), "..", "build", "attnbench"), help="the attnbench executable")
+    ap.add_argument("--plant", choices=["no-scale"], help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    a.peers = a.backend.split(",")
+    for p in a.peers:
+        if p not in PEERS:
+            die(f"--backend: unknown peer '{p}' (known: {', '.join(PEERS)})")
+    a.batch = sizes("batch", a.batch, 1, 65536)
+    a.heads = sizes("heads", a.heads, 1, 4096)
+    a.seq = sizes("seq", a.seq, 1, 1 << 24)
+    a.seq_kv = sizes("seq-kv", a.seq_kv, 1, 1 << 24) if a.seq_kv else None
+    a.dk = sizes("dk", a.dk, 1, 4096)
+    a.dv = sizes("dv", a.dv, 1, 4096) if a.dv else None
+    a.causal = {"yes": [1], "on": [1], "1": [1], "no": [0], "off": [0], "0": [0],
+                "both": [0, 1]}[a.causal]
+    if not 1 <= a.threads <= 1024:
+        die(f"--threads: {a.threads} is not in [1, 1024]")
+    if not 0 <= a.reps <= 100:
+        die(f"--reps: {a.reps} is not in [0, 100]")
+    if a.resume and not a.csv:
+        die("--resume needs --csv FILE")
+    if not os.access(a.attnbench, os.X_OK):
+        die(f"--attnbench: {a.attnbench} is not an executable (build it: scripts/setup)")
+    return a
+
+
+def shapes(a):
+    """attnbench's order: batch, heads, seq, seq_kv, dk, dv, causal (fastest)."""
+    for b in a.batch:
+        for h in a.heads:
+            for nq in a.seq:
+                for nk in a.seq_kv or [nq]:
+                    for dk in a.dk:
+                        for dv in a.dv or [dk]:
+                            for c in a.causal:
+                                yield dict(b=b, h=h, nq=nq, nk=nk, dk=dk, dv=dv, causal=c)
+
+
+def case_args(a, s):
+    """The case as attnbench options (the same for every call about it)."""
+    args = ["--batch", str(s["b"]), "--heads", str(s["h"]), "--seq", str(s["nq"]),
+            "--seq-kv", str(s["nk"]), "--dk", str(s["dk"]), "--dv", str(s["dv"]),
+            "--causal=" + ("yes" if s["causal"] else "no"), "--fill", a.fill,
+            "--seed", str(a.seed), "--threads", str(a.threads), "--check-rows", a.check_rows]
+    if a.scale is not None:
+        args += ["--scale", repr(a.scale)]
+    return args
+
+
+def done_keys(a):
+    """The keys (second column) of the rows --csv already holds."""
+    if not (a.resume and a.csv and os.path.exists(a.csv)):
+        return set()
+    with open(a.csv) as f:
+        return {line.split(",")[1] for line in f.readlines()[1:] if line.count(",") > 2}
+
+
+def key(a, s, peer, np):
+    """attnbench's case key (harness/problem.c), to skip what --csv holds."""
+    k = (f"attn/{peer}/b:{s['b']}/h:{s['h']}/sq:{s['nq']}/skv:{s['nk']}/dk:{s['dk']}"
+         f"/dv:{s['dv']}/causal:{s['causal']}")
+    if a.scale is not None and np.float32(a.scale) != np.float32(1.0 / math.sqrt(s["dk"])):
+        k += f"/scale:{float(np.float32(a.scale)):.9g}"
+    if a.fill != "normal":
+        k += f"/fill:{a.fill}"
+    return k + f"/threads:{a.threads}/seed:{a.seed}"
+
+
+def rss_reset():
+    """Resets the peak RSS as the harness does, after handing the C heap's
+    free memory back (what earlier cases freed would otherwise be reused
+    unseen); the current RSS, or None where the kernel refuses."""
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return rss_read()[1]
+    except OSError:
+        return None
+
+
+def rss_read():
+    hwm = rss = None
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                hwm = int(line.split()[1]) * 1024
+            elif line.startswith("VmRSS:"):
+                rss = int(line.split()[1]) * 1024
+    return hwm, rss
+
+
+def quiesce(max_s=1.0):
+    """attnbench's attn_quiesce: wait until no other thread of this process
+    is runnable (a BLAS or OpenMP pool spinning after its last call), two
+    polls 2 ms apart in a row, for at most max_s."""
+    me, t0, quiet = threading.get_native_id(), time.monotonic(), 0
+    while quiet < 2 and time.monotonic() - t0 < max_s:
+        time.sleep(0.002)
+        busy = False
+        for tid in os.listdir("/proc/self/task"):
+            if int(tid) == me:
+                continue
+            try:
+                with open(f"/proc/self/task/{tid}/stat") as f:
+                    busy |= f.read().rsplit(")", 1)[1].split()[0] == "R"
+            except (OSError, IndexError):
+                pass
+        quiet = 0 if busy else quiet + 1
+
+
+def time_runs(fn, a):
+    """attnbench's timer (harness/timer.c): seconds per run, wall and CPU."""
+    quiesce()
+    t0, warm = time.monotonic(), 0
+    while warm < a.warmup or time.monotonic() - t0 < a.min_time:
+        fn()
+        warm += 1
+    per = (time.monotonic() - t0) / warm
+    iters = max(1, math.ceil(a.min_time / per)) if per > 0 else 1
+    real, cpu, budget = [], [], False
+    start = time.monotonic()
+    for _ in range(a.reps):
+        c0, r0 = time.process_time(), time.monotonic()
+        for _ in range(iters):
+            fn()
+        r1, c1 = time.monotonic(), time.process_time()
+        real.append((r1 - r0) / iters)
+        cpu.append((c1 - c0) / iters)
+        if a.max_time > 0 and 2 <= len(real) < a.reps and r1 - start >= a.max_time:
+            budget = True
+            break
+    return iters, real, cpu, budget
+
+
+def visible(s, np):
+    """[Nq][Nk] bool: query i sees key j (causal: bottom-right aligned)."""
+    i = np.arange(s["nq"])[:, None]
+    j = np.arange(s["nk"])[None, :]
+    if not s["causal"]:
+        return np.ones((s["nq"], s["nk"]), dtype=bool)
+    return j <= i + s["nk"] - s["nq"]
+
+
+def make_numpy(np, q, k, v, scale, vis):
+    empty = ~vis.any(-1)[:, None]
+
+    def run():
+        s = np.matmul(q, np.swapaxes(k, -1, -2))
+        s *= np.float32(scale)
+        if not vis.all():
+            s = np.where(vis, s, np.float32(-np.inf))
+        m = s.max(-1, keepdims=True)
+        m = np.where(np.isfinite(m), m, np.float32(0))
+        p = np.exp(s - m)
+        p /= np.maximum(p.sum(-1, keepdims=True), np.float32(np.finfo(np.float32).tiny))
+        o = np.matmul(p, v)
+        return np.where(empty, np.float32(0), o) if empty.any() else o
+    return run
+
+
+def make_torch(torch, q, k, v, scale, vis, sdpa):
+    q, k, v = (torch.from_numpy(x) for x in (q, k, v))
+    masked = not bool(vis.all())
+    mask = torch.from_numpy(vis)
+    empty = torch.from_numpy(~vis.any(-1))[:, None]
+    any_empty = bool(empty.any())
+    top_left = masked and vis.shape[0] == vis.shape[1]
+
+    def finish(o):
+        return o.masked_fill(empty, 0.0) if any_empty else o
+
+    if sdpa:
+        F = torch.nn.functional
+
+        def run():
+            with torch.no_grad():
+                if top_left:
+                    o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                else:
+                    o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask if masked else None)
+                return finish(o).numpy()
+        return run
+
+    def run():
+        with torch.no_grad():
+            s = torch.matmul(q, k.transpose(-1, -2)) * scale
+            if masked:
+                s = s.masked_fill(~mask, float("-inf"))
+            return finish(torch.matmul(torch.softmax(s, dim=-1), v)).numpy()
+    return run
+
+
+def main():
+    a = options()
+    # Every threading runtime the peers load takes its count from these,
+    # read when the library loads: set before the imports.
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(a.threads)
+    try:
+        import numpy as np
+    except ImportError:
+        die("numpy is not installed (Debian: python3-numpy); run with the python3 that has it")
+    try:
+        import torch
+        torch.set_num_threads(a.threads)
+        torch_why = None
+    except ImportError:
+        torch, torch_why = None, "python3-torch is not installed (Debian: python3-torch)"
+    import tracemalloc
+
+    held = done_keys(a)
+    rc = 0
+    with tempfile.TemporaryDirectory(prefix="attnbench-peers-") as tmp:
+        for s in shapes(a):
+            todo = [p for p in a.peers if key(a, s, p, np) not in held]
+            if not todo:
+                continue
+            args = case_args(a, s)
+            r = subprocess.run([a.attnbench, "--dump-inputs", tmp] + args, capture_output=True,
+                               text=True)
+            if r.returncode != 0:
+                die(f"attnbench --dump-inputs: {r.stderr.strip()}", r.returncode)
+            q, k, v = (np.load(os.path.join(tmp, f"{t}.npy")) for t in "qkv")
+            scale = a.scale if a.scale is not None else 1.0 / math.sqrt(s["dk"])
+            if a.plant == "no-scale":
+                scale = 1.0
+            vis = visible(s, np)
+            for peer in todo:
+                why = None
+                if peer.startswith("torch") and torch is None:
+                    why = torch_why
+                elif peer == "torch-sdpa" and not hasattr(torch.nn.functional,
+                                                          "scaled_dot_product_attention"):
+                    why = (f"torch {torch.__version__} has no scaled_dot_product_attention "
+                           "(PyTorch 2.0 and later; Debian 12 ships 1.13)")
+                out = ["--csv", a.csv, "--resume"] if a.csv else []
+                if why:
+                    cmd = [a.attnbench, "--peer", peer, "--peer-skip", why] + args + out
+                else:
+                    if peer == "numpy":
+                        fn = make_numpy(np, q, k, v, scale, vis)
+                    else:
+                        fn = make_torch(torch, q, k, v, scale, vis, peer == "torch-sdpa")
+                    rss0 = rss_reset()
+                    tracemalloc.start()
+                    o = fn()
+                    ws = tracemalloc.get_traced_memory()[1]
+                    tracemalloc.stop()
+                    hwm = rss_read()[0] if rss0 is not None else None
+                    opath = os.path.join(tmp, "o.npy")
+                    np.save(opath, np.ascontiguousarray(o, dtype=np.float32))
+                    cmd = [a.attnbench, "--peer", peer, "--check-output", opath] + args + out
+                    if a.reps > 0:
+                        iters, real, cpu, budget = time_runs(fn, a)
+                        tpath = os.path.join(tmp, "times")
+                        with open(tpath, "w") as f:
+                            f.write(f"iterations {iters}\n")
+                            f.writelines(f"{x!r} {y!r}\n" for x, y in zip(real, cpu))
+                            if budget:
+                                f.write("budget_hit 1\n")
+                            # tracemalloc sees numpy's buffers, not torch's.
+                            if peer == "numpy":
+                                f.write(f"workspace_bytes {ws}\n")
+                            if hwm is not None:
+                                f.write(f"rss_bytes {max(0, hwm - rss0)}\n")
+                        cmd += ["--peer-times", tpath]
+                r = subprocess.run(cmd, capture_output=True, text=True)
+                sys.stdout.write(r.stdout)
+                sys.stdout.flush()
+                if r.returncode not in (0, 1, 5):
+                    die(f"attnbench --peer {peer}: {r.stderr.strip()}", r.returncode)
+                rc = max(rc, 1 if r.returncode == 1 else 0)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""TAP: scripts/peers on a small case: its rows land in attnbench's CSV with
+attnbench's schema and keys, PASSED by attnbench's checker; a planted wrong
+peer (the scale omitted) is FAILED by the same checker; attnbench --resume
+continues the same CSV and plot.py draws both side by side.
+
+    python3 test_peers.py ATTNBENCH PEERS_PY PLOT_PY OUT_DIR
+    python3 test_peers.py --skip REASON
+"""
+import csv
+import os
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tap import diag, done, ok, skip_all_if_asked  # noqa: E402
+
+
+def rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def main():
+    skip_all_if_asked()
+    attnbench, peers, plot, out = sys.argv[1:5]
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    try:
+        import torch  # noqa: F401
+        torch_why = None
+    except ImportError:
+        torch_why = "python3-torch is not installed (Debian: python3-torch)"
+    csv_path = os.path.join(out, "peers.csv")
+    size = ["--seq", "64", "--heads", "2", "--dk", "16", "--causal=both", "--threads", "2",
+            "--reps", "2", "--min-time", "0.001"]
+    r = subprocess.run([sys.executable, peers, "--attnbench", attnbench, "--csv", csv_path] + size,
+                       capture_output=True, text=True)
+    ok(r.returncode == 0, f"scripts/peers, N=64, causal both: exit {r.returncode} "
+       f"{r.stderr.strip()[-300:]}")
+    got = {(x["backend"], x["causal"]): x for x in rows(csv_path)} if os.path.exists(csv_path) else {}
+    with open(csv_path) as f:
+        header = f.readline()
+    ok(header.startswith("schema,key,backend,verdict,"), "the CSV has attnbench's header")
+    for c in ("0", "1"):
+        x = got.get(("numpy", c), {})
+        ok(x.get("verdict") == "PASSED" and x.get("schema") == "3" and float(x["real_median_s"]) > 0
+           and x.get("key", "").startswith("attn/numpy/b:1/h:2/sq:64/skv:64/dk:16/dv:16/causal:" + c)
+           and int(x.get("workspace_bytes") or 0) > 0,
+           f"numpy causal={c}: PASSED, timed, keyed and with its workspace ({x.get('verdict')}, "
+           f"{x.get('key')})")
+        x = got.get(("torch-math", c), {})
+        if torch_why:
+            ok(x.get("verdict") == "SKIPPED" and torch_why in x.get("reason", ""),
+               f"torch-math causal={c}: SKIPPED, saying why ({x.get('reason')})")
+        else:
+            ok(x.get("verdict") == "PASSED" and float(x["real_median_s"]) > 0,
+               f"torch-math causal={c}: PASSED and timed ({x.get('verdict')} {x.get('reason')})")
+        x = got.get(("torch-sdpa", c), {})
+        ok(x.get("verdict") in ("PASSED", "SKIPPED") and (x["verdict"] == "PASSED" or x["reason"]),
+           f"torch-sdpa causal={c}: {x.get('verdict')} ({x.get('reason') or 'ran'})")
+    # Done twice: --resume skips what the CSV holds.
+    r = subprocess.run([sys.executable, peers, "--attnbench", attnbench, "--csv", csv_path,
+                        "--resume"] + size, capture_output=True, text=True)
+    ok(r.returncode == 0 and len(rows(csv_path)) == 6 and not r.stdout.strip(),
+       f"--resume runs nothing the CSV holds ({len(rows(csv_path))} rows, exit {r.returncode})")
+
+    planted = os.path.join(out, "planted.csv")
+    r = subprocess.run([sys.executable, peers, "--attnbench", attnbench, "--csv", planted,
+                        "--backend=numpy", "--plant", "no-scale"] + size,
+                       capture_output=True, text=True)
+    bad = rows(planted) if os.path.exists(planted) else []
+    ok(r.returncode == 1 and len(bad) == 2 and all(x["verdict"] == "FAILED" for x in bad),
+       f"planted: numpy without the scale is FAILED by attnbench's checker (exit {r.returncode}, "
+       f"{[x['verdict'] for x in bad]})")
+    if bad:
+        diag(bad[0]["reason"])
+
+    r = subprocess.run([attnbench, "--backend=naive,tiled", "--csv", csv_path, "--resume"] + size,
+                       capture_output=True, text=True)
+    ok(r.returncode == 0 and len(rows(csv_path)) == 10,
+       f"attnbench --resume continues the peers' CSV ({len(rows(csv_path))} rows, exit "
+       f"{r.returncode} {r.stderr.strip()[-200:]})")
+    r = subprocess.run([sys.executable, plot, csv_path, "--out", os.path.join(out, "charts")],
+                       capture_output=True, text=True)
+    ok(r.returncode == 0 and os.path.exists(os.path.join(out, "charts", "time.png")),
+       f"plot.py draws peers and backends together: exit {r.returncode} {r.stderr.strip()[-300:]}")
+    done()
+
+
+if __name__ == "__main__":
+    main()

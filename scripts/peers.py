@@ -1,5 +1,10 @@
 """scripts/peers: the frameworks people run today, measured on attnbench's
 cases beside its backends (Debian's python3-numpy and python3-torch).
+`scripts/peers arch [--seq .. --batch .. --dmodel ..]` times attnbench arch's
+four models written in PyTorch (nn.LSTM + Linear; two Conv1d, ReLU, residual,
+LayerNorm; single-head attention with its projections; nn.MultiheadAttention)
+on the same shapes; their rows say RAN: their weights are PyTorch's own, so
+attnbench cannot check them, only that every output is finite.
 
     scripts/peers --seq 1024:8192:x2 --heads 8 --dk 64,128 --causal=both \
         --threads 2 --csv peers.csv
@@ -282,7 +287,144 @@ def make_torch(torch, q, k, v, scale, vis, sdpa):
     return run
 
 
+
+ARCH_MODELS = ["rnn", "cnn", "attention", "mha"]
+
+
+def arch_options(argv):
+    ap = argparse.ArgumentParser(prog="scripts/peers arch",
+                                 description="attnbench arch's models in PyTorch")
+    ap.add_argument("--seq", default="64,128,256,512", metavar="SIZES")
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--dmodel", type=int, default=512)
+    ap.add_argument("--models", default=",".join(ARCH_MODELS))
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--min-time", type=float, default=0.1)
+    ap.add_argument("--max-time", type=float, default=10.0)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--csv", help="write one row per model and N (overwrites it)")
+    a = ap.parse_args(argv)
+    a.seq = sizes("seq", a.seq, 1, 1 << 20)
+    a.models = a.models.split(",")
+    for m in a.models:
+        if m not in ARCH_MODELS:
+            die(f"--models: unknown model '{m}' ({', '.join(ARCH_MODELS)})")
+    if a.dmodel % 8:
+        die(f"--dmodel {a.dmodel}: attention needs a multiple of 8 (d_k = d/8)")
+    if not 1 <= a.reps <= 100:
+        die(f"--reps: {a.reps} is not in [1, 100]")
+    return a
+
+
+def arch_model(torch, name, d):
+    """The models of arch/arch.h, as PyTorch modules; forward(x [B][N][d])."""
+    nn = torch.nn
+
+    class Rnn(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm, self.lin = nn.LSTM(d, d, batch_first=True), nn.Linear(d, d)
+
+        def forward(self, x):
+            return self.lin(self.lstm(x)[0])
+
+    class Cnn(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1, self.c2 = nn.Conv1d(d, d, 3, padding=1), nn.Conv1d(d, d, 3, padding=1)
+            self.ln = nn.LayerNorm(d)
+
+        def forward(self, x):
+            h = self.c2(torch.relu(self.c1(x.transpose(1, 2)))).transpose(1, 2)
+            return self.ln(x + h)
+
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q, self.k, self.v = (nn.Linear(d, d // 8, bias=False) for _ in range(3))
+
+        def forward(self, x):
+            q, k, v = self.q(x), self.k(x), self.v(x)
+            s = torch.matmul(q, k.transpose(1, 2)) / math.sqrt(d // 8)
+            return torch.matmul(torch.softmax(s, dim=-1), v)
+
+    class Mha(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.mha = nn.MultiheadAttention(d, 8, batch_first=True)
+
+        def forward(self, x):
+            return self.mha(x, x, x, need_weights=False)[0]
+
+    return {"rnn": Rnn, "cnn": Cnn, "attention": Attention, "mha": Mha}[name]()
+
+
+def arch_main(argv):
+    a = arch_options(argv)
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(a.threads)
+    try:
+        import torch
+    except ImportError:
+        die("python3-torch is not installed (Debian: python3-torch)")
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(a.seed)
+    rows = []
+    print(f"PyTorch {torch.__version__} arch: B={a.batch} d_model={a.dmodel} threads={a.threads}")
+    print(f"{'model':<10} {'N':>6} {'verdict':<8} {'median':>12} {'cv':>6}")
+    for n in a.seq:
+        for m in a.models:
+            # The N x N scores (B x heads of them) are formed, as in PyTorch 1.13's
+            # attention: refuse what would not fit, with the numbers.
+            heads = {"attention": 1, "mha": 8}.get(m, 0)
+            need = 3 * 4.0 * a.batch * heads * n * n
+            avail = 0
+            with open("/proc/meminfo") as f:
+                for line in f:
+                    if line.startswith("MemAvailable:"):
+                        avail = int(line.split()[1]) * 1024
+            row = dict(model="torch-" + m, seq=n, batch=a.batch, dmodel=a.dmodel,
+                       threads=a.threads, verdict="RAN", reason="", median_s="", min_s="",
+                       mean_s="", cv="", reps="", iterations="")
+            if avail and need > avail / 2:
+                row.update(verdict="SKIPPED", reason=f"its {a.batch}x{heads} score matrices of "
+                           f"{n}x{n} need about {need / 2**30:.1f} GiB, over half of the "
+                           f"{avail / 2**30:.1f} GiB available")
+            else:
+                model = arch_model(torch, m, a.dmodel).eval()
+                x = torch.randn(a.batch, n, a.dmodel)
+
+                def fwd():
+                    with torch.no_grad():
+                        return model(x)
+                if not bool(torch.isfinite(fwd()).all()):
+                    row.update(verdict="FAILED", reason="a NaN or Inf in the output")
+                else:
+                    iters, real, _, _ = time_runs(fwd, a)
+                    med = sorted(real)[len(real) // 2] if len(real) % 2 else \
+                        sum(sorted(real)[len(real) // 2 - 1:len(real) // 2 + 1]) / 2
+                    mean = sum(real) / len(real)
+                    sd = math.sqrt(sum((t - mean) ** 2 for t in real) / max(1, len(real) - 1))
+                    row.update(median_s=med, min_s=min(real), mean_s=mean, cv=sd / mean,
+                               reps=len(real), iterations=iters)
+            rows.append(row)
+            t = f"{row['median_s'] * 1e3:.2f} ms" if row["median_s"] != "" else "-"
+            cv = f"{100 * row['cv']:.1f}%" if row["cv"] != "" else "-"
+            print(f"{m:<10} {n:>6} {row['verdict']:<8} {t:>12} {cv:>6} {row['reason']}",
+                  flush=True)
+    if a.csv:
+        import csv
+        with open(a.csv, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+    return 1 if any(r["verdict"] == "FAILED" for r in rows) else 0
+
 def main():
+    if sys.argv[1:2] == ["arch"]:
+        return arch_main(sys.argv[2:])
     a = options()
     # Every threading runtime the peers load takes its count from these,
     # read when the library loads: set before the imports.

@@ -85,6 +85,20 @@ def main():
                        capture_output=True, text=True)
     ok(r.returncode == 0 and os.path.exists(os.path.join(out, "charts", "time.png")),
        f"plot.py draws peers and backends together: exit {r.returncode} {r.stderr.strip()[-300:]}")
+
+    arch_csv = os.path.join(out, "arch-torch.csv")
+    r = subprocess.run([sys.executable, peers, "arch", "--batch", "2", "--dmodel", "16", "--seq",
+                        "8,16", "--reps", "1", "--min-time", "0.001", "--threads", "2", "--csv",
+                        arch_csv], capture_output=True, text=True)
+    if torch_why:
+        ok(r.returncode == 2 and torch_why in r.stderr,
+           f"peers arch without PyTorch refuses, saying why: {r.stderr.strip()}")
+    else:
+        got = rows(arch_csv) if os.path.exists(arch_csv) else []
+        ok(r.returncode == 0 and len(got) == 8 and all(x["verdict"] == "RAN" and
+                                                       float(x["median_s"]) > 0 for x in got),
+           f"peers arch: the four models in PyTorch at two N, timed ({len(got)} rows, exit "
+           f"{r.returncode} {r.stderr.strip()[-200:]})")
     done()
 
 

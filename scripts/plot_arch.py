@@ -2,13 +2,15 @@
 """Charts of `attnbench arch --csv FILE`: the RNN / CNN / self-attention comparison.
 
     python3 scripts/plot_arch.py arch.csv --out DIR [--short-max 512] [--machine TEXT]
+                                 [--peers torch-arch.csv]
 
 Writes DIR/arch_time.png (time per forward against N, N <= --short-max),
 DIR/arch_relative.png (time relative to the CNN, with y = 1),
 DIR/arch_memory.png (attention against the RNN: measured and analytic memory,
 log scale) and DIR/arch_long.png (every N in the CSV: where attention's
-quadratic term takes over; the crossover N is printed). Needs matplotlib
-(Debian: python3-matplotlib).
+quadratic term takes over; the crossover N is printed). With --peers (the CSV
+of `scripts/peers arch`) PyTorch's times of the same models are drawn dashed
+in the time charts. Needs matplotlib (Debian: python3-matplotlib).
 """
 import argparse
 import math
@@ -72,6 +74,8 @@ def main():
     ap.add_argument("--short-max", type=int, default=512,
                     help="largest N of the first three charts (default 512)")
     ap.add_argument("--machine", default="", help="machine description for the titles")
+    ap.add_argument("--peers", help="scripts/peers arch's CSV: the same models in PyTorch, "
+                    "drawn dashed in the time charts")
     a = ap.parse_args()
     try:
         import matplotlib
@@ -80,12 +84,35 @@ def main():
     except ImportError:
         die("matplotlib is missing (Debian: apt-get install python3-matplotlib)")
     first, data = load(a.csv)
+    torch = {}
+    if a.peers:
+        for r in csvload.read_csv(a.peers, ["model", "verdict", "seq", "median_s"],
+                                  "plot_arch.py", "a scripts/peers arch CSV",
+                                  f"run scripts/peers arch --csv {a.peers}"):
+            if r["verdict"] == "RAN" and r["median_s"]:
+                torch.setdefault(r["model"].replace("torch-", ""), []).append(r)
+        for m in torch:
+            torch[m].sort(key=lambda r: int(r["seq"]))
+    colors = {m: f"C{i}" for i, m in enumerate(MODELS)}
     os.makedirs(a.out, exist_ok=True)
     shape = f"B={first['batch']}, d_model={first['dmodel']}, {first['threads']} threads"
     where = f"{shape}{', ' + a.machine if a.machine else ''}"
 
     def xs(m, short=True):
         return [r for r in data.get(m, []) if not short or int(r["seq"]) <= a.short_max]
+
+    def peer_lines(ax, short, key="median_s", scale=1e3, over=None):
+        """PyTorch's runs of each model, dashed in the model's colour; over:
+        the CNN's time per N to divide by (attnbench's, measured beside)."""
+        for m in MODELS:
+            rs = [r for r in torch.get(m, []) if not short or int(r["seq"]) <= a.short_max]
+            if over is not None:
+                rs = [r for r in rs if int(r["seq"]) in over]
+            if rs:
+                ax.plot([int(r["seq"]) for r in rs],
+                        [float(r[key]) * scale / (over[int(r["seq"])] if over else 1)
+                         for r in rs], "s--", color=colors[m], alpha=0.8,
+                        label=f"{LABELS[m]}, PyTorch")
 
     def finish(fig, ax, title, ylabel, name, logx=True):
         ax.set_title(title + "\n" + textwrap.fill(where, 80), fontsize=10)
@@ -107,7 +134,8 @@ def main():
         rs = xs(m)
         if rs:
             ax.plot([int(r["seq"]) for r in rs], [float(r["median_s"]) * 1e3 for r in rs], "o-",
-                    label=LABELS[m])
+                    color=colors[m], label=LABELS[m])
+    peer_lines(ax, True)
     ax.set_yscale("log")
     finish(fig, ax, "Time per forward pass (median)", "time (ms, log scale)", "arch_time.png")
 
@@ -117,10 +145,13 @@ def main():
         rs = [r for r in xs(m) if r["time_vs_cnn"]]
         if rs:
             ax.plot([int(r["seq"]) for r in rs], [float(r["time_vs_cnn"]) for r in rs], "o-",
-                    label=LABELS[m])
+                    color=colors[m], label=LABELS[m])
+    cnn = {int(r["seq"]): float(r["median_s"]) for r in data.get("cnn", [])}
+    peer_lines(ax, True, scale=1, over=cnn)
     ax.axhline(1.0, color="black", linestyle="--", linewidth=1, label="CNN (y = 1)")
     ax.set_yscale("log")
-    finish(fig, ax, "Time relative to the CNN", "time / CNN time (log scale)", "arch_relative.png")
+    finish(fig, ax, "Time relative to the CNN (attnbench's)", "time / CNN time (log scale)",
+           "arch_relative.png")
 
     # 3. memory: attention against the RNN, measured and analytic
     fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -144,7 +175,8 @@ def main():
         rs = xs(m, short=False)
         if rs:
             ax.plot([int(r["seq"]) for r in rs], [float(r["median_s"]) * 1e3 for r in rs], "o-",
-                    label=LABELS[m])
+                    color=colors[m], label=LABELS[m])
+    peer_lines(ax, False)
     notes = []
     for m in ("attention", "mha"):
         if m in data and "rnn" in data:

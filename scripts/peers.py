@@ -442,6 +442,9 @@ def main():
         torch, torch_why = None, "python3-torch is not installed (Debian: python3-torch)"
     import tracemalloc
 
+    print(f"peers: numpy {np.__version__}" +
+          (f", torch {torch.__version__}" if torch else f"; {torch_why}") +
+          f"; {a.threads} threads", flush=True)
     held = done_keys(a)
     rc = 0
     with tempfile.TemporaryDirectory(prefix="attnbench-peers-") as tmp:

@@ -142,12 +142,16 @@ static void run_row(arch_row *r, const arch_opts *o)
     arch_net net;
     attn_status st = arch_net_create(&net, r->model, o->batch, r->n, o->dmodel, o->threads,
                                      o->conv, o->be, o->seed, &tr.iface, r->why, sizeof(r->why));
-    if (st != ATTN_OK) {
+    if (st != ATTN_OK) {   /* create left nothing allocated */
         r->verdict = st == ATTN_EUNSUPPORTED ? ATTN_SKIPPED : ATTN_ERROR;
-    } else if ((st = arch_forward(&net)) != ATTN_OK) {
+        r->peak = atomic_load(&tr.peak);
+        attn_tracker_destroy(&tr);
+        return;
+    }
+    if ((st = arch_forward(&net)) != ATTN_OK) {
         r->verdict = ATTN_ERROR;
         snprintf(r->why, sizeof(r->why), "forward failed: %s", attn_status_str(st));
-    } else if ((st = arch_check_output(&net, o->seed, -1, ARCH_BUG_NONE, &r->check)) != ATTN_OK) {
+    } else if (arch_check_output(&net, o->seed, -1, ARCH_BUG_NONE, &r->check) != ATTN_OK) {
         r->verdict = ATTN_ERROR;
         snprintf(r->why, sizeof(r->why), "%s", r->check.why);
     } else {
@@ -159,8 +163,7 @@ static void run_row(arch_row *r, const arch_opts *o)
             snprintf(r->why, sizeof(r->why), "timed forward failed: %s", attn_status_str(st));
         }
     }
-    if (st == ATTN_OK || net.alloc)
-        arch_net_destroy(&net);
+    arch_net_destroy(&net);
     r->peak = atomic_load(&tr.peak);
     attn_tracker_destroy(&tr);
 }

@@ -196,6 +196,7 @@ attn_status arch_net_create(arch_net *n, arch_model m, int B, int N, int d, int 
     }
     default:
         snprintf(why, len, "unknown model %d", (int)m);
+        arch_net_destroy(n);
         return ATTN_EINVAL;
     }
     if (ok)

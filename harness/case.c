@@ -32,6 +32,19 @@ static void verdict(attn_result *r, attn_verdict v, const char *fmt, ...)
     r->verdict = v;
 }
 
+void attn_case_judge(attn_result *r)
+{
+    r->checked = true;
+    if (!r->check.pass)
+        verdict(r, ATTN_FAILED, "%s", r->check.why);
+    else if (r->check.mistrusted)
+        verdict(r, ATTN_MISTRUSTED, "the checked reference output is %zu of %zu values exactly 0 "
+                "(every key masked?): a kernel that writes zeros would pass as well",
+                r->check.ref_zeros, r->check.ref_elems);
+    else
+        verdict(r, ATTN_PASSED, "%s", "");
+}
+
 /* SKIPPED with the numbers when the case would not fit, before it allocates. */
 static bool memory_guard(attn_result *r, const attn_problem *p, const attn_setup *s)
 {
@@ -73,18 +86,9 @@ static void check_and_time(attn_result *r, const attn_backend *be, void *state,
         return;
     }
     attn_check_output(&r->check, &r->p, ref, out);
-    r->checked = true;
-    if (!r->check.pass) {
-        verdict(r, ATTN_FAILED, "%s", r->check.why);
+    attn_case_judge(r);
+    if (r->verdict == ATTN_FAILED || allocated_in_run(r, tr, calls))
         return;
-    }
-    if (allocated_in_run(r, tr, calls))
-        return;
-    r->verdict = ATTN_PASSED;
-    if (r->check.mistrusted)
-        verdict(r, ATTN_MISTRUSTED, "the checked reference output is %zu of %zu values exactly 0 "
-                "(every key masked?): a kernel that writes zeros would pass as well",
-                r->check.ref_zeros, r->check.ref_elems);
     if (!first)
         return;
 

@@ -67,6 +67,10 @@ typedef struct attn_result {
     char repro[768];
 } attn_result;
 
+/* The verdict of r->check (just filled): FAILED with its why, MISTRUSTED,
+ * or PASSED; r->checked is set. */
+void attn_case_judge(attn_result *r);
+
 /* A case that never reached the backend: SKIPPED with why, named and with its repro. */
 void attn_case_skip(attn_result *r, const attn_backend *be, const attn_problem *p,
                     const attn_setup *s, const char *prog, const char *why);

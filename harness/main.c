@@ -137,7 +137,7 @@ static int run(const attn_opts *o, const char *prog)
         rc = attn_peer_dump_inputs(o);
     } else {
         attn_machine_capture(&m, o->setup.threads, pinned);
-        rc = o->peer ? attn_peer_check(o, &m, prog) : attn_sweep_run(o, &m, prog, &ready);
+        rc = o->peer ? attn_peer_check(o, &m) : attn_sweep_run(o, &m, prog, &ready);
     }
     attn_inputs_free(&ready);
     return rc;

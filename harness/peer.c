@@ -133,20 +133,9 @@ static int check(const attn_opts *o, const attn_problem *p, attn_result *r)
     } else {
         memcpy(out.data, a.data, sz.output);
         attn_check_output(&r->check, p, &in.ref, &out);
-        r->checked = true;
+        attn_case_judge(r);
         r->ref_rows = in.ref.nrows;
         r->ref_total = in.ref.total_rows;
-        if (!r->check.pass) {
-            r->verdict = ATTN_FAILED;
-            snprintf(r->why, sizeof(r->why), "%s", r->check.why);
-        } else if (r->check.mistrusted) {
-            r->verdict = ATTN_MISTRUSTED;
-            snprintf(r->why, sizeof(r->why), "the checked reference output is %zu of %zu values "
-                     "exactly 0: an output of zeros would pass as well", r->check.ref_zeros,
-                     r->check.ref_elems);
-        } else {
-            r->verdict = ATTN_PASSED;
-        }
     }
     attn_guarded_free(&out);
     attn_inputs_free(&in);
@@ -154,9 +143,8 @@ static int check(const attn_opts *o, const attn_problem *p, attn_result *r)
     return rc;
 }
 
-int attn_peer_check(const attn_opts *o, const attn_machine *m, const char *prog)
+int attn_peer_check(const attn_opts *o, const attn_machine *m)
 {
-    (void)prog;
     attn_problem p;
     int *kv, rc;
     if ((rc = one_case(o, &p, &kv)) >= 0)

@@ -16,6 +16,6 @@ int attn_peer_dump_inputs(const attn_opts *o);
 /* --peer NAME with --check-output FILE.npy (or --peer-skip WHY): the one
  * case's row for that peer. Returns the exit code (1 when the output FAILED
  * its check, as for a backend; 5 when it was skipped). */
-int attn_peer_check(const attn_opts *o, const attn_machine *m, const char *prog);
+int attn_peer_check(const attn_opts *o, const attn_machine *m);
 
 #endif

@@ -149,10 +149,8 @@ static void grid_one(const attn_backend *be, const grid_case *g, attn_isa isa)
                  "(it FAILS; see README)", "%s%s %s fill=extreme", be->name, at, shape);
         return;
     }
-    const attn_setup s = { .threads = ATTN_HAVE_OPENMP ? 2 : 1, .seed = 7, .fill = g->fill,
-                           .check_rows = g->check_rows,
-                           .timer = { .warmup = 1, .reps = 2, .min_time = 1e-4 },
-                           .device = -1, .isa = isa };
+    attn_setup s = test_setup(g->fill, g->check_rows);
+    s.isa = isa;
     attn_result r;
     const attn_verdict v = run_case_setup(be, &p, &s, &r);
     if (v == ATTN_SKIPPED) {

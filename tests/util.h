@@ -29,15 +29,23 @@ static inline attn_verdict run_case_setup(const attn_backend *be, const attn_pro
     return r->verdict;
 }
 
+/* The tests' setup: 2 threads (1 without OpenMP), seed 7, two short timed
+ * repetitions, every other knob at its default. */
+static inline attn_setup test_setup(attn_fill_kind fill, long check_rows)
+{
+    return (attn_setup){ .threads = ATTN_HAVE_OPENMP ? 2 : 1, .seed = 7, .fill = fill,
+                         .check_rows = check_rows,
+                         .timer = { .warmup = 1, .reps = 2, .min_time = 1e-4 }, .device = -1 };
+}
+
 /* tile_q, tile_kv: --tile for the case (0, 0: the backend's own choice). */
 static inline attn_verdict run_case_tiled(const attn_backend *be, const attn_problem *p,
                                           attn_fill_kind fill, long check_rows, int tile_q,
                                           int tile_kv, attn_result *r)
 {
-    const attn_setup s = { .threads = ATTN_HAVE_OPENMP ? 2 : 1, .seed = 7, .fill = fill,
-                           .check_rows = check_rows,
-                           .timer = { .warmup = 1, .reps = 2, .min_time = 1e-4 },
-                           .tile_q = tile_q, .tile_kv = tile_kv, .device = -1 };
+    attn_setup s = test_setup(fill, check_rows);
+    s.tile_q = tile_q;
+    s.tile_kv = tile_kv;
     return run_case_setup(be, p, &s, r);
 }
 

@@ -2,10 +2,13 @@
  * is given, what it must compute, and the verbs the harness drives it with.
  *
  * Tensors are fp32, row-major, contiguous, layout [batch][heads][seq][dim]:
- *   Q [B,H,Nq,dk], K [B,H,Nk,dk], V [B,H,Nk,dv], O [B,H,Nq,dv].
- *   O[b,h,i,:] = sum_j softmax_j(scale * <Q[b,h,i,:], K[b,h,j,:]> + M(b,i,j)) * V[b,h,j,:]
- * M is 0 or -inf: causal masks keys j > i + Nk - Nq (aligned bottom-right),
- * padding masks keys j >= kv_len[b]. A fully masked row yields zeros. */
+ *   Q [B,H,Nq,dk], K [B,Hkv,Nk,dk], V [B,Hkv,Nk,dv], O [B,H,Nq,dv].
+ *   O[b,h,i,:] = sum_j softmax_j(scale * <Q[b,h,i,:], K[b,g,j,:]> + M(b,i,j)) * V[b,g,j,:]
+ * with g = h / (H / Hkv): grouped-query attention, the convention of
+ * FlashAttention and PyTorch's enable_gqa (Hkv = H: multi-head, Hkv = 1:
+ * multi-query). Hkv divides H. M is 0 or -inf: causal masks keys
+ * j > i + Nk - Nq (aligned bottom-right), padding masks keys j >= kv_len[b].
+ * A fully masked row yields zeros. */
 #ifndef ATTN_BACKEND_H
 #define ATTN_BACKEND_H
 
@@ -61,6 +64,8 @@ typedef struct attn_problem {
     const int *kv_len;           /* [batch], each in [0, seq_kv]; NULL: all keys valid */
     attn_kind kind;              /* set from the backend's own kind by the harness */
     attn_variant var;
+    int kv_heads;                /* Hkv, dividing heads; 0: = heads. Read it through
+                                    attn_kv_heads() */
 } attn_problem;
 
 typedef struct attn_tensors {
@@ -83,7 +88,33 @@ typedef struct attn_config {
     int device;                  /* device backends: index in devices(); -1: their choice */
     attn_isa isa;                /* host backends' kernels; ATTN_ISA_AUTO: the widest this
                                     CPU runs (--isa) */
+    int splits;                  /* tiled: key chunks per query block (split-KV, --splits);
+                                    0: its own choice */
 } attn_config;
+
+/* Hkv: the K/V heads of p (kv_heads, or heads when it is 0). */
+static inline int attn_kv_heads(const attn_problem *p)
+{
+    return p->kv_heads > 0 ? p->kv_heads : p->heads;
+}
+
+/* Query heads per K/V head: H / Hkv. */
+static inline int attn_group(const attn_problem *p)
+{
+    return p->heads / attn_kv_heads(p);
+}
+
+/* The flat K/V head (b * Hkv + g) that query head h of batch item b reads. */
+static inline size_t attn_kv_head(const attn_problem *p, int b, int h)
+{
+    return (size_t)b * (size_t)attn_kv_heads(p) + (size_t)(h / attn_group(p));
+}
+
+/* The same from a flat query head bh = b * H + h. */
+static inline size_t attn_kv_head_of(const attn_problem *p, size_t bh)
+{
+    return attn_kv_head(p, (int)(bh / (size_t)p->heads), (int)(bh % (size_t)p->heads));
+}
 
 /* Dense masks leave each query row a prefix of the keys: query i of batch b
  * sees exactly keys [0, attn_visible_end(p, b, i)). */

@@ -84,8 +84,8 @@ static void blas_head(const blas_state *s, size_t bh, float *sc, int *end)
     const int nq = p->seq_q, nk = p->seq_kv, dk = p->d_k, dv = p->d_v;
     const int b = (int)(bh / (size_t)p->heads);
     const float *q = t->q + bh * (size_t)nq * dk;
-    const float *k = t->k + bh * (size_t)nk * dk;
-    const float *v = t->v + bh * (size_t)nk * dv;
+    const float *k = t->k + attn_kv_head_of(p, bh) * (size_t)nk * dk;
+    const float *v = t->v + attn_kv_head_of(p, bh) * (size_t)nk * dv;
     float *o = t->o + bh * (size_t)nq * dv;
     /* Keys past the padding length are never multiplied: the matrices
      * shrink to the keys some query can see. */

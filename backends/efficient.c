@@ -1,9 +1,17 @@
+#include <stdio.h>
+
 #include "efficient.h"
 
 attn_status attn_efficient_supports(const attn_problem *p, const attn_config *cfg, char *why,
                                     size_t len)
 {
     attn_status st = attn_variant_supports(p, why, len);
+    if (st == ATTN_OK && p->kind != ATTN_KIND_LOCAL && p->kind != ATTN_KIND_SPARSE &&
+        attn_kv_heads(p) != p->heads) {
+        snprintf(why, len, "%s: grouped K/V heads (Hkv = %d of H = %d) are not supported; "
+                 "it runs Hkv = H only", attn_kind_name(p->kind), attn_kv_heads(p), p->heads);
+        st = ATTN_EUNSUPPORTED;
+    }
     if (st == ATTN_EINVAL)
         st = ATTN_EUNSUPPORTED;
     return st == ATTN_OK ? attn_host_supports_isa(attn_kind_name(p->kind), cfg, why, len) : st;

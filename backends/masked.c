@@ -3,7 +3,8 @@
  * scores only the union of its rows' intervals, packed (K^T, V), as one
  * GEMM; each row is masked to its own intervals and softmaxed; P V is one
  * more GEMM. O(N (w + g + r bs) d). Threads: OpenMP over (batch, head,
- * row block). */
+ * row block). Grouped K/V heads (--kv-heads) are read in place by each
+ * query head of the group. */
 #include <math.h>
 #include <string.h>
 
@@ -108,7 +109,8 @@ static void masked_block(const masked_state *s, size_t bh, int i0, int rows, flo
     const size_t cap = masked_cap(p) + 32;
     float *sc = fs, *kt = sc + QBLOCK * cap, *vp = kt + (size_t)dk * cap;
     const float *q = s->h.t.q + (bh * nq + i0) * (size_t)dk;
-    const float *k = s->h.t.k + bh * (size_t)nk * dk, *v = s->h.t.v + bh * (size_t)nk * dv;
+    const size_t g = attn_kv_head_of(p, bh);
+    const float *k = s->h.t.k + g * nk * dk, *v = s->h.t.v + g * nk * dv;
     float *o = s->h.t.o + (bh * nq + i0) * (size_t)dv;
     attn_span row[ATTN_MAX_SPANS], rng[ATTN_MAX_SPANS];
 
@@ -236,7 +238,8 @@ static attn_status masked_weights(void *state, float *out)
     for (size_t row = 0; row < rows; row++) {
         const size_t bh = row / (size_t)nq;
         const int i = (int)(row % (size_t)nq), b = (int)(bh / (size_t)p->heads);
-        const float *q = s->h.t.q + row * (size_t)dk, *k = s->h.t.k + bh * (size_t)nk * dk;
+        const float *q = s->h.t.q + row * (size_t)dk;
+        const float *k = s->h.t.k + attn_kv_head_of(p, bh) * (size_t)nk * dk;
         float *w = out + row * (size_t)nk;
         memset(w, 0, (size_t)nk * sizeof(float));
         const int ns = attn_variant_spans(p, b, i, sp);

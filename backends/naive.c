@@ -2,7 +2,8 @@
  * its visible scores, a max-subtracted softmax, the weighted sum of V rows.
  * Each thread materializes one score row (Nk floats). It is the baseline every
  * speedup is quoted against, so it stays simple: no blocking and no hand-written
- * SIMD (the compiler vectorizes what it can at -O3). */
+ * SIMD (the compiler vectorizes what it can at -O3). Grouped K/V heads are
+ * read where they are, never copied. */
 #include <math.h>
 #include <string.h>
 
@@ -52,7 +53,7 @@ static float naive_probs(const attn_problem *p, const attn_tensors *t, size_t ro
     const int i = (int)(row % (size_t)nq);
     const int b = (int)(bh / (size_t)p->heads);
     const float *q = t->q + row * (size_t)dk;
-    const float *k = t->k + bh * (size_t)nk * (size_t)dk;
+    const float *k = t->k + attn_kv_head_of(p, bh) * (size_t)nk * (size_t)dk;
     const int end = *end_out = attn_visible_end(p, b, i);
 
     float m = -INFINITY;
@@ -76,7 +77,7 @@ static void naive_row(const attn_problem *p, const attn_tensors *t, size_t row, 
 {
     const int nk = p->seq_kv, dv = p->d_v;
     const size_t bh = row / (size_t)p->seq_q;
-    const float *v = t->v + bh * (size_t)nk * (size_t)dv;
+    const float *v = t->v + attn_kv_head_of(p, bh) * (size_t)nk * (size_t)dv;
     float *o = t->o + row * (size_t)dv;
     int end;
     const float l = naive_probs(p, t, row, sc, &end);

@@ -15,6 +15,11 @@
  * without padding the tensors are seen as [1,B*H,N,d] (the same memory),
  * and any plan that still lands on a reference implementation is refused
  * (SKIP, with the primitive named) rather than timed as oneDNN's speed.
+ * Grouped K/V heads: the G = H/Hkv query heads of a group are consecutive
+ * in Q and O, so the whole problem is seen as Hkv heads of G*Nq queries
+ * ([B,Hkv,G*Nq,d], the same memory) against [B,Hkv,Nk,d] K and V: each K/V
+ * head is read by one matmul for its whole group, never copied; a causal
+ * mask then has G*Nq rows (query i at rows i, Nq + i, ...).
  * A fully masked row is all -inf, which oneDNN's softmax turns into NaN;
  * run writes zeros over those output rows, as the contract asks.
  *
@@ -98,7 +103,7 @@ static void mask_dims(const attn_problem *p, dnnl_dims_t d)
 {
     d[0] = p->kv_len ? p->batch : 1;
     d[1] = 1;
-    d[2] = p->causal ? p->seq_q : 1;
+    d[2] = p->causal ? (dnnl_dim_t)attn_group(p) * p->seq_q : 1;
     d[3] = p->seq_kv;
 }
 
@@ -208,9 +213,10 @@ static attn_status plan_dims(plan *pl, const attn_problem *p, bool collapse, cha
     memset(pl, 0, sizeof(*pl));
     /* Batch dimensions: only a padding mask needs the batch index. */
     collapse = collapse && !p->kv_len;
-    const dnnl_dim_t B = collapse ? 1 : p->batch,
-                     H = collapse ? (dnnl_dim_t)p->batch * p->heads : p->heads, nq = p->seq_q, nk = p->seq_kv,
-                     dk = p->d_k, dv = p->d_v;
+    const dnnl_dim_t hkv = attn_kv_heads(p);
+    const dnnl_dim_t B = collapse ? 1 : p->batch, H = collapse ? (dnnl_dim_t)p->batch * hkv : hkv,
+                     nq = (dnnl_dim_t)attn_group(p) * p->seq_q, nk = p->seq_kv, dk = p->d_k,
+                     dv = p->d_v;
     const dnnl_dims_t dq = { B, H, nq, dk }, dkt = { B, H, dk, nk }, ds = { B, H, nq, nk },
                       dvv = { B, H, nk, dv }, dout = { B, H, nq, dv };
     dnnl_dims_t dm;
@@ -338,9 +344,10 @@ static void fill_mask(const onednn_state *s)
     mask_dims(p, d);
     float *m = s->maskbuf;
     for (int b = 0; b < (int)d[0]; b++)
-        for (int i = 0; i < (int)d[2]; i++) {
-            /* Without causal the row index does not matter: any row will do. */
-            const int end = attn_visible_end(p, b, p->causal ? i : p->seq_q - 1);
+        for (int r = 0; r < (int)d[2]; r++) {
+            /* Row r is query r % Nq of a group's head; without causal the
+             * row does not matter: any will do. */
+            const int end = attn_visible_end(p, b, p->causal ? r % p->seq_q : p->seq_q - 1);
             for (int j = 0; j < p->seq_kv; j++)
                 *m++ = j < end ? 0.0f : -INFINITY;
         }
@@ -452,7 +459,7 @@ static bool masked_nonfinite(const onednn_state *s, const float *x, int d, int b
 {
     const attn_problem *p = &s->h.p;
     const int lo = attn_visible_end(p, b, 0);
-    const size_t bh = (size_t)b * p->heads + h;
+    const size_t bh = attn_kv_head(p, b, h);
     return lo < p->seq_kv &&
            !attn_rows_finite(x + (bh * p->seq_kv + lo) * d, (size_t)(p->seq_kv - lo), (size_t)d);
 }
@@ -474,7 +481,8 @@ static void masked_rows_pv(const onednn_state *s, int b, int h)
     const attn_problem *p = &s->h.p;
     const int nk = p->seq_kv, dv = p->d_v;
     const size_t bh = (size_t)b * p->heads + h;
-    const float *pr = s->scores + bh * p->seq_q * nk, *v = s->h.t.v + bh * nk * dv;
+    const float *pr = s->scores + bh * p->seq_q * nk;
+    const float *v = s->h.t.v + attn_kv_head(p, b, h) * nk * dv;
     for (int i = 0; i < p->seq_q; i++) {
         const int end = attn_visible_end(p, b, i);
         if (end == nk)
@@ -503,8 +511,9 @@ static attn_status onednn_run(void *state)
     };
     const attn_problem *p = &s->h.p;
     bool kbad = false, vbad = false;
+    /* Once per K/V head: the first query head of each group reads it. */
     for (int b = 0; s->pl.masked && b < p->batch; b++)
-        for (int h = 0; h < p->heads; h++) {
+        for (int h = 0; h < p->heads; h += attn_group(p)) {
             kbad |= masked_nonfinite(s, s->h.t.k, p->d_k, b, h);
             vbad |= masked_nonfinite(s, s->h.t.v, p->d_v, b, h);
         }

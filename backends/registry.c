@@ -69,6 +69,12 @@ attn_status attn_backend_supports(const attn_backend *be, const attn_problem *p,
                  (int)be->kind, (int)p->kind);
         return ATTN_EINVAL;
     }
+    const int hkv = attn_kv_heads(p);
+    if (hkv < 1 || hkv > p->heads || p->heads % hkv) {
+        snprintf(why, len, "%s: %d K/V heads do not divide %d query heads", be->name, hkv,
+                 p->heads);
+        return ATTN_EINVAL;
+    }
     if (be->supports)
         return be->supports(p, cfg, why, len);
     return ATTN_OK;

@@ -170,9 +170,12 @@ static void case_init(attn_result *r, const attn_backend *be, const attn_problem
     r->p = *p;
     r->flops = attn_problem_flops(p);
     r->flops_dense = attn_problem_flops_dense(p);
+    r->bytes = attn_problem_bytes(p);
     attn_sizes sz;
-    if (attn_problem_sizes(p, &sz))
+    if (attn_problem_sizes(p, &sz)) {
         r->score_bytes = sz.scores;
+        r->kv_bytes = (sz.k + sz.v) * sizeof(float);
+    }
     attn_case_name(r->name, sizeof(r->name), be->name, p, s);
     attn_repro(r->repro, sizeof(r->repro), prog, be->name, p, s);
 }
@@ -201,7 +204,8 @@ void attn_case_run(attn_result *r, const attn_backend *be, const attn_problem *p
     r->ref_total = ref->total_rows;
 
     const attn_config plan = { .threads = s->threads, .tile_q = s->tile_q,
-                               .tile_kv = s->tile_kv, .device = s->device, .isa = s->isa };
+                               .tile_kv = s->tile_kv, .device = s->device, .isa = s->isa,
+                               .splits = s->splits };
     attn_status st = attn_backend_usable(be, r->why, sizeof(r->why));
     if (st == ATTN_OK)
         st = attn_backend_supports(be, p, &plan, r->why, sizeof(r->why));

@@ -14,7 +14,7 @@
 enum {
     MAX_BATCH = 65536, MAX_HEADS = 4096, MAX_SEQ = 1 << 24, MAX_DIM = 4096,
     MAX_THREADS = 1024, MAX_WARMUP = 1000, MAX_LIST = 4096, MAX_TILE = 4096,
-    MAX_DEVICE = 255,
+    MAX_DEVICE = 255, MAX_SPLITS = 1024,
 };
 
 typedef enum opt_id {
@@ -23,7 +23,7 @@ typedef enum opt_id {
     O_MAX_MEM, O_TILE, O_DEVICE, O_WINDOW, O_GLOBALS, O_RANDOM_BLOCKS, O_BLOCK,
     O_FEATURES, O_PROJ, O_CSV, O_JSON, O_RESUME, O_PEAK, O_LIST, O_HELP, O_VERSION,
     O_INPUTS, O_DUMP_OUTPUT, O_DUMP_WEIGHTS, O_CASE_TIMEOUT, O_ISA, O_DUMP_INPUTS,
-    O_CHECK_OUTPUT, O_PEER, O_PEER_TIMES, O_PEER_SKIP,
+    O_CHECK_OUTPUT, O_PEER, O_PEER_TIMES, O_PEER_SKIP, O_KV_HEADS, O_SPLITS,
 } opt_id;
 
 #define ARG_NONE ATTN_ARG_NONE
@@ -53,7 +53,8 @@ static const attn_option options[] = {
     { "case-timeout", O_CASE_TIMEOUT, ARG_REQUIRED }, { "isa", O_ISA, ARG_REQUIRED },
     { "dump-inputs", O_DUMP_INPUTS, ARG_REQUIRED }, { "check-output", O_CHECK_OUTPUT, ARG_REQUIRED },
     { "peer", O_PEER, ARG_REQUIRED },         { "peer-times", O_PEER_TIMES, ARG_REQUIRED },
-    { "peer-skip", O_PEER_SKIP, ARG_REQUIRED },
+    { "peer-skip", O_PEER_SKIP, ARG_REQUIRED }, { "kv-heads", O_KV_HEADS, ARG_REQUIRED },
+    { "splits", O_SPLITS, ARG_REQUIRED },
 };
 
 int attn_error(int code, const char *fmt, ...)
@@ -383,6 +384,19 @@ static int apply(void *ctx, int opt, const char *name, const char *val)
     case O_TILE:    return parse_tile(val, &o->setup.tile_q, &o->setup.tile_kv);
     case O_DEVICE:  return attn_opt_int(name, val, 0, MAX_DEVICE, &o->setup.device);
     case O_ISA:     return parse_isa(val, &o->setup.isa);
+    case O_KV_HEADS: return attn_parse_list(name, val, 1, MAX_HEADS, &o->kv_heads);
+    case O_SPLITS: {
+        long v;
+        if (!strcmp(val, "auto")) {
+            o->setup.splits = 0;
+            return -1;
+        }
+        if (!parse_long(val, 1, MAX_SPLITS, &v))
+            return usage_error("--splits: '%s' is not 'auto' or an integer in [1, %d]", val,
+                               MAX_SPLITS);
+        o->setup.splits = (int)v;
+        return -1;
+    }
     case O_WINDOW:  return attn_opt_int(name, val, 0, MAX_SEQ, &o->var.window);
     case O_GLOBALS: return attn_opt_int(name, val, 0, MAX_SEQ, &o->var.globals);
     case O_RANDOM_BLOCKS:
@@ -498,6 +512,12 @@ static int finish(attn_opts *o)
     if (o->peer && (o->json || o->explicit_backends))
         return usage_error("--check-output reports one peer's row: no --backend, and --csv "
                            "rather than --json");
+    for (size_t g = 0; g < o->kv_heads.n; g++)
+        for (size_t h = 0; h < o->heads.n; h++)
+            if (o->kv_heads.v[g] > o->heads.v[h] || o->heads.v[h] % o->kv_heads.v[g])
+                return usage_error("--kv-heads: %d does not divide --heads %d (K/V heads must "
+                                   "divide the query heads: query head h reads K/V head "
+                                   "h / (H/Hkv))", o->kv_heads.v[g], o->heads.v[h]);
     if (o->kv_len) {
         if (o->nkv > 1 && (o->batch.n != 1 || o->batch.v[0] != o->nkv))
             return usage_error("--kv-len: %d values for --batch %s%d (give one per batch item, "
@@ -584,7 +604,8 @@ int attn_cli_parse(attn_opts *o, int argc, char **argv)
 
 void attn_cli_free(attn_opts *o)
 {
-    attn_list *lists[] = { &o->batch, &o->heads, &o->seq, &o->seq_kv, &o->dk, &o->dv };
+    attn_list *lists[] = { &o->batch, &o->heads, &o->kv_heads, &o->seq, &o->seq_kv, &o->dk,
+                           &o->dv };
     for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
         free(lists[i]->v);
         *lists[i] = (attn_list){ 0 };
@@ -610,6 +631,9 @@ void attn_cli_usage(FILE *f, const char *prog)
 "  --backend=NAME[,NAME...]  backends to run, or 'all' (default: every available one)\n"
 "  --batch SIZES    batch size, 1..%d (default 1)\n"
 "  --heads SIZES    heads, 1..%d (default 8)\n"
+"  --kv-heads SIZES K/V heads Hkv, each dividing every --heads value (default: the\n"
+"                   case's heads); query head h reads K/V head h / (H/Hkv): 1 is\n"
+"                   multi-query, between 1 and H grouped-query attention\n"
 "  --seq SIZES      query length Nq, 1..%d (default 1024)\n"
 "  --seq-kv SIZES   key/value length Nk (default: the case's Nq)\n"
 "  --dk SIZES       query/key width, 1..%d (default 64)\n"
@@ -639,6 +663,10 @@ void attn_cli_usage(FILE *f, const char *prog)
 "                   cases run in this process)\n"
 "  --tile BRxBC     query x key block sizes for the tiled backend, for experiments\n"
 "                   (default: chosen from d and the L1 cache)\n"
+"  --splits N       tiled: split each query block's keys into N chunks computed in\n"
+"                   parallel and merged exactly (split-KV, flash-decoding); 1: never\n"
+"                   split (default auto: split when there are too few work items to\n"
+"                   fill the cores, as in decoding)\n"
 "  --isa ISA        the SIMD kernels of the backends built on them (tiled, blas's\n"
 "                   softmax, local, sparse, linear, performer, linformer): c, avx2,\n"
 "                   avx512, or auto (default: the widest this CPU runs)\n",

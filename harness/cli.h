@@ -25,7 +25,8 @@ typedef struct attn_list {
 enum { ATTN_CAUSAL_NO = 1u << 0, ATTN_CAUSAL_YES = 1u << 1 };
 
 typedef struct attn_opts {
-    attn_list batch, heads, seq, seq_kv, dk, dv;  /* seq_kv, dv empty: follow seq, dk */
+    attn_list batch, heads, kv_heads, seq, seq_kv, dk, dv;  /* kv_heads, seq_kv, dv empty:
+                                                               follow heads, seq, dk */
     unsigned causal;            /* ATTN_CAUSAL_* bits: which of the two to run */
     float scale;
     bool scale_set;

@@ -14,13 +14,14 @@
 #include "variant.h"
 
 static const char header[] =
-    "schema,key,backend,verdict,reason,batch,heads,seq_q,seq_kv,d_k,d_v,causal,kv_len,scale,"
-    "fill,seed,threads,kind,window,globals,random_blocks,block,features,proj,"
+    "schema,key,backend,verdict,reason,batch,heads,kv_heads,seq_q,seq_kv,d_k,d_v,causal,kv_len,"
+    "scale,fill,seed,threads,splits,kind,window,globals,random_blocks,block,features,proj,"
     "rows_checked,rows_total,max_abs,max_rel,nmse,tol,approx_max_abs,approx_nmse,reps,iterations,"
     "real_median_s,real_min_s,real_mean_s,real_stddev_s,real_cv,cpu_median_s,cpu_mean_s,"
     "device_median_s,device_min_s,device_cv,upload_s,download_s,"
-    "flops,flops_dense,gflops,gflops_dense,peak_gflops,pct_peak,workspace_bytes,"
-    "workspace_predicted_bytes,rss_peak_bytes,device_bytes,score_matrix_bytes,device,repro";
+"flops,flops_dense,gflops,gflops_dense,peak_gflops,pct_peak,bytes,gbs,peak_gbs,pct_bw,"
+    "workspace_bytes,"
+    "workspace_predicted_bytes,rss_peak_bytes,device_bytes,score_matrix_bytes,kv_bytes,device,repro";
 
 #define fail(...) attn_error(ATTN_EXIT_USAGE, __VA_ARGS__)
 
@@ -161,7 +162,7 @@ void attn_csv_bytes(attn_csv_row *l, bool known, uint64_t v)
         attn_csv_put(l, ",");
 }
 
-int attn_csv_append(attn_csv *c, const attn_result *r, const attn_setup *s, double peak_gflops)
+int attn_csv_append(attn_csv *c, const attn_result *r, const attn_setup *s, const attn_peak *peak)
 {
     const attn_problem *p = &r->p;
     const attn_timing *t = &r->timing;
@@ -171,12 +172,13 @@ int attn_csv_append(attn_csv *c, const attn_result *r, const attn_setup *s, doub
     attn_csv_row l = { .at = 0 };
     attn_csv_put(&l, "%d,%s,%s,%s", ATTN_CSV_SCHEMA, key, r->be->name, attn_verdict_str(r->verdict));
     attn_csv_text(&l, r->why);
-    attn_csv_put(&l, ",%d,%d,%d,%d,%d,%d,%d,", p->batch, p->heads, p->seq_q, p->seq_kv, p->d_k, p->d_v,
-        p->causal ? 1 : 0);
+    attn_csv_put(&l, ",%d,%d,%d,%d,%d,%d,%d,%d,", p->batch, p->heads, attn_kv_heads(p), p->seq_q,
+        p->seq_kv, p->d_k, p->d_v, p->causal ? 1 : 0);
     for (int b = 0; p->kv_len && b < p->batch; b++)
         attn_csv_put(&l, "%s%d", b ? ";" : "", p->kv_len[b]);
     attn_csv_put(&l, ",%.9g,%s,%llu,%d", p->scale, attn_setup_fill_name(s), (unsigned long long)s->seed,
         s->threads);
+    attn_csv_num(&l, s->splits > 0, s->splits);
     const attn_kind kind = r->be->kind;
     attn_csv_put(&l, ",%s", attn_kind_name(kind));
     const bool win = kind == ATTN_KIND_LOCAL || kind == ATTN_KIND_SPARSE;
@@ -213,14 +215,18 @@ int attn_csv_append(attn_csv *c, const attn_result *r, const attn_setup *s, doub
     attn_csv_put(&l, ",%.17g,%.17g", r->flops, r->flops_dense);
     attn_csv_num(&l, timed, r->flops / t->real_stats.median * 1e-9);
     attn_csv_num(&l, timed, r->flops_dense / t->real_stats.median * 1e-9);
-    attn_csv_num(&l, peak_gflops > 0, peak_gflops);
-    attn_csv_num(&l, timed && peak_gflops > 0, 100.0 * r->flops / t->real_stats.median * 1e-9 / peak_gflops);
+    attn_csv_num(&l, peak, peak ? peak->fma_t : 0);
+    attn_csv_num(&l, timed && peak, peak ? 100.0 * r->flops / t->real_stats.median * 1e-9 / peak->fma_t : 0);
+    attn_csv_put(&l, ",%.17g", r->bytes);
+    attn_csv_num(&l, timed, r->bytes / t->real_stats.median * 1e-9);
+    attn_csv_num(&l, peak, peak ? peak->triad : 0);
+    attn_csv_num(&l, timed && peak, peak ? 100.0 * r->bytes / t->real_stats.median * 1e-9 / peak->triad : 0);
     const bool ran = attn_verdict_ran(r->verdict);
     attn_csv_bytes(&l, ran && !r->ws_unknown, r->ws_peak);
     attn_csv_bytes(&l, r->ws_predicted > 0, r->ws_predicted);
     attn_csv_bytes(&l, ran && r->rss_known, r->rss_peak);
     attn_csv_bytes(&l, r->device_known, r->device_bytes);
-    attn_csv_put(&l, ",%zu", r->score_bytes);
+    attn_csv_put(&l, ",%zu,%zu", r->score_bytes, r->kv_bytes);
     attn_csv_text(&l, r->device[0] ? r->device : "host");
     attn_csv_text(&l, r->repro);
     attn_csv_put(&l, "\n");

@@ -4,8 +4,9 @@
 #define ATTN_CSV_H
 
 #include "case.h"
+#include "peak.h"
 
-#define ATTN_CSV_SCHEMA 3
+#define ATTN_CSV_SCHEMA 4
 
 typedef struct attn_csv {
     int fd;
@@ -21,7 +22,8 @@ typedef struct attn_csv {
 int attn_csv_open(attn_csv *c, const char *path, bool resume);
 bool attn_csv_has(const attn_csv *c, const char *key);
 /* Returns -1 on success, else ATTN_EXIT_ERROR after one line on stderr. */
-int attn_csv_append(attn_csv *c, const attn_result *r, const attn_setup *s, double peak_gflops);
+/* peak: the machine's measured peak, NULL when unknown. */
+int attn_csv_append(attn_csv *c, const attn_result *r, const attn_setup *s, const attn_peak *peak);
 void attn_csv_close(attn_csv *c);
 
 /* One CSV row being built, for this file and attnbench arch's: each field

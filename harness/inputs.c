@@ -23,7 +23,7 @@ static attn_status read_npy(const char *dir, const char *name, const size_t want
         attn_npy_shape_str(a.shape, a.ndim, got, sizeof(got));
         attn_npy_shape_str(want, 4, need, sizeof(need));
         snprintf(why, len, "%s has shape %s, the case needs %s ([B,H,N,d]: set --batch, "
-                 "--heads, --seq, --seq-kv, --dk, --dv to match)", path, got, need);
+                 "--heads, --kv-heads, --seq, --seq-kv, --dk, --dv to match)", path, got, need);
         attn_npy_free(&a);
         return ATTN_EINVAL;
     }
@@ -49,11 +49,11 @@ attn_status attn_inputs_make(attn_inputs *in, const attn_problem *p, const attn_
         snprintf(why, len, "out of memory for the inputs");
         st = ATTN_ENOMEM;
     } else if (s->inputs) {
-        const size_t b = (size_t)p->batch, h = (size_t)p->heads;
+        const size_t b = (size_t)p->batch, h = (size_t)p->heads, hkv = (size_t)attn_kv_heads(p);
         const size_t want[3][4] = {
             { b, h, (size_t)p->seq_q, (size_t)p->d_k },
-            { b, h, (size_t)p->seq_kv, (size_t)p->d_k },
-            { b, h, (size_t)p->seq_kv, (size_t)p->d_v },
+            { b, hkv, (size_t)p->seq_kv, (size_t)p->d_k },
+            { b, hkv, (size_t)p->seq_kv, (size_t)p->d_v },
         };
         st = read_npy(s->inputs, "q", want[0], in->q, why, len);
         if (st == ATTN_OK)

@@ -113,10 +113,14 @@ static void counters(FILE *f, const void *ctx, double seconds)
     if (seconds > 0) {
         attn_json_field_num(f, "GFLOPS", r->flops / seconds * 1e-9);
         attn_json_field_num(f, "GFLOPS_dense", r->flops_dense / seconds * 1e-9);
-        if (m->peak_known)
+        attn_json_field_num(f, "GBps", r->bytes / seconds * 1e-9);
+        if (m->peak_known) {
             attn_json_field_num(f, "pct_peak", 100.0 * r->flops / seconds * 1e-9 / m->peak.fma_t);
+            attn_json_field_num(f, "pct_bw", 100.0 * r->bytes / seconds * 1e-9 / m->peak.triad);
+        }
     }
     attn_json_field_num(f, "flops", r->flops);
+    attn_json_field_num(f, "bytes", r->bytes);
     if (!r->ws_unknown)
         attn_json_field_num(f, "workspace_bytes", (double)r->ws_peak);
     if (r->rss_known)
@@ -128,6 +132,7 @@ static void counters(FILE *f, const void *ctx, double seconds)
         attn_json_field_num(f, "download_us", r->download_s * 1e6);
     }
     attn_json_field_num(f, "score_matrix_bytes", (double)r->score_bytes);
+    attn_json_field_num(f, "kv_bytes", (double)r->kv_bytes);
     if (r->approx_known) {
         attn_json_field_num(f, "approx_max_abs", r->approx_max_abs);
         attn_json_field_num(f, "approx_nmse", r->approx_nmse);

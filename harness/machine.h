@@ -44,4 +44,10 @@ const char *attn_git_revision(void);
 /* A few "# " free lines for the human report. */
 void attn_machine_print(FILE *f, const attn_machine *m);
 
+/* The measured peak, or NULL when none is kept for this CPU and thread count. */
+static inline const attn_peak *attn_machine_peak(const attn_machine *m)
+{
+    return m->peak_known ? &m->peak : NULL;
+}
+
 #endif

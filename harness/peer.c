@@ -37,11 +37,11 @@ int attn_peer_dump_inputs(const attn_opts *o)
         return attn_error(st == ATTN_EINVAL ? ATTN_EXIT_USAGE : ATTN_EXIT_TOO_LARGE,
                           "--dump-inputs: %s", why);
     }
-    const size_t b = (size_t)p.batch, h = (size_t)p.heads;
+    const size_t b = (size_t)p.batch, h = (size_t)p.heads, hkv = (size_t)attn_kv_heads(&p);
     const struct { const char *name; const float *x; size_t shape[4]; } t[3] = {
         { "q", in.q, { b, h, (size_t)p.seq_q, (size_t)p.d_k } },
-        { "k", in.k, { b, h, (size_t)p.seq_kv, (size_t)p.d_k } },
-        { "v", in.v, { b, h, (size_t)p.seq_kv, (size_t)p.d_v } },
+        { "k", in.k, { b, hkv, (size_t)p.seq_kv, (size_t)p.d_k } },
+        { "v", in.v, { b, hkv, (size_t)p.seq_kv, (size_t)p.d_v } },
     };
     rc = ATTN_EXIT_OK;
     for (int i = 0; i < 3 && rc == ATTN_EXIT_OK; i++) {
@@ -166,7 +166,7 @@ int attn_peer_check(const attn_opts *o, const attn_machine *m)
     } else if ((rc = check(o, &p, r)) < 0 && attn_verdict_ok(r->verdict) && o->peer_times) {
         rc = read_times(o->peer_times, r);
     }
-    const double peak = m->peak_known ? m->peak.fma_t : 0.0;
+    const attn_peak *peak = attn_machine_peak(m);
     attn_csv csv = { .fd = -1 };
     char key[512];
     attn_case_key(key, sizeof(key), peer.name, &p, &o->setup);

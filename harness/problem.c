@@ -1,6 +1,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "problem.h"
@@ -37,11 +38,11 @@ static bool count(size_t *out, size_t a, size_t b, size_t c, size_t d)
 
 bool attn_problem_sizes(const attn_problem *p, attn_sizes *s)
 {
-    const size_t b = (size_t)p->batch, h = (size_t)p->heads;
+    const size_t b = (size_t)p->batch, h = (size_t)p->heads, hkv = (size_t)attn_kv_heads(p);
     size_t in;
     if (!count(&s->q, b, h, (size_t)p->seq_q, (size_t)p->d_k) ||
-        !count(&s->k, b, h, (size_t)p->seq_kv, (size_t)p->d_k) ||
-        !count(&s->v, b, h, (size_t)p->seq_kv, (size_t)p->d_v) ||
+        !count(&s->k, b, hkv, (size_t)p->seq_kv, (size_t)p->d_k) ||
+        !count(&s->v, b, hkv, (size_t)p->seq_kv, (size_t)p->d_v) ||
         !count(&s->o, b, h, (size_t)p->seq_q, (size_t)p->d_v) ||
         !count(&s->rows, b, h, (size_t)p->seq_q, 1) ||
         !count(&s->scores, b, h, (size_t)p->seq_q, (size_t)p->seq_kv) ||
@@ -108,6 +109,44 @@ double attn_problem_flops_dense(const attn_problem *p)
     return 2.0 * (p->d_k + p->d_v) * (double)p->batch * p->heads * (double)p->seq_q * p->seq_kv;
 }
 
+/* Keys of batch item b that some query sees: the prefix of the last query
+ * under the dense masks; the union of the rows' intervals for local and
+ * sparse (counted on a map of the keys); every valid key for linformer. */
+static double keys_read(const attn_problem *p, int b, unsigned char *map)
+{
+    if (p->kind == ATTN_KIND_LINFORMER)
+        return p->kv_len ? p->kv_len[b] : p->seq_kv;
+    if (p->kind != ATTN_KIND_LOCAL && p->kind != ATTN_KIND_SPARSE)
+        return p->seq_q ? attn_visible_end(p, b, p->seq_q - 1) : 0;
+    if (!map)
+        return p->seq_kv;   /* no memory for the map: an upper bound */
+    memset(map, 0, (size_t)p->seq_kv);
+    attn_span sp[ATTN_MAX_SPANS];
+    for (int i = 0; i < p->seq_q; i++) {
+        const int n = attn_variant_spans(p, b, i, sp);
+        for (int x = 0; x < n; x++)
+            memset(map + sp[x].lo, 1, (size_t)(sp[x].hi - sp[x].lo));
+    }
+    double keys = 0;
+    for (int j = 0; j < p->seq_kv; j++)
+        keys += map[j];
+    return keys;
+}
+
+double attn_problem_bytes(const attn_problem *p)
+{
+    const double w = sizeof(float);
+    unsigned char *map = NULL;
+    if (p->kind == ATTN_KIND_LOCAL || p->kind == ATTN_KIND_SPARSE)
+        map = malloc((size_t)p->seq_kv + 1);
+    double keys = 0;
+    for (int b = 0; b < p->batch; b++)
+        keys += keys_read(p, b, map);
+    free(map);
+    const double queries = (double)p->batch * p->heads * p->seq_q;
+    return w * (queries * (p->d_k + p->d_v) + keys * attn_kv_heads(p) * (p->d_k + p->d_v));
+}
+
 /* Appends to buf like snprintf, never past len; returns the new end. */
 __attribute__((format(printf, 4, 5)))
 static size_t cat(char *buf, size_t len, size_t at, const char *fmt, ...)
@@ -159,8 +198,10 @@ static bool default_scale(const attn_problem *p)
 
 void attn_problem_describe(const attn_problem *p, char *buf, size_t len)
 {
-    size_t at = cat(buf, len, 0, "B=%d H=%d Nq=%d Nk=%d dk=%d dv=%d", p->batch, p->heads,
-                    p->seq_q, p->seq_kv, p->d_k, p->d_v);
+    size_t at = cat(buf, len, 0, "B=%d H=%d", p->batch, p->heads);
+    if (attn_kv_heads(p) != p->heads)
+        at = cat(buf, len, at, " Hkv=%d", attn_kv_heads(p));
+    at = cat(buf, len, at, " Nq=%d Nk=%d dk=%d dv=%d", p->seq_q, p->seq_kv, p->d_k, p->d_v);
     if (!default_scale(p))
         at = cat(buf, len, at, " scale=%.9g", p->scale);
     if (p->causal)
@@ -174,6 +215,8 @@ void attn_repro(char *buf, size_t len, const char *prog, const char *backend,
     size_t at = cat(buf, len, 0,
                     "%s --backend=%s --batch %d --heads %d --seq %d --seq-kv %d --dk %d --dv %d",
                     prog, backend, p->batch, p->heads, p->seq_q, p->seq_kv, p->d_k, p->d_v);
+    if (attn_kv_heads(p) != p->heads)
+        at = cat(buf, len, at, " --kv-heads %d", attn_kv_heads(p));
     if (!default_scale(p))
         at = cat(buf, len, at, " --scale %.9g", p->scale);
     if (p->causal)
@@ -185,6 +228,8 @@ void attn_repro(char *buf, size_t len, const char *prog, const char *backend,
         at = cat(buf, len, at, " --fill %s", attn_fill_name(s->fill));
     if (s->tile_q)
         at = cat(buf, len, at, " --tile %dx%d", s->tile_q, s->tile_kv);
+    if (s->splits)
+        at = cat(buf, len, at, " --splits %d", s->splits);
     if (s->device >= 0)
         at = cat(buf, len, at, " --device %d", s->device);
     if (s->isa != ATTN_ISA_AUTO)
@@ -202,6 +247,8 @@ void attn_case_name(char *buf, size_t len, const char *backend, const attn_probl
 {
     size_t at = cat(buf, len, 0, "attn/%s/b:%d/h:%d/sq:%d/skv:%d/dk:%d/dv:%d/causal:%d", backend,
                     p->batch, p->heads, p->seq_q, p->seq_kv, p->d_k, p->d_v, p->causal ? 1 : 0);
+    if (attn_kv_heads(p) != p->heads)
+        at = cat(buf, len, at, "/hkv:%d", attn_kv_heads(p));
     at = cat_kv_len(buf, len, at, p, "/kv:", ".");
     if (!default_scale(p))
         at = cat(buf, len, at, "/scale:%.9g", p->scale);
@@ -209,6 +256,8 @@ void attn_case_name(char *buf, size_t len, const char *backend, const attn_probl
         at = cat(buf, len, at, "/fill:%s", attn_setup_fill_name(s));
     if (s->tile_q)
         at = cat(buf, len, at, "/tile:%dx%d", s->tile_q, s->tile_kv);
+    if (s->splits)
+        at = cat(buf, len, at, "/splits:%d", s->splits);
     if (s->device >= 0)
         at = cat(buf, len, at, "/device:%d", s->device);
     if (s->isa != ATTN_ISA_AUTO)

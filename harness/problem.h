@@ -25,6 +25,7 @@ typedef struct attn_setup {
     attn_timer_opts timer;  /* timer.reps == 0: check only, no timing */
     uint64_t max_mem;       /* bytes a case may take; 0: no limit beyond MemAvailable */
     int tile_q, tile_kv;    /* --tile; 0: each backend's own choice */
+    int splits;             /* --splits: tiled's split-KV chunks; 0: its own choice */
     int device;             /* --device; -1: each device backend's own choice */
     attn_isa isa;           /* --isa: the host backends' kernels; ATTN_ISA_AUTO: the widest */
     const char *inputs;        /* --inputs DIR: Q, K, V from .npy files instead of the fill */
@@ -38,7 +39,7 @@ typedef struct attn_setup {
 const char *attn_setup_fill_name(const attn_setup *s);
 
 typedef struct attn_sizes {
-    size_t q, k, v, o;      /* elements */
+    size_t q, k, v, o;      /* elements; K and V have Hkv heads */
     size_t rows;            /* B*H*Nq query rows */
     size_t inputs;          /* bytes of Q, K, V */
     size_t output;          /* bytes of O */
@@ -60,12 +61,19 @@ double attn_problem_flops(const attn_problem *p);
 /* The same for every score entry, masked or not: the dense-formula count. */
 double attn_problem_flops_dense(const attn_problem *p);
 
+/* The bytes any implementation must move at the least, at their storage
+ * width (fp32): Q and O whole, and of K and V the rows some query of the
+ * batch item sees (each K/V head once, however many query heads share it).
+ * Decoding is bound by these, not by the FLOPs. */
+double attn_problem_bytes(const attn_problem *p);
+
 /* "attn/naive/b:1/h:8/sq:4096/skv:4096/dk:64/dv:64/causal:0", then
- * "/kv:3.5" with padding, "/scale:S" off the default, "/fill:extreme". */
+ * "/hkv:2" with grouped K/V heads, "/kv:3.5" with padding, "/scale:S" off
+ * the default, "/fill:extreme", "/splits:N" and the other settings. */
 void attn_case_name(char *buf, size_t len, const char *backend, const attn_problem *p,
                     const attn_setup *s);
 
-/* "B=1 H=8 Nq=1024 Nk=1024 dk=64 dv=64 causal kv_len=3,5" */
+/* "B=1 H=8 Hkv=2 Nq=1024 Nk=1024 dk=64 dv=64 causal kv_len=3,5" (Hkv when not H) */
 void attn_problem_describe(const attn_problem *p, char *buf, size_t len);
 
 /* The exact command line that reruns this case alone. */

@@ -22,6 +22,15 @@ static bool visible(const attn_problem *p, int b, int i, int j)
     return true;
 }
 
+/* The K/V head query head bh = b*H + h reads: b*Hkv + h / (H/Hkv), written
+ * out here rather than taken from backend.h, like the mask above. */
+static size_t kv_of(const attn_problem *p, size_t bh)
+{
+    const size_t hkv = p->kv_heads > 0 ? (size_t)p->kv_heads : (size_t)p->heads;
+    const size_t b = bh / (size_t)p->heads, h = bh % (size_t)p->heads;
+    return b * hkv + h / ((size_t)p->heads / hkv);
+}
+
 size_t attn_ref_plan_rows(const attn_problem *p, long want)
 {
     const size_t total = (size_t)p->batch * p->heads * p->seq_q;
@@ -90,8 +99,8 @@ static double ref_row(const attn_problem *p, const attn_tensors *in, size_t row,
     const size_t bh = row / (size_t)nq;
     const int i = (int)(row % (size_t)nq), b = (int)(bh / (size_t)p->heads);
     const float *q = in->q + row * (size_t)dk;
-    const float *k = in->k + bh * (size_t)nk * dk;
-    const float *v = in->v + bh * (size_t)nk * dv;
+    const float *k = in->k + kv_of(p, bh) * (size_t)nk * dk;
+    const float *v = in->v + kv_of(p, bh) * (size_t)nk * dv;
 
     int blocks[ATTN_MAX_RANDOM_BLOCKS], nb = 0;
     if (p->kind == ATTN_KIND_SPARSE && p->var.random_blocks > 0)
@@ -164,7 +173,8 @@ attn_status attn_ref_compute(attn_ref *r, const attn_problem *p_any, const attn_
     }
     pick_rows(r->rows, r->nrows, r->total_rows, seed);
 
-    const size_t nv = (size_t)p->batch * p->heads * p->seq_kv * p->d_v;
+    const size_t hkv = p->kv_heads > 0 ? (size_t)p->kv_heads : (size_t)p->heads;
+    const size_t nv = (size_t)p->batch * hkv * p->seq_kv * p->d_v;
     double max_v = 0.0, max_logit = 0.0;
     for (size_t e = 0; e < nv; e++) {
         if (!isfinite(in->v[e]))
@@ -173,7 +183,7 @@ attn_status attn_ref_compute(attn_ref *r, const attn_problem *p_any, const attn_
             max_v = fabs((double)in->v[e]);
     }
     const size_t nq_all = (size_t)p->batch * p->heads * p->seq_q * p->d_k;
-    const size_t nk_all = (size_t)p->batch * p->heads * p->seq_kv * p->d_k;
+    const size_t nk_all = (size_t)p->batch * hkv * p->seq_kv * p->d_k;
     for (size_t e = 0; e < nq_all; e++)
         r->nonfinite_inputs += !isfinite(in->q[e]);
     for (size_t e = 0; e < nk_all; e++)
@@ -238,7 +248,8 @@ static void prep_head(const attn_problem *p, const attn_tensors *in, const doubl
                       head_prep *hp)
 {
     const int nk = p->seq_kv, dk = p->d_k, dv = p->d_v, b = (int)(bh / (size_t)p->heads);
-    const float *k = in->k + bh * (size_t)nk * dk, *v = in->v + bh * (size_t)nk * dv;
+    const float *k = in->k + kv_of(p, bh) * (size_t)nk * dk;
+    const float *v = in->v + kv_of(p, bh) * (size_t)nk * dv;
     if (p->kind == ATTN_KIND_LINEAR) {
         for (size_t e = 0; e < (size_t)nk * dk; e++)
             hp->a[e] = elu1((double)k[e]);
@@ -274,7 +285,7 @@ static double variant_row(const attn_problem *p, const attn_tensors *in, const d
     const size_t bh = row / (size_t)nq;
     const int i = (int)(row % (size_t)nq), b = (int)(bh / (size_t)p->heads);
     const float *q = in->q + row * (size_t)dk;
-    const float *v = in->v + bh * (size_t)nk * dv;
+    const float *v = in->v + kv_of(p, bh) * (size_t)nk * dv;
     for (int c = 0; c < dv; c++)
         o[c] = 0.0;
 

@@ -45,22 +45,27 @@ static void format_time(char *buf, size_t len, double s)
 
 void attn_report_row_header(FILE *f)
 {
-    fprintf(f, "%-14s %-8s %12s %7s %10s %6s %9s %11s %11s\n", "backend", "verdict", "median",
-            "cv", "GFLOP/s", "%peak", "vs naive", "workspace", "peak RSS");
+    fprintf(f, "%-14s %-8s %12s %7s %10s %6s %8s %5s %9s %11s %11s\n", "backend", "verdict",
+            "median", "cv", "GFLOP/s", "%peak", "GB/s", "%bw", "vs naive", "workspace",
+            "peak RSS");
 }
 
-void attn_report_row(FILE *f, const attn_result *r, double naive, double peak)
+void attn_report_row(FILE *f, const attn_result *r, double naive, const attn_peak *peak)
 {
     char med[32] = "-", cv[32] = "-", gf[32] = "-", pk[32] = "-", sp[32] = "-", ws[32] = "-",
-         rss[32] = "-";
+         rss[32] = "-", gb[32] = "-", bw[32] = "-";
     const attn_timing *t = &r->timing;
     if (attn_verdict_ok(r->verdict) && t->reps) {
         const double gflops = r->flops / t->real_stats.median * 1e-9;
+        const double gbs = r->bytes / t->real_stats.median * 1e-9;
         format_time(med, sizeof(med), t->real_stats.median);
         snprintf(cv, sizeof(cv), "%.1f%%", 100.0 * t->real_stats.cv);
         snprintf(gf, sizeof(gf), "%.2f", gflops);
-        if (peak > 0)
-            snprintf(pk, sizeof(pk), "%.1f", 100.0 * gflops / peak);
+        snprintf(gb, sizeof(gb), "%.2f", gbs);
+        if (peak) {
+            snprintf(pk, sizeof(pk), "%.1f", 100.0 * gflops / peak->fma_t);
+            snprintf(bw, sizeof(bw), "%.0f", 100.0 * gbs / peak->triad);
+        }
         if (naive > 0)
             snprintf(sp, sizeof(sp), "%.2fx", naive / t->real_stats.median);
     }
@@ -72,8 +77,8 @@ void attn_report_row(FILE *f, const attn_result *r, double naive, double peak)
         else
             snprintf(rss, sizeof(rss), "unknown");
     }
-    fprintf(f, "%-14s %-8s %12s %7s %10s %6s %9s %11s %11s\n", r->be->name,
-            attn_verdict_str(r->verdict), med, cv, gf, pk, sp, ws, rss);
+    fprintf(f, "%-14s %-8s %12s %7s %10s %6s %8s %5s %9s %11s %11s\n", r->be->name,
+            attn_verdict_str(r->verdict), med, cv, gf, pk, gb, bw, sp, ws, rss);
 }
 
 void attn_report_details(FILE *f, const attn_result *r)
@@ -95,7 +100,7 @@ void attn_report_details(FILE *f, const attn_result *r)
         fprintf(f, "  approximation: against softmax attention on the same inputs, max_abs %.3g, "
                    "nmse %.3g\n", r->approx_max_abs, r->approx_nmse);
     if (attn_verdict_ran(r->verdict)) {
-        char peak[64] = "unknown", pred[32], rss[32] = "unknown", score[32];
+        char peak[64] = "unknown", pred[32], rss[32] = "unknown", score[32], kv[32], least[32];
         if (!r->ws_unknown) {
             attn_format_bytes(peak, sizeof(peak), (double)r->ws_peak);
             const size_t at = strlen(peak);
@@ -105,8 +110,11 @@ void attn_report_details(FILE *f, const attn_result *r)
         if (r->rss_known)
             attn_format_bytes(rss, sizeof(rss), (double)r->rss_peak);
         attn_format_bytes(score, sizeof(score), (double)r->score_bytes);
+        attn_format_bytes(kv, sizeof(kv), (double)r->kv_bytes);
+        attn_format_bytes(least, sizeof(least), r->bytes);
         fprintf(f, "  memory: workspace peak %s, predicted %s; peak RSS growth %s; "
-                   "score matrix would be %s\n", peak, pred, rss, score);
+                   "score matrix would be %s; K and V %s (%d K/V heads); least traffic %s\n",
+                peak, pred, rss, score, kv, attn_kv_heads(&r->p), least);
     }
     if (r->device[0]) {
         char dev[32] = "unknown";
@@ -173,7 +181,7 @@ static int cmp_result(const void *a, const void *b)
     return 0;
 }
 
-void attn_report_results(FILE *f, attn_result *res, size_t n, double peak)
+void attn_report_results(FILE *f, attn_result *res, size_t n, const attn_peak *peak)
 {
     qsort(res, n, sizeof(*res), cmp_result);
     double naive = 0.0;

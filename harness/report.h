@@ -15,14 +15,15 @@ void attn_report_reference(FILE *f, const attn_ref *ref, double seconds);
 void attn_report_shape(FILE *f, const attn_problem *p, const attn_ref *ref, double seconds);
 
 void attn_report_row_header(FILE *f);
-/* naive: naive's median for the speedup column (0: unknown); peak: GFLOP/s (0: unknown). */
-void attn_report_row(FILE *f, const attn_result *r, double naive, double peak);
+/* naive: naive's median for the speedup column (0: unknown); peak: this
+ * machine's FMA peak and triad bandwidth (NULL: unknown). */
+void attn_report_row(FILE *f, const attn_result *r, double naive, const attn_peak *peak);
 /* Verdict and why, check metrics with thresholds, memory, timing, repro. */
 void attn_report_details(FILE *f, const attn_result *r);
 
 /* One case's comparison: sorts res (fastest PASSED first), prints the table,
  * then every case's details. */
-void attn_report_results(FILE *f, attn_result *res, size_t n, double peak);
+void attn_report_results(FILE *f, attn_result *res, size_t n, const attn_peak *peak);
 /* A sweep's closing count. */
 void attn_report_summary(FILE *f, const attn_result *res, size_t n, size_t resumed,
                          const char *csv);

@@ -11,7 +11,8 @@ static size_t count_or_1(const attn_list *l)
 size_t attn_shapes_count(const attn_opts *o)
 {
     const size_t causal = (o->causal & ATTN_CAUSAL_NO ? 1 : 0) + (o->causal & ATTN_CAUSAL_YES ? 1 : 0);
-    return o->batch.n * o->heads.n * o->seq.n * count_or_1(&o->seq_kv) * o->dk.n *
+    return o->batch.n * o->heads.n * count_or_1(&o->kv_heads) * o->seq.n *
+           count_or_1(&o->seq_kv) * o->dk.n *
            count_or_1(&o->dv) * causal;
 }
 
@@ -29,12 +30,14 @@ void attn_shapes_problem(const attn_opts *o, size_t idx, attn_problem *p, int *k
     i = idx % o->dk.n;             idx /= o->dk.n;                 const size_t dk = i;
     i = idx % count_or_1(&o->seq_kv); idx /= count_or_1(&o->seq_kv); const size_t skv = i;
     i = idx % o->seq.n;            idx /= o->seq.n;                const size_t sq = i;
+    i = idx % count_or_1(&o->kv_heads); idx /= count_or_1(&o->kv_heads); const size_t hkv = i;
     i = idx % o->heads.n;          idx /= o->heads.n;              const size_t h = i;
     const size_t b = idx % o->batch.n;
 
     memset(p, 0, sizeof(*p));
     p->batch = o->batch.v[b];
     p->heads = o->heads.v[h];
+    p->kv_heads = o->kv_heads.n ? o->kv_heads.v[hkv] : p->heads;
     p->seq_q = o->seq.v[sq];
     p->seq_kv = o->seq_kv.n ? o->seq_kv.v[skv] : p->seq_q;
     p->d_k = o->dk.v[dk];

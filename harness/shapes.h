@@ -1,5 +1,5 @@
 /* The shapes of a run: the cross product of the size lists in a stable
- * order (batch, heads, seq, seq_kv, dk, dv, causal; the last varying
+ * order (batch, heads, kv_heads, seq, seq_kv, dk, dv, causal; the last varying
  * fastest), each made into the problem the backends are given. */
 #ifndef ATTN_SHAPES_H
 #define ATTN_SHAPES_H

@@ -67,7 +67,7 @@ static void emit(sweep *w, const attn_result *r, double naive)
     }
     w->res[w->n++] = *r;
     w->done++;
-    const double peak = w->m->peak_known ? w->m->peak.fma_t : 0.0;
+    const attn_peak *peak = attn_machine_peak(w->m);
     /* The JSON first: a run killed in between leaves an entry without a CSV
      * row, which --resume drops and reruns, never a row without its entry. */
     int rc;
@@ -364,7 +364,7 @@ int attn_sweep_run(const attn_opts *o, const attn_machine *m, const char *prog,
     if (w.progress)
         fputs("\r\033[K", stderr);
 
-    const double peak = m->peak_known ? m->peak.fma_t : 0.0;
+    const attn_peak *peak = attn_machine_peak(m);
     if (!w.stream)
         attn_report_results(stdout, w.res, w.n, peak);
     else

@@ -23,6 +23,14 @@
     const float *restrict k, ptrdiff_t k_stride, const float *restrict qt, ptrdiff_t qt_stride, \
     int nk, int nq, int dk)
 
+/* The same scores from the rows of Q, not transposed: q[i][c], i < nq. For
+ * tiles of a few queries (decoding), where qk, vectorized over queries,
+ * would leave most lanes empty: here each score is a dot product along d,
+ * vectorized over d, and K streams through in whole rows. */
+#define decl_qk_rows_fn(name) void (name)(float *restrict st, ptrdiff_t st_stride, \
+    const float *restrict k, ptrdiff_t k_stride, const float *restrict q, ptrdiff_t q_stride, \
+    int nk, int nq, int dk)
+
 /* One online-softmax step over a tile of log2-scaled scores S^T (nk keys x nq
  * queries). Key j is visible to query i iff end == NULL or j < end[i]. Per query:
  *   mx = max of its visible scores; m' = max(m, mx);
@@ -51,6 +59,7 @@
 #define decl_exp2_fn(name) void (name)(float *restrict y, const float *restrict x, int n)
 
 typedef decl_qk_fn(attn_qk_fn);
+typedef decl_qk_rows_fn(attn_qk_rows_fn);
 typedef decl_softmax_fn(attn_softmax_fn);
 typedef decl_pv_fn(attn_pv_fn);
 typedef decl_softmax_rows_fn(attn_softmax_rows_fn);
@@ -67,6 +76,7 @@ typedef enum attn_isa {
 typedef struct attn_kernels {
     attn_isa isa;
     attn_qk_fn *qk;
+    attn_qk_rows_fn *qk_rows;
     attn_softmax_fn *softmax;
     attn_pv_fn *pv;
     attn_softmax_rows_fn *softmax_rows;

@@ -298,10 +298,41 @@ static decl_softmax_rows_fn(softmax_rows_avx2)
     }
 }
 
+/* One score as a dot product along d: two 8-lane accumulators, a masked
+ * tail, then a horizontal sum. */
+static decl_qk_rows_fn(qk_rows_avx2)
+{
+    const int full = dk / 8 * 8;
+    const __m256i tail = lanes(dk - full);
+    for (int j = 0; j < nk; j++) {
+        const float *kr = k + j * k_stride;
+        for (int i = 0; i < nq; i++) {
+            const float *qr = q + i * q_stride;
+            __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+            int c = 0;
+            for (; c + 16 <= full; c += 16) {
+                a0 = _mm256_fmadd_ps(_mm256_loadu_ps(kr + c), _mm256_loadu_ps(qr + c), a0);
+                a1 = _mm256_fmadd_ps(_mm256_loadu_ps(kr + c + 8), _mm256_loadu_ps(qr + c + 8), a1);
+            }
+            if (c < full)
+                a0 = _mm256_fmadd_ps(_mm256_loadu_ps(kr + c), _mm256_loadu_ps(qr + c), a0);
+            if (full < dk)
+                a1 = _mm256_fmadd_ps(_mm256_maskload_ps(kr + full, tail),
+                                     _mm256_maskload_ps(qr + full, tail), a1);
+            const __m256 a = _mm256_add_ps(a0, a1);
+            __m128 x = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+            x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+            x = _mm_add_ss(x, _mm_movehdup_ps(x));
+            st[j * st_stride + i] = _mm_cvtss_f32(x);
+        }
+    }
+}
+
 void attn_kernels_init_avx2(attn_kernels *k)
 {
     k->isa = ATTN_ISA_AVX2;
     k->qk = qk_avx2;
+    k->qk_rows = qk_rows_avx2;
     k->softmax = softmax_avx2;
     k->pv = pv_avx2;
     k->softmax_rows = softmax_rows_avx2;

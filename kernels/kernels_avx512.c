@@ -105,6 +105,103 @@ static decl_qk_fn(qk_avx512)
     }
 }
 
+/* Scores of 16 keys for one query at a time: 16 accumulators along d (K rows
+ * streamed whole), then one vector of their 16 horizontal sums by a
+ * transpose-and-add tree (4 levels, 15 adds). The tree leaves the sum of
+ * accumulator SLOT(r) in lane r, so key r accumulates there; the vector is
+ * scattered down the query's column of S^T. */
+#define SLOT(r) ((int[4]){ 0, 2, 1, 3 }[(r) % 4] + (int[4]){ 0, 8, 4, 12 }[(r) / 4])
+
+INLINE __m512 sum16(__m512 a[16])
+{
+    __m512 b[8], c[4], d[2];
+    for (int r = 0; r < 8; r++)
+        b[r] = _mm512_add_ps(_mm512_shuffle_f32x4(a[r], a[r + 8], 0x44),
+                             _mm512_shuffle_f32x4(a[r], a[r + 8], 0xee));
+    for (int r = 0; r < 4; r++)
+        c[r] = _mm512_add_ps(_mm512_shuffle_f32x4(b[r], b[r + 4], 0x88),
+                             _mm512_shuffle_f32x4(b[r], b[r + 4], 0xdd));
+    for (int r = 0; r < 2; r++)
+        d[r] = _mm512_add_ps(_mm512_shuffle_ps(c[r], c[r + 2], 0x44),
+                             _mm512_shuffle_ps(c[r], c[r + 2], 0xee));
+    return _mm512_add_ps(_mm512_shuffle_ps(d[0], d[1], 0x88), _mm512_shuffle_ps(d[0], d[1], 0xdd));
+}
+
+/* Keys stream from memory once in decoding: the row PF_KEYS ahead of the
+ * one in hand is prefetched towards L2, one prefetch per cache line, so
+ * that misses stay in flight while the arithmetic runs (a prefetch never
+ * faults: rows past the end of K are harmless). Measured on the 2-core
+ * EPYC VM, decoding H = 32 Hkv = 8 and 32, d = 128, Nk = 32K: this with
+ * the tiled backend's prefetch of the next tile moved 22-27 GB/s, either
+ * alone 19-24, neither 18-21 (hint T0 was slower still: L1's miss buffers
+ * bound it). */
+#define PF_KEYS 192
+
+/* n keys (1..16) of one query; FULLN (a constant) says n == 16; PF that
+ * the rows PF_KEYS ahead are prefetched (the first query's pass). */
+INLINE void qk_rows_16(float *restrict st, ptrdiff_t ss, const float *restrict k, ptrdiff_t ks,
+                       const float *restrict q, int dk, int n, const int FULLN, int pf)
+{
+    __m512 acc[16];
+#pragma GCC unroll 16
+    for (int r = 0; r < 16; r++)
+        acc[r] = _mm512_setzero_ps();
+    int c = 0;
+    /* 64 floats of d at a time: four vectors of q in registers, then each
+     * row's four products, so one row address serves four loads. */
+    for (; c + 64 <= dk; c += 64) {
+        const __m512 q0 = _mm512_loadu_ps(q + c), q1 = _mm512_loadu_ps(q + c + 16),
+                     q2 = _mm512_loadu_ps(q + c + 32), q3 = _mm512_loadu_ps(q + c + 48);
+#pragma GCC unroll 16
+        for (int r = 0; r < 16; r++)
+            if (FULLN || r < n) {
+                const float *kr = k + r * ks + c;
+                if (pf)
+#pragma GCC unroll 4
+                    for (int x = 0; x < 64; x += 16)
+                        _mm_prefetch((const char *)(kr + PF_KEYS * ks + x), _MM_HINT_T2);
+                __m512 a = acc[SLOT(r)];
+                a = _mm512_fmadd_ps(_mm512_loadu_ps(kr), q0, a);
+                a = _mm512_fmadd_ps(_mm512_loadu_ps(kr + 16), q1, a);
+                a = _mm512_fmadd_ps(_mm512_loadu_ps(kr + 32), q2, a);
+                acc[SLOT(r)] = _mm512_fmadd_ps(_mm512_loadu_ps(kr + 48), q3, a);
+            }
+    }
+    for (; c + 16 <= dk; c += 16) {
+        const __m512 qv = _mm512_loadu_ps(q + c);
+#pragma GCC unroll 16
+        for (int r = 0; r < 16; r++)
+            if (FULLN || r < n)
+                acc[SLOT(r)] = _mm512_fmadd_ps(_mm512_loadu_ps(k + r * ks + c), qv, acc[SLOT(r)]);
+    }
+    if (c < dk) {
+        const __mmask16 t = lanes(dk - c);
+        const __m512 qv = _mm512_maskz_loadu_ps(t, q + c);
+#pragma GCC unroll 16
+        for (int r = 0; r < 16; r++)
+            if (FULLN || r < n)
+                acc[SLOT(r)] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(t, k + r * ks + c), qv,
+                                               acc[SLOT(r)]);
+    }
+    const __m512i idx = _mm512_mullo_epi32(
+        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+        _mm512_set1_epi32((int)ss));
+    _mm512_mask_i32scatter_ps(st, FULLN ? (__mmask16)0xffff : lanes(n), idx, sum16(acc), 4);
+}
+
+static decl_qk_rows_fn(qk_rows_avx512)
+{
+    int j = 0;
+    for (; j + 16 <= nk; j += 16)
+        for (int i = 0; i < nq; i++)
+            qk_rows_16(st + j * st_stride + i, st_stride, k + j * k_stride, k_stride,
+                       q + i * q_stride, dk, 16, 1, i == 0);
+    if (j < nk)
+        for (int i = 0; i < nq; i++)
+            qk_rows_16(st + j * st_stride + i, st_stride, k + j * k_stride, k_stride,
+                       q + i * q_stride, dk, nk - j, 0, i == 0);
+}
+
 /* 2^x as in kernels_c.c, in 9 instructions: VREDUCEPS gives f = x - floor(x)
  * and VSCALEFPS multiplies by 2^floor(x) itself, so n is never formed. The
  * clamp turns -inf into a tiny value instead of the NaN -inf - -inf would
@@ -186,7 +283,7 @@ static decl_softmax_fn(softmax_avx512)
 
 INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, ptrdiff_t ps,
                     const float *restrict v, ptrdiff_t vs, const float *restrict alpha, int nk,
-                    const int R, const int NV, const int FULL, __mmask16 tail)
+                    const int R, const int NV, const int FULL, __mmask16 tail, const int PF)
 {
     __m512 acc[ROWS][VECS];
 #pragma GCC unroll 8
@@ -198,6 +295,10 @@ INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, p
     }
     for (int j = 0; j < nk; j++) {
         __m512 b[VECS];
+        if (PF)   /* few rows (decoding): V streams from memory; see PF_KEYS */
+#pragma GCC unroll 4
+            for (int c = 0; c < NV; c++)
+                _mm_prefetch((const char *)(v + (j + PF_KEYS) * vs + 16 * c), _MM_HINT_T2);
 #pragma GCC unroll 4
         for (int c = 0; c < NV; c++)
             b[c] = load_v(v + j * vs + 16 * c, c, NV, FULL, tail);
@@ -216,17 +317,25 @@ INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, p
             store_v(o + r * os + 16 * c, c, NV, FULL, tail, acc[r][c]);
 }
 
+#define PV_TILE_PF(R, PF) do {                                                 \
+        switch (tail == 0xffff ? nv + 4 : nv) {                                    \
+        case 1: pv_tile(out, os, p, ps, vc, vs, a, nk, R, 1, 0, tail, PF); break;  \
+        case 2: pv_tile(out, os, p, ps, vc, vs, a, nk, R, 2, 0, tail, PF); break;  \
+        case 3: pv_tile(out, os, p, ps, vc, vs, a, nk, R, 3, 0, tail, PF); break;  \
+        case 4: pv_tile(out, os, p, ps, vc, vs, a, nk, R, 4, 0, tail, PF); break;  \
+        case 5: pv_tile(out, os, p, ps, vc, vs, a, nk, R, 1, 1, tail, PF); break;  \
+        case 6: pv_tile(out, os, p, ps, vc, vs, a, nk, R, 2, 1, tail, PF); break;  \
+        case 7: pv_tile(out, os, p, ps, vc, vs, a, nk, R, 3, 1, tail, PF); break;  \
+        default: pv_tile(out, os, p, ps, vc, vs, a, nk, R, 4, 1, tail, PF); break; \
+        }                                                                          \
+    } while (0)
+/* Tiles of a whole 6 rows read V from L1 or L2 (prefill); a block of fewer
+ * rows is decoding, where V streams from memory and is prefetched. */
 #define PV_TILE(R) do {                                                        \
-        switch (tail == 0xffff ? nv + 4 : nv) {                                \
-        case 1: pv_tile(out, os, p, ps, vc, vs, a, nk, R, 1, 0, tail); break;  \
-        case 2: pv_tile(out, os, p, ps, vc, vs, a, nk, R, 2, 0, tail); break;  \
-        case 3: pv_tile(out, os, p, ps, vc, vs, a, nk, R, 3, 0, tail); break;  \
-        case 4: pv_tile(out, os, p, ps, vc, vs, a, nk, R, 4, 0, tail); break;  \
-        case 5: pv_tile(out, os, p, ps, vc, vs, a, nk, R, 1, 1, tail); break;  \
-        case 6: pv_tile(out, os, p, ps, vc, vs, a, nk, R, 2, 1, tail); break;  \
-        case 7: pv_tile(out, os, p, ps, vc, vs, a, nk, R, 3, 1, tail); break;  \
-        default: pv_tile(out, os, p, ps, vc, vs, a, nk, R, 4, 1, tail); break; \
-        }                                                                      \
+        if (nq < ROWS)                                                         \
+            PV_TILE_PF(R, 1);                                                  \
+        else                                                                   \
+            PV_TILE_PF(R, 0);                                                  \
     } while (0)
 
 static decl_pv_fn(pv_avx512)
@@ -297,6 +406,7 @@ void attn_kernels_init_avx512(attn_kernels *k)
 {
     k->isa = ATTN_ISA_AVX512;
     k->qk = qk_avx512;
+    k->qk_rows = qk_rows_avx512;
     k->softmax = softmax_avx512;
     k->pv = pv_avx512;
     k->softmax_rows = softmax_rows_avx512;

@@ -21,6 +21,17 @@ static decl_qk_fn(qk_c)
     }
 }
 
+static decl_qk_rows_fn(qk_rows_c)
+{
+    for (int j = 0; j < nk; j++)
+        for (int i = 0; i < nq; i++) {
+            float s = 0.0f;
+            for (int c = 0; c < dk; c++)
+                s += k[j * k_stride + c] * q[i * q_stride + c];
+            st[j * st_stride + i] = s;
+        }
+}
+
 /* 2^x by range reduction x = n + f, n = floor(x), f in [0, 1), a
  * polynomial for 2^f and n added to the exponent. */
 static inline float exp2_one(float x)
@@ -132,6 +143,7 @@ void attn_kernels_init_c(attn_kernels *k)
 {
     k->isa = ATTN_ISA_C;
     k->qk = qk_c;
+    k->qk_rows = qk_rows_c;
     k->softmax = softmax_c;
     k->pv = pv_c;
     k->softmax_rows = softmax_rows_c;

@@ -1,14 +1,21 @@
 #!/usr/bin/env python3
-"""Charts of an attnbench sweep CSV (--csv, schema 3), as PNG and SVG.
+"""Charts of an attnbench sweep CSV (--csv, schema 3 or 4), as PNG and SVG.
 
     python3 scripts/plot.py SWEEP.csv --out DIR [--baseline blas] [--machine TEXT]
 
-Writes into DIR, one panel per (batch, heads, d_k, d_v, causal) slice of the CSV:
+Writes into DIR, one panel per (batch, heads, K/V heads, d_k, d_v, causal) slice
+of the CSV. N is the query length, or the key length Nk for a decode sweep (a
+CSV whose query lengths are fewer than its key lengths: Nq = 1 against a
+growing cache), with one slice per Nq then:
   time.*      median time against N, log-log, one line per backend, the fitted
               exponent of N in the legend;
   memory.*    peak workspace (solid) and peak RSS growth (dotted) against N,
               log-log, with dashed O(N^2) and O(N) guides through the first point;
   gflops.*    GFLOP/s against N, the measured fp32 peak as a horizontal line;
+  bandwidth.* GB/s against N (the least bytes a case must move: Q, O and the
+              K/V rows it sees, over its time), the measured triad bandwidth
+              as a line and its % on the right axis: the figure that matters
+              when decoding, which is memory-bound (schema 4 CSVs);
   speedup.*   time of --baseline over each backend's, against N;
   heads.*, dk.*   time against the number of heads / d_k at the largest N,
               when the CSV varies them;
@@ -41,7 +48,7 @@ def num(x):
 
 
 def load(path):
-    rows = csvload.read_csv(path, NEED, "plot.py", "an attnbench sweep CSV (schema 3)",
+    rows = csvload.read_csv(path, NEED, "plot.py", "an attnbench sweep CSV (schema 3 or 4)",
                             f"run attnbench --csv {path} first")
     ok = [r for r in rows if r["verdict"] == "PASSED" and num(r["real_median_s"])]
     if not ok:
@@ -77,11 +84,12 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--baseline", help="backend the speedups are over (default: blas, else naive)")
     ap.add_argument("--machine", default="", help="machine description for the titles")
-    ap.add_argument("--charts", default="time,memory,gflops,speedup,heads,dk,tradeoff",
+    ap.add_argument("--charts", default="time,memory,gflops,bandwidth,speedup,heads,dk,tradeoff",
                     help="which charts (default: all of them)")
     a = ap.parse_args()
     want = set(a.charts.split(","))
-    unknown = want - {"time", "memory", "gflops", "speedup", "heads", "dk", "tradeoff"}
+    unknown = want - {"time", "memory", "gflops", "bandwidth", "speedup", "heads", "dk",
+                      "tradeoff"}
     if unknown:
         die(f"--charts: unknown chart {', '.join(sorted(unknown))}")
     try:
@@ -97,13 +105,26 @@ def main():
     if a.baseline and a.baseline not in backends:
         die(f"--baseline {a.baseline}: not in the CSV (backends: {', '.join(backends)})")
 
+    # A decode sweep runs few query lengths against many key lengths: its
+    # x axis is Nk, and each query length is a slice of its own.
+    decode = len({r["seq_q"] for r in rows}) < len({r["seq_kv"] for r in rows})
+    xcol = "seq_kv" if decode else "seq_q"
+    xlabel = "key length Nk (the KV cache)" if decode else "sequence length N"
+
+    def X(r):
+        return int(r[xcol])
+
+    def hkv(r):
+        return int(r.get("kv_heads") or r["heads"])   # schema 3 has no kv_heads: Hkv = H
+
     def skey(r):
-        return (int(r["batch"]), int(r["heads"]), int(r["d_k"]), int(r["d_v"]), r["causal"] == "1")
+        return (int(r["batch"]), int(r["heads"]), hkv(r), int(r["d_k"]), int(r["d_v"]),
+                r["causal"] == "1", int(r["seq_q"]) if decode else 0)
 
     def sname(k):
-        b, h, dk, dv, c = k
-        return f"B={b} H={h} d_k={dk}" + (f" d_v={dv}" if dv != dk else "") + \
-            (" causal" if c else "")
+        b, h, g, dk, dv, c, nq = k
+        return f"B={b} H={h}" + (f" Hkv={g}" if g != h else "") + (f" Nq={nq}" if decode else "") + \
+            f" d_k={dk}" + (f" d_v={dv}" if dv != dk else "") + (" causal" if c else "")
 
     exact = [r for r in rows if r["kind"] in ("softmax", "local", "sparse", "linear",
                                               "performer", "linformer")]
@@ -146,19 +167,19 @@ def main():
         for r in rs:
             out.setdefault(series(r), []).append(r)
         for s in out.values():
-            s.sort(key=lambda r: int(r["seq_q"]))
+            s.sort(key=X)
         return out
 
     # time
     fig, axes = figure(len(slices))
     for ax, k in zip(axes, slices):
         for name, rs in sorted(by_series([r for r in exact if skey(r) == k]).items()):
-            n = [int(r["seq_q"]) for r in rs]
+            n = [X(r) for r in rs]
             t = [float(r["real_median_s"]) for r in rs]
             e = slope(n, t)
             ax.plot(n, [x * 1e3 for x in t], style(rs[0]["backend"]), color=colors[rs[0]["backend"]],
                     label=f"{name}" + (f" (N^{e:.2f})" if e is not None else ""))
-        ax.set(xscale="log", yscale="log", xlabel="sequence length N", ylabel="median time (ms)",
+        ax.set(xscale="log", yscale="log", xlabel=xlabel, ylabel="median time (ms)",
                title=sname(k))
         ax.grid(True, which="both", alpha=0.3)
         legend(ax, fontsize=7)
@@ -169,13 +190,13 @@ def main():
     for ax, k in zip(axes, slices):
         first = None
         for name, rs in sorted(by_series([r for r in exact if skey(r) == k]).items()):
-            n = [int(r["seq_q"]) for r in rs]
+            n = [X(r) for r in rs]
             c = colors[rs[0]["backend"]]
             ws = [(x, max(num(r["workspace_bytes"]), 1) / 2**20) for x, r in zip(n, rs)
                   if num(r["workspace_bytes"]) is not None]
             if ws:   # a peer may not know its workspace (torch's allocator)
                 ax.plot(*zip(*ws), style(rs[0]["backend"]), color=c, label=f"{name} workspace")
-            rss = [(int(r["seq_q"]), num(r["rss_peak_bytes"])) for r in rs]
+            rss = [(X(r), num(r["rss_peak_bytes"])) for r in rs]
             rss = [(x, y / 2**20) for x, y in rss if y]
             if rss:
                 ax.plot(*zip(*rss), ":", color=c, alpha=0.7, label=f"{name} RSS growth")
@@ -186,7 +207,7 @@ def main():
             xs = [n0, n1]
             ax.plot(xs, [y0, y0 * (n1 / n0) ** 2], "k--", linewidth=0.8, label="O(N²) guide")
             ax.plot(xs, [y0, y0 * (n1 / n0)], "k-.", linewidth=0.8, label="O(N) guide")
-        ax.set(xscale="log", yscale="log", xlabel="sequence length N", ylabel="MiB",
+        ax.set(xscale="log", yscale="log", xlabel=xlabel, ylabel="MiB",
                title=sname(k))
         ax.grid(True, which="both", alpha=0.3)
         legend(ax, fontsize=6, ncol=2)
@@ -198,30 +219,53 @@ def main():
     peak = max((num(r["peak_gflops"]) or 0 for r in rows), default=0)
     for ax, k in zip(axes, slices):
         for name, rs in sorted(by_series([r for r in exact if skey(r) == k]).items()):
-            pts = [(int(r["seq_q"]), num(r["gflops"])) for r in rs if num(r["gflops"])]
+            pts = [(X(r), num(r["gflops"])) for r in rs if num(r["gflops"])]
             if pts:
                 ax.plot(*zip(*pts), style(rs[0]["backend"]), color=colors[rs[0]["backend"]], label=name)
         if peak:
             ax.axhline(peak, color="black", linestyle="--", linewidth=1,
                        label=f"fp32 FMA peak {peak:.0f} GFLOP/s")
-        ax.set(xscale="log", xlabel="sequence length N", ylabel="GFLOP/s (each kind's own work)",
+        ax.set(xscale="log", xlabel=xlabel, ylabel="GFLOP/s (each kind's own work)",
                title=sname(k))
         ax.grid(True, which="both", alpha=0.3)
         legend(ax, fontsize=7)
     save(fig, "gflops", "Rate against N (GFLOP/s of the work each backend's algorithm does)")
 
+    # GB/s: the bandwidth view (schema 4)
+    if "bandwidth" in want and all(num(r.get("gbs")) is not None for r in rows):
+        fig, axes = figure(len(slices))
+        bw = max((num(r.get("peak_gbs")) or 0 for r in rows), default=0)
+        for ax, k in zip(axes, slices):
+            for name, rs in sorted(by_series([r for r in exact if skey(r) == k]).items()):
+                pts = [(X(r), num(r["gbs"])) for r in rs if num(r["gbs"])]
+                if pts:
+                    ax.plot(*zip(*pts), style(rs[0]["backend"]), color=colors[rs[0]["backend"]],
+                            label=name)
+            if bw:
+                ax.axhline(bw, color="black", linestyle="--", linewidth=1,
+                           label=f"triad bandwidth {bw:.1f} GB/s")
+                ax.secondary_yaxis("right", functions=(lambda y: 100 * y / bw,
+                                                       lambda p: p * bw / 100)) \
+                    .set_ylabel("% of triad bandwidth")
+            ax.set(xscale="log", xlabel=xlabel, ylabel="GB/s (least bytes moved / time)",
+                   title=sname(k))
+            ax.set_ylim(bottom=0)
+            ax.grid(True, which="both", alpha=0.3)
+            legend(ax, fontsize=7)
+        save(fig, "bandwidth", "Bandwidth against N: Q, O and the visible K/V rows at fp32, "
+             "over the median time")
+
     # speedup
     fig, axes = figure(len(slices))
     for ax, k in zip(axes, slices):
-        base = {int(r["seq_q"]): float(r["real_median_s"]) for r in exact
+        base = {X(r): float(r["real_median_s"]) for r in exact
                 if skey(r) == k and r["backend"] == baseline}
         for name, rs in sorted(by_series([r for r in exact if skey(r) == k]).items()):
-            pts = [(int(r["seq_q"]), base[int(r["seq_q"])] / float(r["real_median_s"]))
-                   for r in rs if int(r["seq_q"]) in base]
+            pts = [(X(r), base[X(r)] / float(r["real_median_s"])) for r in rs if X(r) in base]
             if pts:
                 ax.plot(*zip(*pts), style(rs[0]["backend"]), color=colors[rs[0]["backend"]], label=name)
         ax.axhline(1.0, color="black", linewidth=0.8)
-        ax.set(xscale="log", yscale="log", xlabel="sequence length N",
+        ax.set(xscale="log", yscale="log", xlabel=xlabel,
                ylabel=f"speedup over {baseline}", title=sname(k))
         ax.grid(True, which="both", alpha=0.3)
         legend(ax, fontsize=7)
@@ -233,11 +277,10 @@ def main():
         values = sorted({int(r[dim]) for r in exact})
         if len(values) < 2:
             continue
-        nmax = max(int(r["seq_q"]) for r in exact
-                   if all(any(int(x[dim]) == v and x["seq_q"] == r["seq_q"] for x in exact)
-                          for v in values))
+        nmax = max(X(r) for r in exact
+                   if all(any(int(x[dim]) == v and X(x) == X(r) for x in exact) for v in values))
         fig, ax = plt.subplots(figsize=(6.4, 4.6))
-        for name, rs in sorted(by_series([r for r in exact if int(r["seq_q"]) == nmax]).items()):
+        for name, rs in sorted(by_series([r for r in exact if X(r) == nmax]).items()):
             pts = sorted({int(r[dim]): float(r["real_median_s"]) * 1e3 for r in rs}.items())
             if len(pts) > 1:
                 ax.plot(*zip(*pts), style(rs[0]["backend"]), color=colors[rs[0]["backend"]], label=name)

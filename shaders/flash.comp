@@ -41,6 +41,7 @@ layout(std430, binding = 4) readonly buffer Lb { int kv_len[]; };
 layout(push_constant) uniform Push {
     uint heads, nq, nk, dk, dv, causal, head_base;
     float scale;
+    uint group;                     // query heads per K/V head (H / Hkv)
 } pc;
 
 shared vec4 Qs[BR * DK4];
@@ -76,6 +77,7 @@ void main()
     const uint tid = gl_LocalInvocationID.x;
     const uint h = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
     const uint bh = b * pc.heads + h;
+    const uint kvh = b * (pc.heads / pc.group) + h / pc.group;   // its K/V head
     const uint i0 = gl_WorkGroupID.x * BR;
     const uint rows = min(BR, pc.nq - i0);
     // Visibility grows with the row: the block's last row sees the most.
@@ -105,7 +107,7 @@ void main()
     [[dont_unroll]] for (int j0 = 0; j0 < end_blk; j0 += int(BC)) {
         // A tile of keys is one contiguous run of K (and of V).
         const uint keys = min(BC, pc.nk - uint(j0));
-        const uint kbase = (bh * pc.nk + uint(j0)) * DK, vbase = (bh * pc.nk + uint(j0)) * DV;
+        const uint kbase = (kvh * pc.nk + uint(j0)) * DK, vbase = (kvh * pc.nk + uint(j0)) * DV;
         barrier();                  // the previous tile's Ks, Vs, Ps are consumed
         [[unroll]] for (uint n = 0; n < NK; n++) {
             const uint x = tid + n * WG;

@@ -15,6 +15,7 @@ layout(std430, binding = 5) readonly buffer Sb { float sc[]; };
 layout(push_constant) uniform Push {
     uint heads, nq, nk, dk, dv, causal, head_base;
     float scale;
+    uint group;                     // query heads per K/V head (H / Hkv)
 } pc;
 
 shared float Ps[16][17];
@@ -33,6 +34,7 @@ void main()
     const uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y;
     const uint c0 = gl_WorkGroupID.x * 16, i0 = gl_WorkGroupID.y * 16;
     const uint hc = gl_WorkGroupID.z, bh = pc.head_base + hc, b = bh / pc.heads;
+    const uint kvh = b * (pc.heads / pc.group) + (bh % pc.heads) / pc.group;
     const uint i = i0 + ty, c = c0 + tx;
     const uint end_tile = uint(visible_end(b, int(min(i0 + 16, pc.nq)) - 1));
     // The tile's first row sees the fewest keys: below its end every row of
@@ -44,7 +46,7 @@ void main()
     [[dont_unroll]] for (uint j0 = 0; j0 < end_tile; j0 += 16) {
         const uint pj = j0 + tx, vj = j0 + ty;
         Ps[ty][tx] = i < pc.nq && pj < pc.nk ? sc[(hc * pc.nq + i) * pc.nk + pj] : 0.0;
-        Vs[ty][tx] = vj < pc.nk && c < pc.dv ? v[(bh * pc.nk + vj) * pc.dv + c] : 0.0;
+        Vs[ty][tx] = vj < pc.nk && c < pc.dv ? v[(kvh * pc.nk + vj) * pc.dv + c] : 0.0;
         barrier();
         // Keys this row cannot see are left out by the condition, not
         // multiplied by their 0, so a NaN or Inf in their V stays out of the

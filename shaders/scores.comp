@@ -15,6 +15,7 @@ layout(std430, binding = 5) writeonly buffer Sb { float sc[]; };
 layout(push_constant) uniform Push {
     uint heads, nq, nk, dk, dv, causal, head_base;
     float scale;
+    uint group;                     // query heads per K/V head (H / Hkv)
 } pc;
 
 shared float Qs[16][17];
@@ -33,6 +34,7 @@ void main()
     const uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y;
     const uint j0 = gl_WorkGroupID.x * 16, i0 = gl_WorkGroupID.y * 16;
     const uint hc = gl_WorkGroupID.z, bh = pc.head_base + hc, b = bh / pc.heads;
+    const uint kvh = b * (pc.heads / pc.group) + (bh % pc.heads) / pc.group;
     const uint i = i0 + ty, j = j0 + tx;
     const int end_tile = visible_end(b, int(min(i0 + 16, pc.nq)) - 1);
     float acc = 0.0;
@@ -41,7 +43,7 @@ void main()
             const uint d = d0 + tx;
             Qs[ty][tx] = i < pc.nq && d < pc.dk ? q[(bh * pc.nq + i) * pc.dk + d] : 0.0;
             const uint kj = j0 + ty;
-            Ks[ty][tx] = kj < pc.nk && d < pc.dk ? k[(bh * pc.nk + kj) * pc.dk + d] : 0.0;
+            Ks[ty][tx] = kj < pc.nk && d < pc.dk ? k[(kvh * pc.nk + kj) * pc.dk + d] : 0.0;
             barrier();
             [[unroll]] for (uint t = 0; t < 16; t++)
                 acc += Qs[ty][t] * Ks[tx][t];

@@ -12,6 +12,7 @@ layout(std430, binding = 5) buffer Sb { float sc[]; };
 layout(push_constant) uniform Push {
     uint heads, nq, nk, dk, dv, causal, head_base;
     float scale;
+    uint group;                     // query heads per K/V head (H / Hkv)
 } pc;
 
 shared float red[64];

@@ -14,6 +14,7 @@ typedef struct grid_case {
     const int *kv_len;
     attn_fill_kind fill;
     long check_rows;
+    int hkv;                 /* K/V heads; 0: h */
 } grid_case;
 
 static const int kv_mixed[] = { 64, 1, 0 };       /* full, one key, fully masked */
@@ -23,6 +24,9 @@ static const int kv_mixed[] = { 64, 1, 0 };       /* full, one key, fully masked
 static const attn_variant grid_var = { .window = 5, .globals = 3, .random_blocks = 2,
                                        .block = 8, .features = 32, .proj = 16, .seed = 3 };
 static const int kv_tail[] = { 129, 100 };
+/* Decoding against caches of 1, 63 and 1000 keys: full, part, and empty. */
+static const int kv_dec[3][3] = { { 1, 1, 0 }, { 63, 31, 0 }, { 1000, 517, 0 } };
+static const int dec_nk[3] = { 1, 63, 1000 };
 
 static size_t build_grid(grid_case *g)
 {
@@ -53,6 +57,21 @@ static size_t build_grid(grid_case *g)
                           .fill = ATTN_FILL_EXTREME };
     /* The sampled-rows path, as large problems use it. */
     g[n++] = (grid_case){ 2, 4, 129, 129, 64, 64, .causal = true, .check_rows = 40 };
+    /* Grouped-query attention, H/Hkv = 2, 4, and 8 = H (multi-query). */
+    g[n++] = (grid_case){ 1, 8, 64, 64, 16, 16, .hkv = 4 };
+    g[n++] = (grid_case){ 2, 8, 7, 129, 64, 64, .causal = true, .kv_len = kv_tail, .hkv = 2 };
+    g[n++] = (grid_case){ 1, 8, 129, 129, 32, 32, .causal = true, .hkv = 1 };
+    g[n++] = (grid_case){ 2, 6, 33, 65, 16, 24, .hkv = 3, .fill = ATTN_FILL_EXTREME };
+    /* Decoding: Nq = 1, 2, 7 against 1, 63, 1000 keys, causal or not, a
+     * ragged cache with one batch item of kv_len 0, grouped heads. */
+    static const int dec_nq[3] = { 1, 2, 7 };
+    for (int a = 0; a < 3; a++)
+        for (int k = 0; k < 3; k++)
+            if (dec_nq[a] <= dec_nk[k])
+                g[n++] = (grid_case){ 3, 4, dec_nq[a], dec_nk[k], 32, 32,
+                                      .causal = (a + k) % 2 == 1, .kv_len = kv_dec[k],
+                                      .hkv = k == 1 ? 4 : a == 0 ? 1 : 2 };
+    g[n++] = (grid_case){ 1, 4, 1, 1000, 64, 64, .hkv = 1 };
     return n;
 }
 
@@ -132,13 +151,83 @@ static void tile_sizes(const attn_backend *be)
     }
 }
 
+/* Split-KV forced on (--splits): one chunk, three, and more chunks than
+ * keys, on decoding and small prefill shapes with grouped heads, causal
+ * masks and a ragged cache; then bitwise thread invariance of a split run. */
+static const int split_counts[] = { 1, 3, 64 };
+#define NSPLITS (int)(sizeof(split_counts) / sizeof(split_counts[0]))
+#define NSPLIT_SHAPES 3
+#define NSPLIT_TESTS (NSPLITS * NSPLIT_SHAPES + 1)
+
+static void split_kv(const attn_backend *be)
+{
+    if (strcmp(be->name, "tiled"))
+        return;
+    static const int kv[3] = { 63, 20, 0 };
+    const attn_problem shapes[NSPLIT_SHAPES] = {
+        { .batch = 3, .heads = 4, .seq_q = 1, .seq_kv = 63, .d_k = 32, .d_v = 32,
+          .scale = 0.17f, .kv_len = kv, .kv_heads = 1 },
+        { .batch = 3, .heads = 4, .seq_q = 7, .seq_kv = 63, .d_k = 16, .d_v = 40,
+          .scale = 0.25f, .causal = true, .kv_len = kv, .kv_heads = 2 },
+        { .batch = 1, .heads = 2, .seq_q = 77, .seq_kv = 1000, .d_k = 33, .d_v = 17,
+          .scale = 0.17f, .causal = true },
+    };
+    for (int x = 0; x < NSPLITS; x++)
+        for (int i = 0; i < NSPLIT_SHAPES; i++) {
+            attn_setup s = test_setup(ATTN_FILL_EXTREME, 0);
+            s.splits = split_counts[x];
+            attn_result r;
+            const attn_verdict v = run_case_setup(be, &shapes[i], &s, &r);
+            char shape[256];
+            attn_problem_describe(&shapes[i], shape, sizeof(shape));
+            if (!tap_ok(v == ATTN_PASSED, "tiled --splits %d %s fill=extreme", split_counts[x],
+                        shape))
+                tap_diag("%s: %s | %s", attn_verdict_str(v), r.why, r.repro);
+        }
+
+    static const int kv2[] = { 1000, 333 };
+    const attn_problem p = { .batch = 2, .heads = 8, .seq_q = 3, .seq_kv = 1000, .d_k = 40,
+                             .d_v = 24, .scale = 0.15f, .causal = true, .kv_len = kv2,
+                             .kv_heads = 2 };
+    attn_sizes sz;
+    attn_problem_sizes(&p, &sz);
+    float *buf = attn_host_alloc((sz.q + sz.k + sz.v + 3 * sz.o) * sizeof(float));
+    if (!buf) {
+        printf("Bail out! out of memory\n");
+        exit(2);
+    }
+    float *q = buf, *k = q + sz.q, *v = k + sz.k, *o[3] = { v + sz.v, v + sz.v + sz.o,
+                                                             v + sz.v + 2 * sz.o };
+    attn_fill(q, sz.q, ATTN_FILL_NORMAL, 5, ATTN_TENSOR_Q, 1);
+    attn_fill(k, sz.k, ATTN_FILL_NORMAL, 5, ATTN_TENSOR_K, 1);
+    attn_fill(v, sz.v, ATTN_FILL_NORMAL, 5, ATTN_TENSOR_V, 1);
+    bool ran = true;
+    for (int t = 0; t < 3; t++) {
+        attn_tracker tr;
+        attn_tracker_init(&tr);
+        const attn_config cfg = { .threads = t + 1, .alloc = &tr.iface, .device = -1,
+                                  .splits = 5 };
+        const attn_tensors in = { .q = q, .k = k, .v = v, .o = o[t] };
+        void *state = NULL;
+        ran &= be->prepare(&p, &cfg, &state) == ATTN_OK && be->bind(state, &in) == ATTN_OK &&
+               be->run(state) == ATTN_OK && be->read(state, o[t]) == ATTN_OK;
+        if (state)
+            be->release(state);
+        attn_tracker_destroy(&tr);
+    }
+    tap_ok(ran && !memcmp(o[0], o[1], sz.o * sizeof(float)) &&
+           !memcmp(o[0], o[2], sz.o * sizeof(float)),
+           "tiled --splits 5: output bitwise identical with 1, 2 and 3 threads");
+    attn_host_free(buf);
+}
+
 /* One grid case of be at isa (ATTN_ISA_AUTO: the widest), as a TAP line. */
 static void grid_one(const attn_backend *be, const grid_case *g, attn_isa isa)
 {
     const attn_problem p = { .batch = g->b, .heads = g->h, .seq_q = g->nq, .seq_kv = g->nk,
                              .d_k = g->dk, .d_v = g->dv,
                              .scale = (float)(1.0 / sqrt((double)g->dk)), .causal = g->causal,
-                             .kv_len = g->kv_len, .var = grid_var };
+                             .kv_len = g->kv_len, .var = grid_var, .kv_heads = g->hkv };
     char shape[256], at[32] = "";
     attn_problem_describe(&p, shape, sizeof(shape));
     if (isa != ATTN_ISA_AUTO)
@@ -183,11 +272,11 @@ static void list_matches_registry(void)
 
 int main(void)
 {
-    grid_case grid[64];
+    grid_case grid[80];
     const size_t ncases = build_grid(grid);
     int extra = 0;
     for (size_t i = 0; i < attn_backend_count(); i++)
-        extra += !strcmp(attn_backend_get(i)->name, "tiled") ? NTILES : 0;
+        extra += !strcmp(attn_backend_get(i)->name, "tiled") ? NTILES + NSPLIT_TESTS : 0;
     /* The grid at the widest ISA for every backend, then at each ISA for the
      * host backends (device backends have no kernels of kernels/ to pick). */
     const int isas = ATTN_ISA_COUNT - ATTN_ISA_C;
@@ -218,6 +307,7 @@ int main(void)
         }
         thread_invariance(be);
         tile_sizes(be);
+        split_kv(be);
     }
     return 0;
 }

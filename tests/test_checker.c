@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "tap.h"
+#include "tiled.h"
 #include "util.h"
 
 typedef enum fault {
@@ -173,6 +174,39 @@ static bool judge(const double ref_out[4], const float got[6], size_t nonfinite_
     return c.pass;
 }
 
+/* The tiled backend with a bug planted in its grouped-head indexing or its
+ * split-KV merge: the checker must reject both, and pass it without them. */
+static void tiled_expect(int bug, const attn_problem *p, int splits, const char *what,
+                         attn_verdict want)
+{
+    const attn_backend *be = attn_backend_find("tiled");
+    attn_setup s = test_setup(ATTN_FILL_NORMAL, 0);
+    s.splits = splits;
+    attn_result r;
+    attn_tiled_plant(bug);
+    const attn_verdict v = run_case_setup(be, p, &s, &r);
+    attn_tiled_plant(ATTN_TILED_PLANT_NONE);
+    if (!tap_ok(v == want, "tiled: %s: %s", what, attn_verdict_str(v)))
+        tap_diag("wanted %s; why: %s | %s", attn_verdict_str(want), r.why, r.repro);
+    else if (r.why[0])
+        tap_diag("%s", r.why);
+}
+
+static void tiled_planted(void)
+{
+    const attn_problem gqa = { .batch = 2, .heads = 4, .seq_q = 33, .seq_kv = 100, .d_k = 16,
+                               .d_v = 16, .scale = 0.25f, .causal = true, .kv_heads = 2 };
+    const attn_problem dec = { .batch = 1, .heads = 4, .seq_q = 1, .seq_kv = 1000, .d_k = 32,
+                               .d_v = 32, .scale = 0.3f, .kv_heads = 1 };
+    tiled_expect(ATTN_TILED_PLANT_NONE, &gqa, 0, "grouped heads (H 4, Hkv 2) pass", ATTN_PASSED);
+    tiled_expect(ATTN_TILED_PLANT_WRONG_KV_HEAD, &gqa, 0,
+                 "planted: a group reading the wrong K/V head fails", ATTN_FAILED);
+    tiled_expect(ATTN_TILED_PLANT_NONE, &dec, 4, "decoding split into 4 chunks passes",
+                 ATTN_PASSED);
+    tiled_expect(ATTN_TILED_PLANT_MERGE_NO_RESCALE, &dec, 4,
+                 "planted: chunks merged without rescaling by their maxima fail", ATTN_FAILED);
+}
+
 static void nonfinite_checks(void)
 {
     const float nan = NAN, inf = INFINITY;
@@ -229,5 +263,6 @@ int main(void)
     expect_kv(FAULT_ZEROS, "one key visible to half the rows: writing zeros fails", false, 0, one,
               ATTN_FAILED);
     nonfinite_checks();
+    tiled_planted();
     return tap_done();
 }

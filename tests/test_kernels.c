@@ -359,6 +359,47 @@ static bool exp2_edges(const attn_kernels *kr, char *why, size_t len)
     return true;
 }
 
+/* ---- Q.K^T from rows of Q ------------------------------------------------- */
+
+static bool check_qk_rows(const attn_kernels *kr, const attn_kernels *c, int nk, int nq, int dk,
+                          char *why, size_t len)
+{
+    const ptrdiff_t ks = dk + 3, qs = dk + 5, ss = nq + PAD;
+    float *k = attn_host_alloc((size_t)nk * ks * sizeof(float));
+    float *q = attn_host_alloc((size_t)nq * qs * sizeof(float));
+    guarded ref = guarded_new((size_t)nk * ss), got = guarded_new((size_t)nk * ss);
+    for (ptrdiff_t i = 0; i < nk * ks; i++)
+        k[i] = uniform(-2, 2);
+    for (ptrdiff_t i = 0; i < nq * qs; i++)
+        q[i] = uniform(-2, 2);
+    c->qk_rows(ref.data, ss, k, ks, q, qs, nk, nq, dk);
+    kr->qk_rows(got.data, ss, k, ks, q, qs, nk, nq, dk);
+    bool ok = guarded_intact(&got, nk, nq, ss);
+    if (!ok)
+        snprintf(why, len, "wrote outside the %dx%d tile", nk, nq);
+    for (int j = 0; ok && j < nk; j++)
+        for (int i = 0; ok && i < nq; i++) {
+            double mag = 0, exact = 0;
+            for (int x = 0; x < dk; x++) {
+                mag += fabs((double)k[j * ks + x] * q[i * qs + x]);
+                exact += (double)k[j * ks + x] * q[i * qs + x];
+            }
+            /* Summation orders differ (C: along d; SIMD: lanes, then a tree). */
+            const double tol = 2.0 * dk * 0x1p-24 * mag + 1e-30;
+            const float g = got.data[j * ss + i], r = ref.data[j * ss + i];
+            if (!close(g, r, 2 * tol) || !close(g, (float)exact, tol)) {
+                snprintf(why, len, "S[%d][%d] = %.9g, C says %.9g, exact %.9g (tol %.3g)", j, i,
+                         g, r, exact, tol);
+                ok = false;
+            }
+        }
+    attn_host_free(k);
+    attn_host_free(q);
+    attn_host_free(ref.base);
+    attn_host_free(got.base);
+    return ok;
+}
+
 /* ---- driver ---------------------------------------------------------------------- */
 
 static void test_isa(const attn_kernels *kr, const attn_kernels *c)
@@ -375,6 +416,17 @@ static void test_isa(const attn_kernels *kr, const attn_kernels *c)
             for (size_t d = 0; ok && d < 4; d++)
                 ok = check_qk(kr, c, nk, nq, dks[d], why, sizeof(why));
     if (!tap_ok(ok, "qk_%s matches qk_c, every tail, guarded", name))
+        tap_diag("%s", why);
+
+    /* Keys 1..40: two 16-key groups and every remainder; d every lane tail. */
+    ok = true;
+    static const int rdks[] = { 1, 7, 16, 17, 64, 100, 128 };
+    for (int nk = 1; ok && nk <= 40; nk++)
+        for (int nq = 1; ok && nq <= 5; nq++)
+            for (size_t d = 0; ok && d < sizeof(rdks) / sizeof(rdks[0]); d++)
+                ok = check_qk_rows(kr, c, nk, nq, rdks[d], why, sizeof(why));
+    if (!tap_ok(ok, "qk_rows_%s matches qk_rows_c and the exact dot products, every tail, "
+                "guarded", name))
         tap_diag("%s", why);
 
     ok = true;
@@ -427,6 +479,15 @@ static decl_qk_fn(qk_drops_last_query)
                                      nq > 1 ? nq - 1 : nq, dk);
 }
 
+/* ... a qk_rows that pairs each key with the next query's row ... */
+static decl_qk_rows_fn(qk_rows_wrong_query)
+{
+    attn_kernels_for(ATTN_ISA_C)->qk_rows(st, st_stride, k, k_stride, q, q_stride, nk, nq, dk);
+    if (nq > 1)
+        attn_kernels_for(ATTN_ISA_C)->qk_rows(st, st_stride, k, k_stride, q + q_stride,
+                                              q_stride, nk, 1, dk);
+}
+
 /* ... and one that writes one lane past the tile. */
 static decl_pv_fn(pv_writes_past)
 {
@@ -460,6 +521,10 @@ static void test_planted(const attn_kernels *c)
     bad.qk = qk_drops_last_query;
     tap_ok(!check_qk(&bad, c, 7, 33, 16, why, sizeof(why)),
            "the checker rejects a qk that leaves a query out");
+    bad = *c;
+    bad.qk_rows = qk_rows_wrong_query;
+    tap_ok(!check_qk_rows(&bad, c, 17, 3, 20, why, sizeof(why)),
+           "the checker rejects a qk_rows that scores a key against the wrong query");
     bad = *c;
     bad.pv = pv_writes_past;
     tap_ok(!check_pv(&bad, c, 5, 3, 20, why, sizeof(why)),
@@ -594,7 +659,7 @@ int main(int argc, char **argv)
     }
     const attn_kernels *c = attn_kernels_for(ATTN_ISA_C);
     const int isas = ATTN_ISA_COUNT - ATTN_ISA_C;
-    tap_plan(4 * (isas - 1) + 2 * isas + 4);
+    tap_plan(5 * (isas - 1) + 2 * isas + 5);
     test_planted(c);
     for (int isa = ATTN_ISA_C; isa < ATTN_ISA_COUNT; isa++) {
         const attn_kernels *kr = attn_kernels_for((attn_isa)isa);
@@ -604,7 +669,7 @@ int main(int argc, char **argv)
             tap_skip(why, "exp2_%s edge cases", name);
             tap_skip(why, "exp2_%s accuracy", name);
             if (isa != ATTN_ISA_C)
-                for (int t = 0; t < 4; t++)
+                for (int t = 0; t < 5; t++)
                     tap_skip(why, "%s kernel %d against C", name, t);
             continue;
         }

@@ -32,13 +32,30 @@ def main():
     r = subprocess.run([sys.executable, plot, csv_path, "--out", out, "--baseline", "naive",
                         "--machine", "test"], capture_output=True, text=True)
     ok(r.returncode == 0, f"plot.py: exit {r.returncode} {r.stderr.strip()[-300:]}")
-    for name in ("time", "memory", "gflops", "speedup", "heads", "dk", "tradeoff"):
+    for name in ("time", "memory", "gflops", "bandwidth", "speedup", "heads", "dk", "tradeoff"):
         png, svg = os.path.join(out, name + ".png"), os.path.join(out, name + ".svg")
         why = check_png(png)
         svg_ok = os.path.exists(svg) and os.path.getsize(svg) > 5000 and b"</svg>" in open(svg, "rb").read()[-100:]
         ok(why is None and svg_ok, f"{name}.png and {name}.svg: {why or 'valid'}, svg whole: {svg_ok}")
     with open(os.path.join(work, "time_legend.txt"), "w") as f:
         f.write(r.stdout)
+    # A decode sweep (Nq = 1 against a growing cache, grouped heads): its
+    # charts are drawn against Nk, one panel per K/V head count.
+    dec = os.path.join(work, "decode.csv")
+    r = subprocess.run([bench, "--backend=naive,tiled", "--seq", "1", "--seq-kv", "64:512:x2",
+                        "--heads", "4", "--kv-heads", "1,4", "--dk", "16", "--reps", "2",
+                        "--min-time", "0.005", "--csv", dec], capture_output=True, text=True)
+    ok(r.returncode == 0, f"a small decode sweep (Nq 1, Hkv 1 and 4): exit {r.returncode}")
+    dout = os.path.join(work, "decode-charts")
+    r = subprocess.run([sys.executable, plot, dec, "--out", dout, "--charts", "time,bandwidth"],
+                       capture_output=True, text=True)
+    ok(r.returncode == 0, f"plot.py on the decode sweep: exit {r.returncode} {r.stderr.strip()[-300:]}")
+    for name in ("time", "bandwidth"):
+        svg = os.path.join(dout, name + ".svg")
+        body = open(svg).read() if os.path.exists(svg) else ""
+        why = check_png(os.path.join(dout, name + ".png"))
+        ok(why is None and "key length Nk" in body and "Hkv=1" in body,
+           f"decode {name}: drawn against Nk with a panel for Hkv=1 ({why or 'valid png'})")
     # Bad input: one line on stderr, exit 1.
     empty = os.path.join(work, "empty.csv")
     open(empty, "w").close()

@@ -20,9 +20,9 @@ code=$?
 result "$(yes_if [ $code = 0 ])" "a sweep of 8 cases writes CSV and JSON" "exit $code: $(cat "$tmp/err")"
 result "$(yes_if [ "$(rows "$tmp/full.csv")" = 8 ] && [ "$(dups "$tmp/full.csv")" = 0 ])" \
     "the CSV holds 8 rows with distinct keys" "$(cat "$tmp/full.csv")"
-head -n 1 "$tmp/full.csv" | grep -q '^schema,key,backend,verdict,reason,batch,heads,seq_q,seq_kv,d_k,d_v,causal,'
+head -n 1 "$tmp/full.csv" | grep -q '^schema,key,backend,verdict,reason,batch,heads,kv_heads,seq_q,seq_kv,d_k,d_v,causal,'
 result "$(yes_if [ $? = 0 ])" "the CSV header names its columns, schema first" "$(head -n 1 "$tmp/full.csv")"
-result "$(yes_if [ "$(tail -n +2 "$tmp/full.csv" | cut -d, -f1,4 | sort -u)" = "3,PASSED" ])" \
+result "$(yes_if [ "$(tail -n +2 "$tmp/full.csv" | cut -d, -f1,4 | sort -u)" = "4,PASSED" ])" \
     "every row carries the schema version and its verdict"
 
 "$py" - "$tmp/full.json" >"$tmp/py" 2>&1 <<'PY'

@@ -14,11 +14,11 @@
 
 size_t attn_vk_elems(const attn_problem *p, int which)
 {
-    const size_t bh = (size_t)p->batch * p->heads;
+    const size_t bh = (size_t)p->batch * p->heads, bhkv = (size_t)p->batch * attn_kv_heads(p);
     switch (which) {
     case B_Q: return bh * p->seq_q * p->d_k;
-    case B_K: return bh * p->seq_kv * p->d_k;
-    case B_V: return bh * p->seq_kv * p->d_v;
+    case B_K: return bhkv * p->seq_kv * p->d_k;
+    case B_V: return bhkv * p->seq_kv * p->d_v;
     case B_O: return bh * p->seq_q * p->d_v;
     case B_L: return (size_t)p->batch;
     default:  return 0;

@@ -51,6 +51,7 @@ enum { P_FLASH, P_SCORES, P_SOFTMAX, P_PV, NPIPE };
 typedef struct push {
     uint32_t heads, nq, nk, dk, dv, causal, head_base;
     float scale;
+    uint32_t group;               /* H / Hkv: query head h reads K/V head h / group */
 } push;
 
 typedef struct vk_buf {
@@ -243,7 +244,7 @@ static VkResult record(vk_state *s)
     vkCmdBindDescriptorSets(s->run, VK_PIPELINE_BIND_POINT_COMPUTE, s->layout, 0, 1, &s->set, 0,
                             NULL);
     push pc = { (uint32_t)p->heads, (uint32_t)p->seq_q, (uint32_t)p->seq_kv, (uint32_t)p->d_k,
-                (uint32_t)p->d_v, p->causal, 0, p->scale };
+                (uint32_t)p->d_v, p->causal, 0, p->scale, (uint32_t)attn_group(p) };
     if (s->fused) {
         vkCmdBindPipeline(s->run, VK_PIPELINE_BIND_POINT_COMPUTE, s->pipe[P_FLASH]);
         vkCmdPushConstants(s->run, s->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), &pc);

@@ -45,7 +45,6 @@
  * as dot products along d (qk_rows) rather than the outer product of qk,
  * whose 16 query lanes they would leave mostly empty. */
 #define ROWS_MAX 8
-#define BC_STREAM 192
 
 static atomic_int planted;
 
@@ -140,10 +139,6 @@ static tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg)
     t.cols = t.group * t.br;
     if (cfg->tile_kv > 0) {
         t.bc = cfg->tile_kv;
-    } else if (t.cols <= ROWS_MAX) {
-        /* Few columns (decoding): K and V stream through once, so the tile
-         * is sized for fewer switches between the two streams, not for L1. */
-        t.bc = BC_STREAM;
     } else {
         const long per_key = (long)(t.cols + p->d_k + p->d_v) * (long)sizeof(float);
         const long bc = l1d_bytes() / 2 / per_key / 48 * 48;
@@ -277,7 +272,7 @@ static size_t column_row(const attn_problem *p, const block *k, int c)
 /* The next tile's K and V rows towards L2 while this one is computed:
  * decoding reads each row once, and the hardware prefetchers alone leave
  * that stream well below the memory bandwidth (kernels_avx512.c has the
- * numbers). In prefill the rows are in L2 already and this costs one
+ * numbers, with its own prefetch further ahead). In prefill the rows are in L2 already and this costs one
  * instruction per 64 bytes of a tile used by many queries. */
 static void prefetch_rows(const float *k, const float *v, int n, int dk, int dv)
 {

@@ -683,7 +683,7 @@ void attn_cli_usage(FILE *f, const char *prog)
 "  --device N       device for the device backends (vulkan), numbered as --list shows\n"
 "                   (default: discrete GPU > integrated > virtual > CPU)\n"
 "  --inputs DIR     read Q, K, V from DIR/q.npy, k.npy, v.npy (float32 or float64, C\n"
-"                   order, shapes [B,H,Nq,dk], [B,H,Nk,dk], [B,H,Nk,dv] of the one case)\n"
+"                   order, shapes [B,H,Nq,dk], [B,Hkv,Nk,dk], [B,Hkv,Nk,dv] of the case)\n"
 "                   instead of the seeded fill\n"
 "  --dump-output FILE.npy   one case, one backend: write its O [B,H,Nq,dv]\n"
 "  --dump-inputs DIR  one case: write its Q, K, V to DIR/q.npy, k.npy, v.npy and exit\n"

@@ -19,9 +19,9 @@ static const char header[] =
     "rows_checked,rows_total,max_abs,max_rel,nmse,tol,approx_max_abs,approx_nmse,reps,iterations,"
     "real_median_s,real_min_s,real_mean_s,real_stddev_s,real_cv,cpu_median_s,cpu_mean_s,"
     "device_median_s,device_min_s,device_cv,upload_s,download_s,"
-"flops,flops_dense,gflops,gflops_dense,peak_gflops,pct_peak,bytes,gbs,peak_gbs,pct_bw,"
-    "workspace_bytes,"
-    "workspace_predicted_bytes,rss_peak_bytes,device_bytes,score_matrix_bytes,kv_bytes,device,repro";
+    "flops,flops_dense,gflops,gflops_dense,peak_gflops,pct_peak,bytes,gbs,peak_gbs,pct_bw,"
+    "workspace_bytes,workspace_predicted_bytes,rss_peak_bytes,device_bytes,score_matrix_bytes,"
+    "kv_bytes,device,repro";
 
 #define fail(...) attn_error(ATTN_EXIT_USAGE, __VA_ARGS__)
 

@@ -131,10 +131,10 @@ INLINE __m512 sum16(__m512 a[16])
  * one in hand is prefetched towards L2, one prefetch per cache line, so
  * that misses stay in flight while the arithmetic runs (a prefetch never
  * faults: rows past the end of K are harmless). Measured on the 2-core
- * EPYC VM, decoding H = 32 Hkv = 8 and 32, d = 128, Nk = 32K: this with
- * the tiled backend's prefetch of the next tile moved 22-27 GB/s, either
- * alone 19-24, neither 18-21 (hint T0 was slower still: L1's miss buffers
- * bound it). */
+ * EPYC VM, decoding H = 32, Hkv = 8 and 32, d = 128, Nk = 32K, 48-key
+ * tiles: this with the tiled backend's prefetch of the next tile moved
+ * 31-48 GB/s, either alone 18-33, against 25-34 with 192-key tiles (hint
+ * T0 was slower still: L1's miss buffers bound it). */
 #define PF_KEYS 192
 
 /* n keys (1..16) of one query; FULLN (a constant) says n == 16; PF that

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "tap.h"
+#include "tiled.h"
 #include "util.h"
 #include "variant.h"
 
@@ -157,7 +158,7 @@ static void tile_sizes(const attn_backend *be)
 static const int split_counts[] = { 1, 3, 64 };
 #define NSPLITS (int)(sizeof(split_counts) / sizeof(split_counts[0]))
 #define NSPLIT_SHAPES 3
-#define NSPLIT_TESTS (NSPLITS * NSPLIT_SHAPES + 1)
+#define NSPLIT_TESTS (NSPLITS * NSPLIT_SHAPES + 2)
 
 static void split_kv(const attn_backend *be)
 {
@@ -219,6 +220,19 @@ static void split_kv(const attn_backend *be)
            !memcmp(o[0], o[2], sz.o * sizeof(float)),
            "tiled --splits 5: output bitwise identical with 1, 2 and 3 threads");
     attn_host_free(buf);
+
+    /* --splits auto: multi-query decoding of one batch item splits; a
+     * batch of 32 K/V heads, or prefill, has work enough and does not. */
+    const attn_problem mqa = { .batch = 1, .heads = 32, .seq_q = 1, .seq_kv = 16384,
+                               .d_k = 128, .d_v = 128, .kv_heads = 1 };
+    attn_problem mha = mqa, pre = mqa;
+    mha.kv_heads = 32;
+    pre.seq_q = 4096;
+    pre.kv_heads = 8;
+    const int a = attn_tiled_auto_splits(&mqa, 0, 0), b = attn_tiled_auto_splits(&mha, 0, 0),
+              c = attn_tiled_auto_splits(&pre, 0, 0);
+    tap_ok(a > 1 && b == 1 && c == 1, "tiled --splits auto: %d chunks for B=1 Hkv=1 Nk=16K "
+           "decoding, %d for Hkv=32, %d for a 4096-query prefill", a, b, c);
 }
 
 /* One grid case of be at isa (ATTN_ISA_AUTO: the widest), as a TAP line. */

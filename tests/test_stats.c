@@ -175,7 +175,7 @@ static void csv_bytes(void)
     r.ws_peak = 2147614884u;
     r.ws_predicted = 4294967297u;
     const attn_setup s = { .seed = 1, .threads = 1 };
-    bool ok = attn_csv_open(&c, path, false) < 0 && attn_csv_append(&c, &r, &s, 0) < 0;
+    bool ok = attn_csv_open(&c, path, false) < 0 && attn_csv_append(&c, &r, &s, NULL) < 0;
     attn_csv_close(&c);
     char buf[8192] = "";
     FILE *f = fopen(path, "r");

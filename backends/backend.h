@@ -92,10 +92,11 @@ typedef struct attn_config {
                                     0: its own choice */
 } attn_config;
 
-/* Hkv: the K/V heads of p (kv_heads, or heads when it is 0). */
+/* Hkv: the K/V heads of p (kv_heads, or heads when it is 0). Whether it
+ * divides heads is attn_backend_supports's first check. */
 static inline int attn_kv_heads(const attn_problem *p)
 {
-    return p->kv_heads > 0 ? p->kv_heads : p->heads;
+    return p->kv_heads != 0 ? p->kv_heads : p->heads;
 }
 
 /* Query heads per K/V head: H / Hkv. */

@@ -665,8 +665,9 @@ void attn_cli_usage(FILE *f, const char *prog)
 "                   (default: chosen from d and the L1 cache)\n"
 "  --splits N       tiled: split each query block's keys into N chunks computed in\n"
 "                   parallel and merged exactly (split-KV, flash-decoding); 1: never\n"
-"                   split (default auto: split when there are too few work items to\n"
-"                   fill the cores, as in decoding)\n"
+"                   split (default auto: split when a case has fewer than 32 work\n"
+"                   items, as decoding with a small batch has; a fixed count, so\n"
+"                   the output does not depend on --threads)\n"
 "  --isa ISA        the SIMD kernels of the backends built on them (tiled, blas's\n"
 "                   softmax, local, sparse, linear, performer, linformer): c, avx2,\n"
 "                   avx512, or auto (default: the widest this CPU runs)\n",

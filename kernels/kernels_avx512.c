@@ -7,6 +7,7 @@
  * the same inlined tile, instantiated for each constant size. */
 #include <immintrin.h>
 #include <math.h>
+#include <stdint.h>
 
 #include "kernels.h"
 
@@ -137,6 +138,13 @@ INLINE __m512 sum16(__m512 a[16])
  * T0 was slower still: L1's miss buffers bound it). */
 #define PF_KEYS 192
 
+/* The address n floats past p, as an integer: past the end of the array it
+ * is no pointer C allows, but a prefetch may name any address. */
+INLINE const char *ahead(const float *p, ptrdiff_t n)
+{
+    return (const char *)((uintptr_t)p + (uintptr_t)(n * (ptrdiff_t)sizeof(float)));
+}
+
 /* n keys (1..16) of one query; FULLN (a constant) says n == 16; PF that
  * the rows PF_KEYS ahead are prefetched (the first query's pass). */
 INLINE void qk_rows_16(float *restrict st, ptrdiff_t ss, const float *restrict k, ptrdiff_t ks,
@@ -159,7 +167,7 @@ INLINE void qk_rows_16(float *restrict st, ptrdiff_t ss, const float *restrict k
                 if (pf)
 #pragma GCC unroll 4
                     for (int x = 0; x < 64; x += 16)
-                        _mm_prefetch((const char *)(kr + PF_KEYS * ks + x), _MM_HINT_T2);
+                        _mm_prefetch(ahead(kr + x, PF_KEYS * ks), _MM_HINT_T2);
                 __m512 a = acc[SLOT(r)];
                 a = _mm512_fmadd_ps(_mm512_loadu_ps(kr), q0, a);
                 a = _mm512_fmadd_ps(_mm512_loadu_ps(kr + 16), q1, a);
@@ -298,7 +306,7 @@ INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, p
         if (PF)   /* few rows (decoding): V streams from memory; see PF_KEYS */
 #pragma GCC unroll 4
             for (int c = 0; c < NV; c++)
-                _mm_prefetch((const char *)(v + (j + PF_KEYS) * vs + 16 * c), _MM_HINT_T2);
+                _mm_prefetch(ahead(v + j * vs + 16 * c, PF_KEYS * vs), _MM_HINT_T2);
 #pragma GCC unroll 4
         for (int c = 0; c < NV; c++)
             b[c] = load_v(v + j * vs + 16 * c, c, NV, FULL, tail);

@@ -76,13 +76,15 @@ static size_t build_grid(grid_case *g)
     return n;
 }
 
-/* Runs be on p with the given thread count straight through its verbs. */
+/* Runs be on p with the given thread count (and tiled's --splits) straight
+ * through its verbs. */
 static bool output_with_threads(const attn_backend *be, const attn_problem *p,
-                                const attn_tensors *in, int threads, float *out)
+                                const attn_tensors *in, int threads, int splits, float *out)
 {
     attn_tracker tr;
     attn_tracker_init(&tr);
-    const attn_config cfg = { .threads = threads, .alloc = &tr.iface, .device = -1 };
+    const attn_config cfg = { .threads = threads, .alloc = &tr.iface, .device = -1,
+                              .splits = splits };
     const attn_tensors t = { .q = in->q, .k = in->k, .v = in->v, .o = out };
     void *state = NULL;
     bool ok = be->prepare(p, &cfg, &state) == ATTN_OK;
@@ -93,6 +95,31 @@ static bool output_with_threads(const attn_backend *be, const attn_problem *p,
         be->release(state);
     attn_tracker_destroy(&tr);
     return ok;
+}
+
+/* Whether be gives p bitwise the same output with 1, 2 and 3 threads. */
+static bool same_for_threads(const attn_backend *be, const attn_problem *p, int splits)
+{
+    attn_sizes sz;
+    attn_problem_sizes(p, &sz);
+    float *buf = attn_host_alloc((sz.q + sz.k + sz.v + 3 * sz.o) * sizeof(float));
+    if (!buf) {
+        printf("Bail out! out of memory\n");
+        exit(2);
+    }
+    float *q = buf, *k = q + sz.q, *v = k + sz.k, *o1 = v + sz.v, *o2 = o1 + sz.o,
+          *o3 = o2 + sz.o;
+    attn_fill(q, sz.q, ATTN_FILL_NORMAL, 5, ATTN_TENSOR_Q, 1);
+    attn_fill(k, sz.k, ATTN_FILL_NORMAL, 5, ATTN_TENSOR_K, 1);
+    attn_fill(v, sz.v, ATTN_FILL_NORMAL, 5, ATTN_TENSOR_V, 1);
+    const attn_tensors in = { .q = q, .k = k, .v = v };
+    const bool same = output_with_threads(be, p, &in, 1, splits, o1) &&
+                      output_with_threads(be, p, &in, 2, splits, o2) &&
+                      output_with_threads(be, p, &in, 3, splits, o3) &&
+                      !memcmp(o1, o2, sz.o * sizeof(float)) &&
+                      !memcmp(o1, o3, sz.o * sizeof(float));
+    attn_host_free(buf);
+    return same;
 }
 
 /* The output must not depend on how many threads computed it. */
@@ -109,25 +136,8 @@ static void thread_invariance(const attn_backend *be)
         tap_skip(why, "%s: output independent of the thread count", be->name);
         return;
     }
-    attn_sizes sz;
-    attn_problem_sizes(&p, &sz);
-    float *buf = attn_host_alloc((sz.q + sz.k + sz.v + 3 * sz.o) * sizeof(float));
-    if (!buf) {
-        printf("Bail out! out of memory\n");
-        exit(2);
-    }
-    float *q = buf, *k = q + sz.q, *v = k + sz.k, *o1 = v + sz.v, *o2 = o1 + sz.o,
-          *o3 = o2 + sz.o;
-    attn_fill(q, sz.q, ATTN_FILL_NORMAL, 5, ATTN_TENSOR_Q, 1);
-    attn_fill(k, sz.k, ATTN_FILL_NORMAL, 5, ATTN_TENSOR_K, 1);
-    attn_fill(v, sz.v, ATTN_FILL_NORMAL, 5, ATTN_TENSOR_V, 1);
-    const attn_tensors in = { .q = q, .k = k, .v = v };
-    const bool ran = output_with_threads(be, &p, &in, 1, o1) &&
-                     output_with_threads(be, &p, &in, 2, o2) &&
-                     output_with_threads(be, &p, &in, 3, o3);
-    tap_ok(ran && !memcmp(o1, o2, sz.o * sizeof(float)) && !memcmp(o1, o3, sz.o * sizeof(float)),
-           "%s: output bitwise identical with 1, 2 and 3 threads", be->name);
-    attn_host_free(buf);
+    tap_ok(same_for_threads(be, &p, 0), "%s: output bitwise identical with 1, 2 and 3 threads",
+           be->name);
 }
 
 /* Block sizes that do not divide anything, single rows and columns, and
@@ -190,36 +200,8 @@ static void split_kv(const attn_backend *be)
     const attn_problem p = { .batch = 2, .heads = 8, .seq_q = 3, .seq_kv = 1000, .d_k = 40,
                              .d_v = 24, .scale = 0.15f, .causal = true, .kv_len = kv2,
                              .kv_heads = 2 };
-    attn_sizes sz;
-    attn_problem_sizes(&p, &sz);
-    float *buf = attn_host_alloc((sz.q + sz.k + sz.v + 3 * sz.o) * sizeof(float));
-    if (!buf) {
-        printf("Bail out! out of memory\n");
-        exit(2);
-    }
-    float *q = buf, *k = q + sz.q, *v = k + sz.k, *o[3] = { v + sz.v, v + sz.v + sz.o,
-                                                             v + sz.v + 2 * sz.o };
-    attn_fill(q, sz.q, ATTN_FILL_NORMAL, 5, ATTN_TENSOR_Q, 1);
-    attn_fill(k, sz.k, ATTN_FILL_NORMAL, 5, ATTN_TENSOR_K, 1);
-    attn_fill(v, sz.v, ATTN_FILL_NORMAL, 5, ATTN_TENSOR_V, 1);
-    bool ran = true;
-    for (int t = 0; t < 3; t++) {
-        attn_tracker tr;
-        attn_tracker_init(&tr);
-        const attn_config cfg = { .threads = t + 1, .alloc = &tr.iface, .device = -1,
-                                  .splits = 5 };
-        const attn_tensors in = { .q = q, .k = k, .v = v, .o = o[t] };
-        void *state = NULL;
-        ran &= be->prepare(&p, &cfg, &state) == ATTN_OK && be->bind(state, &in) == ATTN_OK &&
-               be->run(state) == ATTN_OK && be->read(state, o[t]) == ATTN_OK;
-        if (state)
-            be->release(state);
-        attn_tracker_destroy(&tr);
-    }
-    tap_ok(ran && !memcmp(o[0], o[1], sz.o * sizeof(float)) &&
-           !memcmp(o[0], o[2], sz.o * sizeof(float)),
+    tap_ok(same_for_threads(be, &p, 5),
            "tiled --splits 5: output bitwise identical with 1, 2 and 3 threads");
-    attn_host_free(buf);
 
     /* --splits auto: multi-query decoding of one batch item splits; a
      * batch of 32 K/V heads, or prefill, has work enough and does not. */

@@ -85,6 +85,8 @@ typedef struct attn_config {
     int threads;                 /* >= 1 */
     const attn_allocator *alloc;
     int tile_q, tile_kv;         /* block sizes for experiments; 0: the backend's choice */
+    int tile_sb;                 /* tiled: query blocks sharing each pass over K/V; 0: its
+                                    choice */
     int device;                  /* device backends: index in devices(); -1: their choice */
     attn_isa isa;                /* host backends' kernels; ATTN_ISA_AUTO: the widest this
                                     CPU runs (--isa) */

@@ -58,10 +58,13 @@ typedef struct tiled_plan {
     int group;           /* G: query heads per K/V head, one work item together */
     int cols;            /* G * br: the columns of a tile */
     int brp;             /* cols rounded up to 16: the stride of the packed tiles */
+    int sb;              /* query blocks per work item, sharing each pass over K/V */
     int splits;          /* key chunks per block; 1: unsplit */
     int chunk;           /* keys per chunk, a multiple of bc */
     long blocks;         /* B * Hkv * ceil(Nq / br) */
+    long items;          /* B * Hkv * ceil(ceil(Nq / br) / sb): work items unsplit */
     size_t part_floats;  /* one (block, chunk)'s partial result: m, l [brp], O [cols][dv] */
+    size_t sub_bytes;    /* one query block's share of a thread's scratch */
     size_t thread_bytes; /* one thread's scratch, a multiple of ALIGN */
 } tiled_plan;
 
@@ -78,9 +81,10 @@ static size_t round_up(size_t n, size_t to)
     return (n + to - 1) / to * to;
 }
 
-/* Per-thread scratch, in this order: Q^T [dk][brp], S^T [bc][brp],
- * the accumulator [cols][dv], Q's rows [ROWS_MAX][dk] for qk_rows,
- * m, l, alpha [brp] floats, end [brp] ints. */
+/* Per-thread scratch, in this order: S^T [bc][brp], then for each of the
+ * sb query blocks of a work item: Q^T [dk][brp], the accumulator [cols][dv],
+ * Q's rows [ROWS_MAX][dk] for qk_rows, m, l, alpha [brp] floats, end [brp]
+ * ints. */
 static size_t qt_bytes(const attn_problem *p, const tiled_plan *t)
 {
     return round_up((size_t)p->d_k * t->brp * sizeof(float), ALIGN);
@@ -112,6 +116,37 @@ static long l1d_bytes(void)
     return l1 > 0 ? l1 : 32 * 1024;
 }
 
+static long l2_bytes(void)
+{
+    const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return l2 > 0 ? l2 : 1024 * 1024;
+}
+
+static size_t sub_bytes(const attn_problem *p, const tiled_plan *t)
+{
+    return qt_bytes(p, t) + acc_bytes(p, t) + qr_bytes(p) + 4 * vec_bytes(t);
+}
+
+/* Query blocks per work item (sb), unless the configuration sets it. Each
+ * K/V tile, once brought in, serves the sb blocks one after the other, so
+ * K and V stream from L3 or memory once per sb blocks instead of once per
+ * block: their Q^T tiles and accumulators (sb x sub_bytes) stay in a
+ * quarter of L2, at most SB_MAX of them. Fewer when that would leave fewer
+ * than SB_ITEMS work items to share out. The blocks of an item are
+ * computed exactly as they would be alone (same tiles, same order), so sb
+ * changes no bit of the output. */
+#define SB_MAX 8
+#define SB_ITEMS 16
+
+static int auto_sb(const attn_problem *p, const tiled_plan *t)
+{
+    const long fit = l2_bytes() / (long)sub_bytes(p, t);
+    const long spare = t->blocks / SB_ITEMS;
+    long sb = fit < spare ? fit : spare;
+    sb = sb < SB_MAX ? sb : SB_MAX;
+    return sb > 1 ? (int)sb : 1;
+}
+
 static int auto_splits(long blocks, int seq_kv)
 {
     if (blocks >= SPLIT_ITEMS)
@@ -124,12 +159,17 @@ static int auto_splits(long blocks, int seq_kv)
 /* Tile sizes, unless the configuration sets them: 64 columns (one 64-lane
  * register tile of the AVX-512 Q.K^T kernel), that is Br = 64/G queries of
  * each of the G heads of a group (at least 1); Bc keys a multiple of 48
- * (whole 6-row register tiles and whole 16-lane vectors) such that the
- * score tile and the K and V rows it touches fit in half of L1, at least
- * 48. Measured on a 48 KiB-L1 core, Br x Bc from 48 to 128 x 32 to 192 were
- * all within the run-to-run noise of each other (see README); 64 x 48 is
- * among the best. Neither they nor the chunks depend on the thread count,
- * so neither does the output. */
+ * (whole 6-row register tiles and whole 16-lane vectors), at least 48:
+ *  - prefill: the K and V tile in an eighth of L2, at most 96. The
+ *    accumulator is loaded, rescaled and stored once per tile, so a longer
+ *    tile spends less on it: in L2, on the 2-core EPYC, P.V ran at 108
+ *    GFLOP/s a core with 48 keys, 112 with 96, 114 with 192 (peak 117),
+ *    and whole runs with 96 or 192 were 2-4% faster than with 48;
+ *  - decoding (tiles of at most ROWS_MAX columns): the score tile and the
+ *    K and V rows it touches in half of L1 (48 at d = 128: see
+ *    kernels_avx512.c's PF_KEYS for why short tiles stream better).
+ * Neither they nor the chunks depend on the thread count, so neither does
+ * the output. */
 static tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg)
 {
     tiled_plan t;
@@ -139,21 +179,31 @@ static tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg)
     t.cols = t.group * t.br;
     if (cfg->tile_kv > 0) {
         t.bc = cfg->tile_kv;
-    } else {
+    } else if (t.cols <= ROWS_MAX) {
         const long per_key = (long)(t.cols + p->d_k + p->d_v) * (long)sizeof(float);
         const long bc = l1d_bytes() / 2 / per_key / 48 * 48;
         t.bc = bc < 48 ? 48 : bc > 192 ? 192 : (int)bc;
+    } else {
+        const long per_key = (long)(p->d_k + p->d_v) * (long)sizeof(float);
+        const long bc = l2_bytes() / 8 / per_key / 48 * 48;
+        t.bc = bc < 48 ? 48 : bc > 96 ? 96 : (int)bc;
     }
     t.brp = (int)round_up((size_t)t.cols, 16);
     t.blocks = (long)p->batch * attn_kv_heads(p) * ((p->seq_q + t.br - 1) / t.br);
     t.splits = cfg->splits > 0 ? cfg->splits : auto_splits(t.blocks, p->seq_kv);
+    /* Split blocks and decoding tiles (qk_rows) are one block per item. */
+    t.sb = 1;
+    if (t.splits == 1 && t.cols > ROWS_MAX)
+        t.sb = cfg->tile_sb > 0 ? cfg->tile_sb : auto_sb(p, &t);
+    const long nqb = (p->seq_q + t.br - 1) / t.br;
+    t.items = (long)p->batch * attn_kv_heads(p) * ((nqb + t.sb - 1) / t.sb);
     /* Chunks of whole key tiles; with more chunks than tiles the last ones
      * are empty and merge as nothing. */
     const long per = ((long)p->seq_kv + t.splits - 1) / t.splits;
     t.chunk = (int)round_up((size_t)(per > 0 ? per : 1), (size_t)t.bc);
     t.part_floats = t.splits > 1 ? round_up(2 * (size_t)t.brp + (size_t)t.cols * p->d_v, 16) : 0;
-    t.thread_bytes = qt_bytes(p, &t) + st_bytes(&t) + acc_bytes(p, &t) + qr_bytes(p) +
-                     4 * vec_bytes(&t);
+    t.sub_bytes = sub_bytes(p, &t);
+    t.thread_bytes = st_bytes(&t) + (size_t)t.sb * t.sub_bytes;
     return t;
 }
 
@@ -195,7 +245,8 @@ static void tiled_release(void *state)
 static attn_status tiled_prepare(const attn_problem *p, const attn_config *cfg, void **state)
 {
     if ((cfg->tile_q < 0 || cfg->tile_kv < 0) ||
-        (cfg->tile_q > 4096 || cfg->tile_kv > 4096) || cfg->splits < 0)
+        (cfg->tile_q > 4096 || cfg->tile_kv > 4096) || cfg->splits < 0 || cfg->tile_sb < 0 ||
+        cfg->tile_sb > SB_MAX)
         return ATTN_EINVAL;
     tiled_state *s;
     attn_status st = attn_host_create(sizeof(*s), p, cfg, (void **)&s);
@@ -214,20 +265,27 @@ static attn_status tiled_prepare(const attn_problem *p, const attn_config *cfg, 
     return ATTN_OK;
 }
 
+/* One query block's running state. */
 typedef struct scratch {
-    float *qt, *st, *acc, *qr, *m, *l, *alpha;
+    float *qt, *acc, *qr, *m, *l, *alpha;
     int *end;
 } scratch;
 
-static scratch thread_scratch(const tiled_state *s, int tid)
+/* The score tile of thread tid, shared by its item's blocks. */
+static float *thread_st(const tiled_state *s, int tid)
+{
+    return (float *)(s->scratch + (size_t)tid * s->plan.thread_bytes);
+}
+
+/* The state of block u (< sb) of thread tid's item. */
+static scratch thread_scratch(const tiled_state *s, int tid, int u)
 {
     const tiled_plan *t = &s->plan;
-    unsigned char *at = s->scratch + (size_t)tid * t->thread_bytes;
+    unsigned char *at = s->scratch + (size_t)tid * t->thread_bytes + st_bytes(t) +
+                        (size_t)u * t->sub_bytes;
     scratch w;
     w.qt = (float *)at;
     at += qt_bytes(&s->h.p, t);
-    w.st = (float *)at;
-    at += st_bytes(t);
     w.acc = (float *)at;
     at += acc_bytes(&s->h.p, t);
     w.qr = (float *)at;
@@ -246,20 +304,33 @@ typedef struct block {
     int b, g, i0, nq;
 } block;
 
-static block block_of(const tiled_state *s, long item)
+/* The blocks of work item `item`, into k[0..sb); returns how many (the
+ * last item of a head may have fewer). Unsplit, items are runs of sb
+ * consecutive query blocks; split, one block each (sb = 1). */
+static int item_blocks(const tiled_state *s, long item, block *k)
 {
     const attn_problem *p = &s->h.p;
-    const long nqb = (p->seq_q + s->plan.br - 1) / s->plan.br;
+    const tiled_plan *t = &s->plan;
+    const long nqb = (p->seq_q + t->br - 1) / t->br, nit = (nqb + t->sb - 1) / t->sb;
     /* The last query blocks of a head first: under a causal mask they are
      * the longest, so handing them out first (dynamic, one at a time)
      * leaves the short ones to fill in at the end. */
-    const long qb = nqb - 1 - item % nqb, r = item / nqb;
-    block k;
-    k.b = (int)(r / attn_kv_heads(p));
-    k.g = (int)(r % attn_kv_heads(p));
-    k.i0 = (int)(qb * s->plan.br);
-    k.nq = p->seq_q - k.i0 < s->plan.br ? p->seq_q - k.i0 : s->plan.br;
-    return k;
+    const long r = item / nit, first = (nit - 1 - item % nit) * t->sb;
+    int n = 0;
+    for (long qb = first; qb < first + t->sb && qb < nqb; qb++, n++) {
+        k[n].b = (int)(r / attn_kv_heads(p));
+        k[n].g = (int)(r % attn_kv_heads(p));
+        k[n].i0 = (int)(qb * t->br);
+        k[n].nq = p->seq_q - k[n].i0 < t->br ? p->seq_q - k[n].i0 : t->br;
+    }
+    return n;
+}
+
+static block block_of(const tiled_state *s, long item)
+{
+    block k[1] = { { 0, 0, 0, 0 } };
+    item_blocks(s, item, k);
+    return k[0];
 }
 
 /* The query row of column c: its offset in Q (rows of dk) and O (rows of dv). */
@@ -272,8 +343,8 @@ static size_t column_row(const attn_problem *p, const block *k, int c)
 /* The next tile's K and V rows towards L2 while this one is computed:
  * decoding reads each row once, and the hardware prefetchers alone leave
  * that stream well below the memory bandwidth (kernels_avx512.c has the
- * numbers, with its own prefetch further ahead). In prefill the rows are in L2 already and this costs one
- * instruction per 64 bytes of a tile used by many queries. */
+ * numbers, with its own prefetch further ahead). In prefill this costs one
+ * instruction per 64 bytes of a tile used by sb x cols queries. */
 static void prefetch_rows(const float *k, const float *v, int n, int dk, int dv)
 {
     const char *a = (const char *)k, *b = (const char *)v;
@@ -284,88 +355,159 @@ static void prefetch_rows(const float *k, const float *v, int n, int dk, int dv)
         __builtin_prefetch(b + x, 0, 1);
 }
 
-/* Keys [j_lo, j_hi) of block k into the thread's accumulator w->acc [cols][dv]
- * (unnormalized) and statistics w->m, w->l (log2 units). */
-static void tiled_keys(const tiled_state *s, const scratch *w, const block *k, int j_lo,
-                       int j_hi)
+/* The rows of the AVX-512 kernels' register tiles: a tile on the causal
+ * diagonal is computed in runs of that many keys (Q.K^T) or queries (P.V). */
+#define TILE_ROWS 6
+
+/* The first 16-column strip (as a column index) holding a column that sees
+ * key j (end[c] > j); nc if none does. */
+static int first_strip(const int *end, int nc, int j)
+{
+    for (int c = 0; c < nc; c++)
+        if (end[c] > j)
+            return c / 16 * 16;
+    return nc;
+}
+
+/* Q.K^T and P.V of a tile that a mask cuts (end[c]: the keys column c
+ * sees), without the work the mask throws away: runs of TILE_ROWS keys
+ * only for the 16-column strips from the first that sees any of them on,
+ * and each run of TILE_ROWS queries only over the keys the last of them
+ * sees. Scores left out are never read as visible, and the weights P.V
+ * skips are the softmax's zeros, so the result is the one the whole tile
+ * would give; on the diagonal of a causal mask this halves the tile. */
+static void qk_cut(const attn_kernels *kn, float *st, int brp, const float *kb, int dk,
+                   const float *qt, int n, int nc, const int *end)
+{
+    for (int j = 0; j < n;) {
+        const int c0 = first_strip(end, nc, j);
+        int j1 = j + TILE_ROWS;
+        while (j1 < n && first_strip(end, nc, j1) == c0)
+            j1 += TILE_ROWS;
+        j1 = j1 < n ? j1 : n;
+        if (c0 < nc)
+            kn->qk(st + (size_t)j * brp + c0, brp, kb + (size_t)j * dk, dk, qt + c0, brp, j1 - j,
+                   nc - c0, dk);
+        j = j1;
+    }
+}
+
+static void pv_cut(const attn_kernels *kn, float *acc, int dv, const float *st, int brp,
+                   const float *vb, const float *alpha, int n, int nc, const int *end)
+{
+    for (int c = 0; c < nc; c += TILE_ROWS) {
+        const int r = nc - c < TILE_ROWS ? nc - c : TILE_ROWS;
+        int e = 0;
+        for (int x = c; x < c + r; x++)
+            e = end[x] > e ? end[x] : e;
+        if (atomic_load_explicit(&planted, memory_order_relaxed) == ATTN_TILED_PLANT_CUT_SHORT)
+            e--;
+        kn->pv(acc + (size_t)c * dv, dv, st + c, brp, vb, dv, alpha + c, r, e < n ? e : n, dv);
+    }
+}
+
+/* Keys [j_lo, j_hi) of the nb blocks k[] (all of one batch item and K/V
+ * head) into their accumulators w[u].acc [cols][dv] (unnormalized) and
+ * statistics w[u].m, w[u].l (log2 units). Each key tile is loaded once and
+ * used by every block that sees any of it, one block after the other. */
+static void tiled_keys(const tiled_state *s, float *st, const scratch *w, const block *k,
+                       int nb, int j_lo, int j_hi)
 {
     const attn_problem *p = &s->h.p;
     const tiled_plan *t = &s->plan;
     const attn_kernels *kn = s->h.k;
-    const int dk = p->d_k, dv = p->d_v, brp = t->brp, nc = t->group * k->nq;
+    const int dk = p->d_k, dv = p->d_v, brp = t->brp;
     size_t g = (size_t)k->b * attn_kv_heads(p) + (size_t)k->g;
     if (atomic_load_explicit(&planted, memory_order_relaxed) == ATTN_TILED_PLANT_WRONG_KV_HEAD)
         g = (size_t)k->b * attn_kv_heads(p) + (size_t)(k->g + 1) % (size_t)attn_kv_heads(p);
     const float *kk = s->h.t.k + g * p->seq_kv * dk;
     const float *vv = s->h.t.v + g * p->seq_kv * dv;
 
-    const bool rows = nc <= ROWS_MAX;
-    for (int c = 0; c < nc; c++) {
-        const float *q = s->h.t.q + column_row(p, k, c) * dk;
-        if (rows)
-            for (int x = 0; x < dk; x++)
-                w->qr[(size_t)c * dk + x] = q[x] * s->qscale;
-        else
-            for (int x = 0; x < dk; x++)
-                w->qt[(size_t)x * brp + c] = q[x] * s->qscale;
-        w->m[c] = -INFINITY;
-        w->l[c] = 0.0f;
-    }
-    memset(w->acc, 0, (size_t)nc * dv * sizeof(float));
-
     /* Visible keys are a prefix per query, growing with i: keys below
-     * lo are visible to every query of the block, none at or past hi is. */
-    const int lo = attn_visible_end(p, k->b, k->i0);
-    int hi = attn_visible_end(p, k->b, k->i0 + k->nq - 1);
-    hi = hi < j_hi ? hi : j_hi;
-
-    for (int j0 = j_lo; j0 < hi; j0 += t->bc) {
-        const int n = hi - j0 < t->bc ? hi - j0 : t->bc;
-        prefetch_rows(kk + (size_t)(j0 + n) * dk, vv + (size_t)(j0 + n) * dv,
-                          hi - j0 - n < t->bc ? hi - j0 - n : t->bc, dk, dv);
-        const int *end = NULL;
-        if (j0 + n > lo) {
-            for (int c = 0; c < nc; c++)
-                w->end[c] = attn_visible_end(p, k->b, k->i0 + c % k->nq) - j0;
-            end = w->end;
+     * lo[u] are visible to every query of block u, none at or past hi[u]
+     * is. Blocks come in increasing query order, so the last sees most. */
+    int lo[SB_MAX], hi[SB_MAX], top = j_lo;
+    for (int u = 0; u < nb; u++) {
+        const int nc = t->group * k[u].nq;
+        const bool rows = nc <= ROWS_MAX;
+        for (int c = 0; c < nc; c++) {
+            const float *q = s->h.t.q + column_row(p, &k[u], c) * dk;
+            if (rows)
+                for (int x = 0; x < dk; x++)
+                    w[u].qr[(size_t)c * dk + x] = q[x] * s->qscale;
+            else
+                for (int x = 0; x < dk; x++)
+                    w[u].qt[(size_t)x * brp + c] = q[x] * s->qscale;
+            w[u].m[c] = -INFINITY;
+            w[u].l[c] = 0.0f;
         }
-        if (rows)
-            kn->qk_rows(w->st, brp, kk + (size_t)j0 * dk, dk, w->qr, dk, n, nc, dk);
-        else
-            kn->qk(w->st, brp, kk + (size_t)j0 * dk, dk, w->qt, brp, n, nc, dk);
-        kn->softmax(w->st, brp, n, nc, end, w->m, w->l, w->alpha);
-        const float *vb = vv + (size_t)j0 * dv;
-        if (!end || attn_rows_finite(vb, (size_t)n, (size_t)dv)) {
-            kn->pv(w->acc, dv, w->st, brp, vb, dv, w->alpha, nc, n, dv);
-        } else {
-            /* A NaN or Inf in V: each column over its own visible keys. */
-            for (int c = 0; c < nc; c++) {
-                const int e = end[c] < 0 ? 0 : end[c] > n ? n : end[c];
-                kn->pv(w->acc + (size_t)c * dv, dv, w->st + c, brp, vb, dv, w->alpha + c, 1, e,
-                       dv);
+        memset(w[u].acc, 0, (size_t)nc * dv * sizeof(float));
+        lo[u] = attn_visible_end(p, k[u].b, k[u].i0);
+        hi[u] = attn_visible_end(p, k[u].b, k[u].i0 + k[u].nq - 1);
+        hi[u] = hi[u] < j_hi ? hi[u] : j_hi;
+        top = hi[u] > top ? hi[u] : top;
+    }
+
+    for (int j0 = j_lo; j0 < top; j0 += t->bc) {
+        const int nt = top - j0 < t->bc ? top - j0 : t->bc;
+        prefetch_rows(kk + (size_t)(j0 + nt) * dk, vv + (size_t)(j0 + nt) * dv,
+                      top - j0 - nt < t->bc ? top - j0 - nt : t->bc, dk, dv);
+        const float *kb = kk + (size_t)j0 * dk, *vb = vv + (size_t)j0 * dv;
+        for (int u = 0; u < nb; u++) {
+            if (j0 >= hi[u])
+                continue;
+            const scratch *x = &w[u];
+            const int n = hi[u] - j0 < t->bc ? hi[u] - j0 : t->bc, nc = t->group * k[u].nq;
+            const int *end = NULL;
+            if (j0 + n > lo[u]) {
+                for (int c = 0; c < nc; c++)
+                    x->end[c] = attn_visible_end(p, k[u].b, k[u].i0 + c % k[u].nq) - j0;
+                end = x->end;
+            }
+            if (nc <= ROWS_MAX)
+                kn->qk_rows(st, brp, kb, dk, x->qr, dk, n, nc, dk);
+            else if (end)
+                qk_cut(kn, st, brp, kb, dk, x->qt, n, nc, end);
+            else
+                kn->qk(st, brp, kb, dk, x->qt, brp, n, nc, dk);
+            kn->softmax(st, brp, n, nc, end, x->m, x->l, x->alpha);
+            if (!end) {
+                kn->pv(x->acc, dv, st, brp, vb, dv, x->alpha, nc, n, dv);
+            } else if (attn_rows_finite(vb, (size_t)n, (size_t)dv)) {
+                pv_cut(kn, x->acc, dv, st, brp, vb, x->alpha, n, nc, end);
+            } else {
+                /* A NaN or Inf in V: each column over its own visible keys. */
+                for (int c = 0; c < nc; c++) {
+                    const int e = end[c] < 0 ? 0 : end[c] > n ? n : end[c];
+                    kn->pv(x->acc + (size_t)c * dv, dv, st + c, brp, vb, dv, x->alpha + c, 1,
+                           e, dv);
+                }
             }
         }
     }
 }
 
-/* The whole of block k: its rows of O, normalized. */
-static void tiled_block(const tiled_state *s, const scratch *w, const block *k)
+/* The whole of work item `item`: its blocks' rows of O, normalized. */
+static void tiled_item(const tiled_state *s, float *st, const scratch *w, long item)
 {
     const attn_problem *p = &s->h.p;
-    const int dv = p->d_v, nc = s->plan.group * k->nq;
-    tiled_keys(s, w, k, 0, p->seq_kv);
-    for (int c = 0; c < nc; c++) {
-        /* l == 0: the query saw no key; its row is 0. */
-        const float inv = w->l[c] > 0.0f ? 1.0f / w->l[c] : 0.0f;
-        const float *a = w->acc + (size_t)c * dv;
-        float *row = s->h.t.o + column_row(p, k, c) * dv;
-        for (int x = 0; x < dv; x++)
-            row[x] = a[x] * inv;
-    }
+    const int dv = p->d_v;
+    block k[SB_MAX] = { { 0, 0, 0, 0 } };
+    const int nb = item_blocks(s, item, k);
+    tiled_keys(s, st, w, k, nb, 0, p->seq_kv);
+    for (int u = 0; u < nb; u++)
+        for (int c = 0; c < s->plan.group * k[u].nq; c++) {
+            /* l == 0: the query saw no key; its row is 0. */
+            const float inv = w[u].l[c] > 0.0f ? 1.0f / w[u].l[c] : 0.0f;
+            const float *a = w[u].acc + (size_t)c * dv;
+            float *row = s->h.t.o + column_row(p, &k[u], c) * dv;
+            for (int x = 0; x < dv; x++)
+                row[x] = a[x] * inv;
+        }
 }
 
 /* Chunk x of block `item`: its partial result, m and l beside O unnormalized. */
-static void tiled_chunk(const tiled_state *s, const scratch *w, long item, int x)
+static void tiled_chunk(const tiled_state *s, float *st, const scratch *w, long item, int x)
 {
     const tiled_plan *t = &s->plan;
     const attn_problem *p = &s->h.p;
@@ -381,7 +523,7 @@ static void tiled_chunk(const tiled_state *s, const scratch *w, long item, int x
         memset(part + 2 * t->brp, 0, (size_t)nc * p->d_v * sizeof(float));
         return;
     }
-    tiled_keys(s, w, &k, j_lo, j_lo + t->chunk);
+    tiled_keys(s, st, w, &k, 1, j_lo, j_lo + t->chunk);
     memcpy(part, w->m, (size_t)nc * sizeof(float));
     memcpy(part + t->brp, w->l, (size_t)nc * sizeof(float));
     memcpy(part + 2 * t->brp, w->acc, (size_t)nc * p->d_v * sizeof(float));
@@ -426,35 +568,37 @@ static void tiled_merge(const tiled_state *s, long item)
     }
 }
 
-/* Work items are blocks (batch, K/V head, query block), or with split-KV
- * (block, chunk) pairs and then one merge per block. Each is computed
- * whole by one thread in a fixed order, over chunks fixed by the problem,
- * so the output is bitwise the same for any thread count. */
+/* Work items are runs of sb query blocks of one (batch, K/V head), or with
+ * split-KV (block, chunk) pairs and then one merge per block. Each block
+ * is computed whole by one thread in a fixed order, over chunks fixed by
+ * the problem, so the output is bitwise the same for any thread count. */
 static attn_status tiled_run(void *state)
 {
     tiled_state *s = state;
     const tiled_plan *t = &s->plan;
-    const long items = t->blocks, splits = t->splits;
+    const long items = t->items, splits = t->splits;
 
 #ifdef _OPENMP
 #pragma omp parallel num_threads(s->h.threads)
 #endif
     {
-        const scratch w = thread_scratch(s, attn_thread_id());
+        const int tid = attn_thread_id();
+        float *st = thread_st(s, tid);
+        scratch w[SB_MAX];
+        for (int u = 0; u < t->sb; u++)
+            w[u] = thread_scratch(s, tid, u);
         if (splits == 1) {
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
-            for (long it = 0; it < items; it++) {
-                const block k = block_of(s, it);
-                tiled_block(s, &w, &k);
-            }
+            for (long it = 0; it < items; it++)
+                tiled_item(s, st, w, it);
         } else {
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
             for (long it = 0; it < items * splits; it++)
-                tiled_chunk(s, &w, it / splits, (int)(it % splits));
+                tiled_chunk(s, st, w, it / splits, (int)(it % splits));
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif

@@ -13,7 +13,7 @@
 
 enum {
     MAX_BATCH = 65536, MAX_HEADS = 4096, MAX_SEQ = 1 << 24, MAX_DIM = 4096,
-    MAX_THREADS = 1024, MAX_WARMUP = 1000, MAX_LIST = 4096, MAX_TILE = 4096,
+    MAX_THREADS = 1024, MAX_WARMUP = 1000, MAX_LIST = 4096, MAX_TILE = 4096, MAX_TILE_SB = 8,
     MAX_DEVICE = 255, MAX_SPLITS = 1024,
 };
 
@@ -93,24 +93,35 @@ int attn_opt_int(const char *name, const char *val, long lo, long hi, int *dst)
     return -1;
 }
 
-/* "BRxBC": query and key block sizes of the tiled backend, each 1..MAX_TILE. */
-static int parse_tile(const char *val, int *tq, int *tkv)
+/* "BRxBC[xSB]": query and key block sizes of the tiled backend, each
+ * 1..MAX_TILE, and the query blocks sharing a pass over K/V, 1..MAX_TILE_SB. */
+static int parse_tile(const char *val, int *tq, int *tkv, int *tsb)
 {
-    char buf[32];
-    const char *x = strchr(val, 'x');
-    long a, b;
-    if (!x || (size_t)(x - val) >= sizeof(buf))
+    char buf[3][32];
+    long v[3] = { 0, 0, 0 };
+    int n = 0;
+    for (const char *at = val;; n++) {
+        const char *x = strchr(at, 'x');
+        const size_t len = x ? (size_t)(x - at) : strlen(at);
+        if (n == 3 || len >= sizeof(buf[0]))
+            goto bad;
+        memcpy(buf[n], at, len);
+        buf[n][len] = '\0';
+        if (!parse_long(buf[n], 1, n < 2 ? MAX_TILE : MAX_TILE_SB, &v[n]))
+            goto bad;
+        if (!x)
+            break;
+        at = x + 1;
+    }
+    if (n < 1)
         goto bad;
-    memcpy(buf, val, (size_t)(x - val));
-    buf[x - val] = '\0';
-    if (!parse_long(buf, 1, MAX_TILE, &a) || !parse_long(x + 1, 1, MAX_TILE, &b))
-        goto bad;
-    *tq = (int)a;
-    *tkv = (int)b;
+    *tq = (int)v[0];
+    *tkv = (int)v[1];
+    *tsb = (int)v[2];
     return -1;
 bad:
-    return usage_error("--tile: '%s' is not BRxBC with both in [1, %d] (e.g. 64x128)", val,
-                       MAX_TILE);
+    return usage_error("--tile: '%s' is not BRxBC with both in [1, %d], or BRxBCxSB with SB in "
+                       "[1, %d] (e.g. 64x48 or 64x48x4)", val, MAX_TILE, MAX_TILE_SB);
 }
 
 int attn_opt_seed(const char *name, const char *val, uint64_t *dst)
@@ -381,7 +392,7 @@ static int apply(void *ctx, int opt, const char *name, const char *val)
     case O_REPS:    return attn_opt_int(name, val, 0, ATTN_MAX_REPS, &o->setup.timer.reps);
     case O_WARMUP:  return attn_opt_int(name, val, 1, MAX_WARMUP, &o->setup.timer.warmup);
     case O_MAX_MEM: return parse_bytes(val, &o->setup.max_mem);
-    case O_TILE:    return parse_tile(val, &o->setup.tile_q, &o->setup.tile_kv);
+    case O_TILE:    return parse_tile(val, &o->setup.tile_q, &o->setup.tile_kv, &o->setup.tile_sb);
     case O_DEVICE:  return attn_opt_int(name, val, 0, MAX_DEVICE, &o->setup.device);
     case O_ISA:     return parse_isa(val, &o->setup.isa);
     case O_KV_HEADS: return attn_parse_list(name, val, 1, MAX_HEADS, &o->kv_heads);
@@ -661,8 +672,9 @@ void attn_cli_usage(FILE *f, const char *prog)
 "                   keep it above --max-time): its row says TIMEOUT, a case that\n"
 "                   crashes says ERROR, and the sweep goes on (default: no limit,\n"
 "                   cases run in this process)\n"
-"  --tile BRxBC     query x key block sizes for the tiled backend, for experiments\n"
-"                   (default: chosen from d and the L1 cache)\n"
+"  --tile BRxBC[xSB]  query x key block sizes for the tiled backend, for experiments,\n"
+"                   and SB (1..8) query blocks sharing each pass over K/V (default:\n"
+"                   chosen from d and the L1 and L2 caches; SB changes no output bit)\n"
 "  --splits N       tiled: split each query block's keys into N chunks computed in\n"
 "                   parallel and merged exactly (split-KV, flash-decoding); 1: never\n"
 "                   split (default auto: split when a case has fewer than 32 work\n"

@@ -228,6 +228,8 @@ void attn_repro(char *buf, size_t len, const char *prog, const char *backend,
         at = cat(buf, len, at, " --fill %s", attn_fill_name(s->fill));
     if (s->tile_q)
         at = cat(buf, len, at, " --tile %dx%d", s->tile_q, s->tile_kv);
+    if (s->tile_q && s->tile_sb)
+        at = cat(buf, len, at, "x%d", s->tile_sb);
     if (s->splits)
         at = cat(buf, len, at, " --splits %d", s->splits);
     if (s->device >= 0)
@@ -256,6 +258,8 @@ void attn_case_name(char *buf, size_t len, const char *backend, const attn_probl
         at = cat(buf, len, at, "/fill:%s", attn_setup_fill_name(s));
     if (s->tile_q)
         at = cat(buf, len, at, "/tile:%dx%d", s->tile_q, s->tile_kv);
+    if (s->tile_q && s->tile_sb)
+        at = cat(buf, len, at, "x%d", s->tile_sb);
     if (s->splits)
         at = cat(buf, len, at, "/splits:%d", s->splits);
     if (s->device >= 0)

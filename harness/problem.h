@@ -25,6 +25,7 @@ typedef struct attn_setup {
     attn_timer_opts timer;  /* timer.reps == 0: check only, no timing */
     uint64_t max_mem;       /* bytes a case may take; 0: no limit beyond MemAvailable */
     int tile_q, tile_kv;    /* --tile; 0: each backend's own choice */
+    int tile_sb;            /* --tile's third size; 0: the backend's own choice */
     int splits;             /* --splits: tiled's split-KV chunks; 0: its own choice */
     int device;             /* --device; -1: each device backend's own choice */
     attn_isa isa;           /* --isa: the host backends' kernels; ATTN_ISA_AUTO: the widest */

@@ -237,10 +237,12 @@ static decl_exp2_fn(exp2_avx512)
 }
 
 /* One 16-query column strip of the softmax step; masked is a constant so
- * the unmasked common case carries no visibility compares. */
+ * the unmasked common case carries no visibility compares, and with all 16
+ * lanes in use (FULL, a constant) it carries no lane masks either: the
+ * step's exp is on the critical path at d = 64 (a tenth of the FMA work). */
 INLINE void softmax_strip(float *restrict st, ptrdiff_t ss, int nk, const int *restrict end,
                           float *restrict m, float *restrict l, float *restrict alpha,
-                          __mmask16 t, const int masked)
+                          __mmask16 t, const int masked, const int FULL)
 {
     const __m512i e = masked ? _mm512_maskz_loadu_epi32(t, end) : _mm512_setzero_si512();
     /* Four running maxima: one would wait on the max latency every key. */
@@ -266,12 +268,32 @@ INLINE void softmax_strip(float *restrict st, ptrdiff_t ss, int nk, const int *r
                                            _mm512_setzero_ps());
     const __m512 a = exp2_ps(_mm512_sub_ps(mold, muse));
     __m512 sum = _mm512_mul_ps(_mm512_maskz_loadu_ps(t, l), a);
-    for (j = 0; j < nk; j++) {
-        const __mmask16 vis = masked ? _mm512_mask_cmpgt_epi32_mask(t, e, _mm512_set1_epi32(j)) : t;
-        float *s = st + j * ss;
-        const __m512 p = _mm512_maskz_mov_ps(vis, exp2_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(t, s), muse)));
-        _mm512_mask_storeu_ps(s, t, p);
-        sum = _mm512_add_ps(sum, p);
+    if (FULL && !masked) {
+        /* Two sums: one would wait on the add latency every key. */
+        __m512 sum2 = _mm512_setzero_ps();
+        for (j = 0; j + 2 <= nk; j += 2) {
+            float *s = st + j * ss;
+            const __m512 p0 = exp2_ps(_mm512_sub_ps(_mm512_loadu_ps(s), muse));
+            const __m512 p1 = exp2_ps(_mm512_sub_ps(_mm512_loadu_ps(s + ss), muse));
+            _mm512_storeu_ps(s, p0);
+            _mm512_storeu_ps(s + ss, p1);
+            sum = _mm512_add_ps(sum, p0);
+            sum2 = _mm512_add_ps(sum2, p1);
+        }
+        if (j < nk) {
+            const __m512 p0 = exp2_ps(_mm512_sub_ps(_mm512_loadu_ps(st + j * ss), muse));
+            _mm512_storeu_ps(st + j * ss, p0);
+            sum = _mm512_add_ps(sum, p0);
+        }
+        sum = _mm512_add_ps(sum, sum2);
+    } else {
+        for (j = 0; j < nk; j++) {
+            const __mmask16 vis = masked ? _mm512_mask_cmpgt_epi32_mask(t, e, _mm512_set1_epi32(j)) : t;
+            float *s = st + j * ss;
+            const __m512 p = _mm512_maskz_mov_ps(vis, exp2_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(t, s), muse)));
+            _mm512_mask_storeu_ps(s, t, p);
+            sum = _mm512_add_ps(sum, p);
+        }
     }
     _mm512_mask_storeu_ps(m, t, mnew);
     _mm512_mask_storeu_ps(l, t, sum);
@@ -283,9 +305,11 @@ static decl_softmax_fn(softmax_avx512)
     for (int i = 0; i < nq; i += 16) {
         const __mmask16 t = lanes(nq - i);
         if (end)
-            softmax_strip(st + i, st_stride, nk, end + i, m + i, l + i, alpha + i, t, 1);
+            softmax_strip(st + i, st_stride, nk, end + i, m + i, l + i, alpha + i, t, 1, 0);
+        else if (t == 0xffff)
+            softmax_strip(st + i, st_stride, nk, NULL, m + i, l + i, alpha + i, t, 0, 1);
         else
-            softmax_strip(st + i, st_stride, nk, NULL, m + i, l + i, alpha + i, t, 0);
+            softmax_strip(st + i, st_stride, nk, NULL, m + i, l + i, alpha + i, t, 0, 0);
     }
 }
 

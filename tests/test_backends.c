@@ -76,15 +76,16 @@ static size_t build_grid(grid_case *g)
     return n;
 }
 
-/* Runs be on p with the given thread count (and tiled's --splits) straight
- * through its verbs. */
-static bool output_with_threads(const attn_backend *be, const attn_problem *p,
-                                const attn_tensors *in, int threads, int splits, float *out)
+/* Runs be on p straight through its verbs with the thread count, tiled's
+ * --splits and --tile of knobs (the rest of it ignored). */
+static bool output_with(const attn_backend *be, const attn_problem *p, const attn_tensors *in,
+                        const attn_config *knobs, float *out)
 {
     attn_tracker tr;
     attn_tracker_init(&tr);
-    const attn_config cfg = { .threads = threads, .alloc = &tr.iface, .device = -1,
-                              .splits = splits };
+    const attn_config cfg = { .threads = knobs->threads, .alloc = &tr.iface, .device = -1,
+                              .splits = knobs->splits, .tile_q = knobs->tile_q,
+                              .tile_kv = knobs->tile_kv, .tile_sb = knobs->tile_sb };
     const attn_tensors t = { .q = in->q, .k = in->k, .v = in->v, .o = out };
     void *state = NULL;
     bool ok = be->prepare(p, &cfg, &state) == ATTN_OK;
@@ -97,29 +98,36 @@ static bool output_with_threads(const attn_backend *be, const attn_problem *p,
     return ok;
 }
 
-/* Whether be gives p bitwise the same output with 1, 2 and 3 threads. */
-static bool same_for_threads(const attn_backend *be, const attn_problem *p, int splits)
+/* Whether be gives p bitwise the same output under each of the n knobs. */
+static bool same_output(const attn_backend *be, const attn_problem *p, const attn_config *knobs,
+                        int n)
 {
     attn_sizes sz;
     attn_problem_sizes(p, &sz);
-    float *buf = attn_host_alloc((sz.q + sz.k + sz.v + 3 * sz.o) * sizeof(float));
+    float *buf = attn_host_alloc((sz.q + sz.k + sz.v + 2 * sz.o) * sizeof(float));
     if (!buf) {
         printf("Bail out! out of memory\n");
         exit(2);
     }
-    float *q = buf, *k = q + sz.q, *v = k + sz.k, *o1 = v + sz.v, *o2 = o1 + sz.o,
-          *o3 = o2 + sz.o;
+    float *q = buf, *k = q + sz.q, *v = k + sz.k, *o1 = v + sz.v, *o2 = o1 + sz.o;
     attn_fill(q, sz.q, ATTN_FILL_NORMAL, 5, ATTN_TENSOR_Q, 1);
     attn_fill(k, sz.k, ATTN_FILL_NORMAL, 5, ATTN_TENSOR_K, 1);
     attn_fill(v, sz.v, ATTN_FILL_NORMAL, 5, ATTN_TENSOR_V, 1);
     const attn_tensors in = { .q = q, .k = k, .v = v };
-    const bool same = output_with_threads(be, p, &in, 1, splits, o1) &&
-                      output_with_threads(be, p, &in, 2, splits, o2) &&
-                      output_with_threads(be, p, &in, 3, splits, o3) &&
-                      !memcmp(o1, o2, sz.o * sizeof(float)) &&
-                      !memcmp(o1, o3, sz.o * sizeof(float));
+    bool same = output_with(be, p, &in, &knobs[0], o1);
+    for (int i = 1; same && i < n; i++)
+        same = output_with(be, p, &in, &knobs[i], o2) && !memcmp(o1, o2, sz.o * sizeof(float));
     attn_host_free(buf);
     return same;
+}
+
+/* Whether be gives p bitwise the same output with 1, 2 and 3 threads. */
+static bool same_for_threads(const attn_backend *be, const attn_problem *p, int splits)
+{
+    const attn_config knobs[3] = { { .threads = 1, .splits = splits },
+                                   { .threads = 2, .splits = splits },
+                                   { .threads = 3, .splits = splits } };
+    return same_output(be, p, knobs, 3);
 }
 
 /* The output must not depend on how many threads computed it. */
@@ -160,6 +168,39 @@ static void tile_sizes(const attn_backend *be)
                     tiles[t][0], tiles[t][1]))
             tap_diag("%s: %s | %s", attn_verdict_str(v), r.why, r.repro);
     }
+}
+
+/* Query blocks sharing each pass over K/V (--tile's SB): 1, 3, 8 and
+ * the backend's choice give bitwise the same output, at 1, 2 and 3 threads,
+ * on grouped heads with a causal mask and a ragged cache (diagonal tiles
+ * cut in every block); and SB 3 passes the check with extreme inputs. */
+#define NSB_TESTS 2
+
+static void query_block_groups(const attn_backend *be)
+{
+    if (strcmp(be->name, "tiled"))
+        return;
+    static const int kv[] = { 200, 77 };
+    const attn_problem p = { .batch = 2, .heads = 4, .seq_q = 150, .seq_kv = 200, .d_k = 40,
+                             .d_v = 24, .scale = 0.15f, .causal = true, .kv_len = kv,
+                             .kv_heads = 2 };
+    const attn_config knobs[4] = {
+        { .threads = 1, .tile_q = 16, .tile_kv = 20, .tile_sb = 1 },
+        { .threads = 2, .tile_q = 16, .tile_kv = 20, .tile_sb = 3 },
+        { .threads = 3, .tile_q = 16, .tile_kv = 20, .tile_sb = 8 },
+        { .threads = 2, .tile_q = 16, .tile_kv = 20 },
+    };
+    tap_ok(same_output(be, &p, knobs, 4), "tiled --tile 16x20 with SB 1, 3, 8 and auto, 1-3 "
+           "threads: output bitwise identical");
+    attn_setup s = test_setup(ATTN_FILL_EXTREME, 0);
+    s.tile_q = 16;
+    s.tile_kv = 20;
+    s.tile_sb = 3;
+    attn_result r;
+    const attn_verdict v = run_case_setup(be, &p, &s, &r);
+    if (!tap_ok(v == ATTN_PASSED, "tiled --tile 16x20x3, grouped heads, causal, padded, "
+                "fill=extreme"))
+        tap_diag("%s: %s | %s", attn_verdict_str(v), r.why, r.repro);
 }
 
 /* Split-KV forced on (--splits): one chunk, three, and more chunks than
@@ -272,7 +313,7 @@ int main(void)
     const size_t ncases = build_grid(grid);
     int extra = 0;
     for (size_t i = 0; i < attn_backend_count(); i++)
-        extra += !strcmp(attn_backend_get(i)->name, "tiled") ? NTILES + NSPLIT_TESTS : 0;
+        extra += !strcmp(attn_backend_get(i)->name, "tiled") ? NTILES + NSPLIT_TESTS + NSB_TESTS : 0;
     /* The grid at the widest ISA for every backend, then at each ISA for the
      * host backends (device backends have no kernels of kernels/ to pick). */
     const int isas = ATTN_ISA_COUNT - ATTN_ISA_C;
@@ -304,6 +345,7 @@ int main(void)
         thread_invariance(be);
         tile_sizes(be);
         split_kv(be);
+        query_block_groups(be);
     }
     return 0;
 }

@@ -205,6 +205,12 @@ static void tiled_planted(void)
                  ATTN_PASSED);
     tiled_expect(ATTN_TILED_PLANT_MERGE_NO_RESCALE, &dec, 4,
                  "planted: chunks merged without rescaling by their maxima fail", ATTN_FAILED);
+    const attn_problem causal = { .batch = 1, .heads = 2, .seq_q = 200, .seq_kv = 200,
+                                  .d_k = 32, .d_v = 32, .scale = 0.18f, .causal = true };
+    tiled_expect(ATTN_TILED_PLANT_NONE, &causal, 0, "causal, diagonal tiles cut to their keys, "
+                 "passes", ATTN_PASSED);
+    tiled_expect(ATTN_TILED_PLANT_CUT_SHORT, &causal, 0,
+                 "planted: a diagonal tile's P.V stopping one key short fails", ATTN_FAILED);
 }
 
 static void nonfinite_checks(void)

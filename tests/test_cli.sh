@@ -81,6 +81,8 @@ refused 2 "--tile: '64' is not BRxBC with both in [1, 4096]" --tile 64
 refused 2 "--tile: '0x48' is not BRxBC" --tile 0x48
 refused 2 "--tile: '64x' is not BRxBC" --tile 64x
 refused 2 "--tile: '64x4097' is not BRxBC" --tile 64x4097
+refused 2 "or BRxBCxSB with SB in [1, 8]" --tile 64x48x9
+refused 2 "--tile: '64x48x4x1' is not BRxBC" --tile 64x48x4x1
 refused 2 "--kv-heads: '0' is not an integer in [1, 4096]" --kv-heads 0
 refused 2 "--kv-heads: 16 does not divide --heads 8" --heads 8 --kv-heads 16
 refused 2 "--kv-heads: 3 does not divide --heads 8" --kv-heads 3
@@ -131,6 +133,7 @@ runs 0 "needs" --backend=naive --seq 8,16777216 --heads 1 --dk 4096 --reps 1 --m
 runs 0 "1 passed, 0 failed, 1 skipped" --backend=naive --seq 8,16777216 --heads 1 --dk 4096 --reps 1 --min-time 0.001
 runs 0 "tiled          PASSED" --backend=tiled --seq 100 --seq-kv 70 --dk 24 --dv 40 --causal --tile 16x20 --reps 1
 runs 0 "--tile 16x20" --backend=tiled --seq 100 --dk 24 --tile 16x20 --reps 1
+runs 0 "--tile 16x20x3 --threads" --backend=tiled --seq 100 --dk 24 --causal --tile 16x20x3 --reps 1
 runs 0 "Hkv=2 Nq=1 Nk=300" --backend=naive,tiled,blas,onednn,local --heads 8 --kv-heads 2 --seq 1 --seq-kv 300 --dk 16 --reps 1
 runs 0 "--seq-kv 300 --dk 16 --dv 16 --kv-heads 2" --backend=tiled --heads 8 --kv-heads 2 --seq 1 --seq-kv 300 --dk 16 --reps 1
 runs 0 "--splits 3" --backend=tiled --heads 4 --kv-heads 1 --seq 2 --seq-kv 700 --dk 16 --splits 3 --causal --reps 1

@@ -427,17 +427,22 @@ static void tiled_keys(const tiled_state *s, float *st, const scratch *w, const 
      * lo[u] are visible to every query of block u, none at or past hi[u]
      * is. Blocks come in increasing query order, so the last sees most. */
     int lo[SB_MAX], hi[SB_MAX], top = j_lo;
+    const float qscale = s->qscale;
     for (int u = 0; u < nb; u++) {
         const int nc = t->group * k[u].nq;
-        const bool rows = nc <= ROWS_MAX;
+        if (nc <= ROWS_MAX) {
+            for (int c = 0; c < nc; c++) {
+                const float *q = s->h.t.q + column_row(p, &k[u], c) * dk;
+                for (int x = 0; x < dk; x++)
+                    w[u].qr[(size_t)c * dk + x] = q[x] * qscale;
+            }
+        } else {
+            /* Each head's nq queries are consecutive rows of Q. */
+            for (int c = 0; c < nc; c += k[u].nq)
+                kn->pack_qt(w[u].qt + c, brp, s->h.t.q + column_row(p, &k[u], c) * dk, dk,
+                            k[u].nq, dk, qscale);
+        }
         for (int c = 0; c < nc; c++) {
-            const float *q = s->h.t.q + column_row(p, &k[u], c) * dk;
-            if (rows)
-                for (int x = 0; x < dk; x++)
-                    w[u].qr[(size_t)c * dk + x] = q[x] * s->qscale;
-            else
-                for (int x = 0; x < dk; x++)
-                    w[u].qt[(size_t)x * brp + c] = q[x] * s->qscale;
             w[u].m[c] = -INFINITY;
             w[u].l[c] = 0.0f;
         }

@@ -31,6 +31,11 @@
     const float *restrict k, ptrdiff_t k_stride, const float *restrict q, ptrdiff_t q_stride, \
     int nk, int nq, int dk)
 
+/* The packed Q^T of the tiled backend: qt[c][i] = scale * q[i][c] for
+ * i < nq, c < dk. A transpose: each query row lands in one column. */
+#define decl_pack_qt_fn(name) void (name)(float *restrict qt, ptrdiff_t qt_stride, \
+    const float *restrict q, ptrdiff_t q_stride, int nq, int dk, float scale)
+
 /* One online-softmax step over a tile of log2-scaled scores S^T (nk keys x nq
  * queries). Key j is visible to query i iff end == NULL or j < end[i]. Per query:
  *   mx = max of its visible scores; m' = max(m, mx);
@@ -60,6 +65,7 @@
 
 typedef decl_qk_fn(attn_qk_fn);
 typedef decl_qk_rows_fn(attn_qk_rows_fn);
+typedef decl_pack_qt_fn(attn_pack_qt_fn);
 typedef decl_softmax_fn(attn_softmax_fn);
 typedef decl_pv_fn(attn_pv_fn);
 typedef decl_softmax_rows_fn(attn_softmax_rows_fn);
@@ -77,6 +83,7 @@ typedef struct attn_kernels {
     attn_isa isa;
     attn_qk_fn *qk;
     attn_qk_rows_fn *qk_rows;
+    attn_pack_qt_fn *pack_qt;
     attn_softmax_fn *softmax;
     attn_pv_fn *pv;
     attn_softmax_rows_fn *softmax_rows;

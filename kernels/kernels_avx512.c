@@ -106,6 +106,63 @@ static decl_qk_fn(qk_avx512)
     }
 }
 
+/* Q^T in 16 x 16 blocks: 16 rows of Q loaded (rows past nq are zeros,
+ * columns past dk masked), transposed in registers in four rounds of
+ * shuffles (32-bit pairs, 64-bit pairs, 128-bit lanes twice), scaled, and
+ * stored as 16 rows of Q^T masked to nq. The scalar loop stores each
+ * element to a different cache line; at d = 128 it took 3.5 us of a 64-query
+ * block's 72 us at N = 256, this about a third of that. */
+INLINE void transpose16(__m512 r[16])
+{
+    __m512 t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    /* r[4g + x]: rows 4g..4g+3 of columns x, x + 4, x + 8, x + 12 (one per lane) */
+    for (int g = 0; g < 16; g += 4) {
+        r[g] = _mm512_shuffle_ps(t[g], t[g + 2], 0x44);
+        r[g + 1] = _mm512_shuffle_ps(t[g], t[g + 2], 0xee);
+        r[g + 2] = _mm512_shuffle_ps(t[g + 1], t[g + 3], 0x44);
+        r[g + 3] = _mm512_shuffle_ps(t[g + 1], t[g + 3], 0xee);
+    }
+    /* t[x] (x < 4): rows 0..7 of columns x, x + 8; t[x + 4]: of x + 4, x + 12;
+     * t[x + 8], t[x + 12]: the same of rows 8..15 */
+    for (int h = 0; h < 16; h += 8)
+        for (int x = 0; x < 4; x++) {
+            t[h + x] = _mm512_shuffle_f32x4(r[h + x], r[h + 4 + x], 0x88);
+            t[h + 4 + x] = _mm512_shuffle_f32x4(r[h + x], r[h + 4 + x], 0xdd);
+        }
+    for (int x = 0; x < 8; x++) {
+        r[x] = _mm512_shuffle_f32x4(t[x], t[x + 8], 0x88);
+        r[x + 8] = _mm512_shuffle_f32x4(t[x], t[x + 8], 0xdd);
+    }
+}
+
+static decl_pack_qt_fn(pack_qt_avx512)
+{
+    const __m512 s = _mm512_set1_ps(scale);
+    for (int i0 = 0; i0 < nq; i0 += 16) {
+        const int ni = nq - i0 < 16 ? nq - i0 : 16;
+        const __mmask16 rows = lanes(ni);
+        for (int c0 = 0; c0 < dk; c0 += 16) {
+            const int nc = dk - c0 < 16 ? dk - c0 : 16;
+            const __mmask16 cols = lanes(nc);
+            __m512 r[16];
+#pragma GCC unroll 16
+            for (int i = 0; i < 16; i++)
+                r[i] = i < ni ? _mm512_maskz_loadu_ps(cols, q + (i0 + i) * q_stride + c0)
+                              : _mm512_setzero_ps();
+            transpose16(r);
+#pragma GCC unroll 16
+            for (int c = 0; c < 16; c++)
+                if (c < nc)
+                    _mm512_mask_storeu_ps(qt + (c0 + c) * qt_stride + i0, rows,
+                                          _mm512_mul_ps(r[c], s));
+        }
+    }
+}
+
 /* Scores of 16 keys for one query at a time: 16 accumulators along d (K rows
  * streamed whole), then one vector of their 16 horizontal sums by a
  * transpose-and-add tree (4 levels, 15 adds). The tree leaves the sum of
@@ -439,6 +496,7 @@ void attn_kernels_init_avx512(attn_kernels *k)
     k->isa = ATTN_ISA_AVX512;
     k->qk = qk_avx512;
     k->qk_rows = qk_rows_avx512;
+    k->pack_qt = pack_qt_avx512;
     k->softmax = softmax_avx512;
     k->pv = pv_avx512;
     k->softmax_rows = softmax_rows_avx512;

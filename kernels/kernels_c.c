@@ -21,6 +21,13 @@ static decl_qk_fn(qk_c)
     }
 }
 
+static decl_pack_qt_fn(pack_qt_c)
+{
+    for (int i = 0; i < nq; i++)
+        for (int c = 0; c < dk; c++)
+            qt[c * qt_stride + i] = q[i * q_stride + c] * scale;
+}
+
 static decl_qk_rows_fn(qk_rows_c)
 {
     for (int j = 0; j < nk; j++)
@@ -144,6 +151,7 @@ void attn_kernels_init_c(attn_kernels *k)
     k->isa = ATTN_ISA_C;
     k->qk = qk_c;
     k->qk_rows = qk_rows_c;
+    k->pack_qt = pack_qt_c;
     k->softmax = softmax_c;
     k->pv = pv_c;
     k->softmax_rows = softmax_rows_c;

@@ -400,6 +400,33 @@ static bool check_qk_rows(const attn_kernels *kr, const attn_kernels *c, int nk,
     return ok;
 }
 
+/* ---- Q^T packing --------------------------------------------------------------- */
+
+/* Exact: each element is one product, rounded once, in any ISA. */
+static bool check_pack_qt(const attn_kernels *kr, int nq, int dk, char *why, size_t len)
+{
+    const ptrdiff_t qs = dk + 3, ts = nq + PAD;
+    const float scale = 0.3183099f;
+    float *q = attn_host_alloc((size_t)nq * qs * sizeof(float));
+    guarded got = guarded_new((size_t)dk * ts);
+    for (ptrdiff_t i = 0; i < nq * qs; i++)
+        q[i] = uniform(-4, 4);
+    kr->pack_qt(got.data, ts, q, qs, nq, dk, scale);
+    bool ok = guarded_intact(&got, dk, nq, ts);
+    if (!ok)
+        snprintf(why, len, "wrote outside the %dx%d tile", dk, nq);
+    for (int c = 0; ok && c < dk; c++)
+        for (int i = 0; ok && i < nq; i++)
+            if (got.data[c * ts + i] != q[i * qs + c] * scale) {
+                snprintf(why, len, "Q^T[%d][%d] = %.9g, not %.9g (nq %d, dk %d)", c, i,
+                         got.data[c * ts + i], q[i * qs + c] * scale, nq, dk);
+                ok = false;
+            }
+    attn_host_free(q);
+    attn_host_free(got.base);
+    return ok;
+}
+
 /* ---- driver ---------------------------------------------------------------------- */
 
 static void test_isa(const attn_kernels *kr, const attn_kernels *c)
@@ -427,6 +454,15 @@ static void test_isa(const attn_kernels *kr, const attn_kernels *c)
                 ok = check_qk_rows(kr, c, nk, nq, rdks[d], why, sizeof(why));
     if (!tap_ok(ok, "qk_rows_%s matches qk_rows_c and the exact dot products, every tail, "
                 "guarded", name))
+        tap_diag("%s", why);
+
+    /* Queries 1..40 and d: every tail of 16 x 16 blocks, two blocks and more. */
+    ok = true;
+    static const int pdks[] = { 1, 7, 16, 17, 33, 64, 128 };
+    for (int nq = 1; ok && nq <= 40; nq++)
+        for (size_t d = 0; ok && d < sizeof(pdks) / sizeof(pdks[0]); d++)
+            ok = check_pack_qt(kr, nq, pdks[d], why, sizeof(why));
+    if (!tap_ok(ok, "pack_qt_%s: scale * Q transposed exactly, every tail, guarded", name))
         tap_diag("%s", why);
 
     ok = true;
@@ -502,6 +538,18 @@ static decl_softmax_fn(softmax_ignores_mask)
     attn_kernels_for(ATTN_ISA_C)->softmax(st, st_stride, nk, nq, NULL, m, l, alpha);
 }
 
+/* ... and a Q^T packing that swaps the last two queries' columns ... */
+static decl_pack_qt_fn(pack_qt_swaps_last)
+{
+    attn_kernels_for(ATTN_ISA_C)->pack_qt(qt, qt_stride, q, q_stride, nq, dk, scale);
+    if (nq > 1)
+        for (int c = 0; c < dk; c++) {
+            const float x = qt[c * qt_stride + nq - 1];
+            qt[c * qt_stride + nq - 1] = qt[c * qt_stride + nq - 2];
+            qt[c * qt_stride + nq - 2] = x;
+        }
+}
+
 /* ... and a row softmax that leaves masked keys as they were. */
 static decl_softmax_rows_fn(softmax_rows_keeps_masked)
 {
@@ -525,6 +573,12 @@ static void test_planted(const attn_kernels *c)
     bad.qk_rows = qk_rows_wrong_query;
     tap_ok(!check_qk_rows(&bad, c, 17, 3, 20, why, sizeof(why)),
            "the checker rejects a qk_rows that scores a key against the wrong query");
+    tap_ok(check_pack_qt(c, 21, 17, why, sizeof(why)) && check_pack_qt(c, 1, 1, why, sizeof(why)),
+           "pack_qt_c: scale * Q transposed exactly, guarded");
+    bad = *c;
+    bad.pack_qt = pack_qt_swaps_last;
+    tap_ok(!check_pack_qt(&bad, 21, 17, why, sizeof(why)),
+           "the checker rejects a Q^T packing that swaps two queries");
     bad = *c;
     bad.pv = pv_writes_past;
     tap_ok(!check_pv(&bad, c, 5, 3, 20, why, sizeof(why)),
@@ -659,7 +713,7 @@ int main(int argc, char **argv)
     }
     const attn_kernels *c = attn_kernels_for(ATTN_ISA_C);
     const int isas = ATTN_ISA_COUNT - ATTN_ISA_C;
-    tap_plan(5 * (isas - 1) + 2 * isas + 5);
+    tap_plan(6 * (isas - 1) + 2 * isas + 7);
     test_planted(c);
     for (int isa = ATTN_ISA_C; isa < ATTN_ISA_COUNT; isa++) {
         const attn_kernels *kr = attn_kernels_for((attn_isa)isa);
@@ -669,7 +723,7 @@ int main(int argc, char **argv)
             tap_skip(why, "exp2_%s edge cases", name);
             tap_skip(why, "exp2_%s accuracy", name);
             if (isa != ATTN_ISA_C)
-                for (int t = 0; t < 5; t++)
+                for (int t = 0; t < 6; t++)
                     tap_skip(why, "%s kernel %d against C", name, t);
             continue;
         }

@@ -3,8 +3,14 @@
  * tile S = Q_blk.K_blk^T, an online-softmax step (running max m and sum l
  * per query, the accumulator rescaled by alpha when m grows), O_blk += P.V_blk,
  * and a division by l at the end. The N x N score matrix never exists: a
- * thread holds Q_blk^T, one Bc x Br score tile, the Br x dv accumulator and
- * per-query statistics, whatever the sequence length.
+ * thread holds one Bc x Br score tile and, for each of the SB query blocks
+ * of its work item, Q_blk^T, the Br x dv accumulator and per-query
+ * statistics, whatever the sequence length.
+ *
+ * Query blocks share each pass over K/V: a work item is SB consecutive
+ * query blocks of one (batch, K/V head), and each K/V tile, once loaded,
+ * serves all of them, so K and V stream from L3 or memory once per SB
+ * blocks (see auto_sb).
  *
  * Grouped K/V heads: the G = H/Hkv query heads that share a K/V head are one
  * work item, their queries side by side as the columns of one tile (G x Br
@@ -19,8 +25,9 @@
  *
  * The inner pieces are the kernels of kernels/ (C, AVX2, AVX-512, picked at
  * run time). Causal masks and padding cut the key loop short: blocks wholly
- * past a query block's last visible key are never computed, and only blocks
- * that straddle a boundary pay for a visibility mask. */
+ * past a query block's last visible key are never computed, and only tiles
+ * that straddle a boundary pay for a visibility mask, computed only as far
+ * as the mask lets anything through (qk_cut, pv_cut). */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdint.h>

@@ -8,6 +8,7 @@ peak measured at the start of the same run.
 """
 import glob
 import os
+import re
 import statistics
 import sys
 
@@ -143,8 +144,14 @@ def main():
     peak = max(float(r["peak_gflops"] or 0) for r in rate)
     if peak <= 0:
         csvload.die(PROG, f"{d}/rate.csv: no peak (run attnbench --peak first)")
+    after = ""
+    path = os.path.join(d, "peak-after.log")
+    if os.path.exists(path):
+        m = re.search(r"([0-9.]+) GFLOP/s on [0-9]+ threads", open(path).read())
+        if m:
+            after = f"; measured again at the end: {float(m.group(1)):.1f}"
     print(f"FMA peak, measured at the start of the run: {peak:.1f} GFLOP/s "
-          f"({rate[0]['threads']} threads).\n")
+          f"({rate[0]['threads']} threads){after}.\n")
     before = load(os.path.join(d, "before.csv"), required=False)
     if before:
         rate_table("Before (BASE): GFLOP/s (% of peak), B = 1, H = 8", before, peak)

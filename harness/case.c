@@ -204,8 +204,8 @@ void attn_case_run(attn_result *r, const attn_backend *be, const attn_problem *p
     r->ref_total = ref->total_rows;
 
     const attn_config plan = { .threads = s->threads, .tile_q = s->tile_q,
-                               .tile_kv = s->tile_kv, .tile_sb = s->tile_sb, .device = s->device, .isa = s->isa,
-                               .splits = s->splits };
+                               .tile_kv = s->tile_kv, .tile_sb = s->tile_sb,
+                               .device = s->device, .isa = s->isa, .splits = s->splits };
     attn_status st = attn_backend_usable(be, r->why, sizeof(r->why));
     if (st == ATTN_OK)
         st = attn_backend_supports(be, p, &plan, r->why, sizeof(r->why));

@@ -345,9 +345,11 @@ INLINE void softmax_strip(float *restrict st, ptrdiff_t ss, int nk, const int *r
         sum = _mm512_add_ps(sum, sum2);
     } else {
         for (j = 0; j < nk; j++) {
-            const __mmask16 vis = masked ? _mm512_mask_cmpgt_epi32_mask(t, e, _mm512_set1_epi32(j)) : t;
+            const __mmask16 vis =
+                masked ? _mm512_mask_cmpgt_epi32_mask(t, e, _mm512_set1_epi32(j)) : t;
             float *s = st + j * ss;
-            const __m512 p = _mm512_maskz_mov_ps(vis, exp2_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(t, s), muse)));
+            const __m512 p = _mm512_maskz_mov_ps(
+                vis, exp2_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(t, s), muse)));
             _mm512_mask_storeu_ps(s, t, p);
             sum = _mm512_add_ps(sum, p);
         }

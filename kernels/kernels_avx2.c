@@ -300,15 +300,6 @@ static decl_softmax_rows_fn(softmax_rows_avx2)
 
 /* One score as a dot product along d: two 8-lane accumulators, a masked
  * tail, then a horizontal sum. */
-/* The C loop, compiled here: unlike AVX-512's (which transposes 16 x 16
- * blocks in registers), this one is not tuned. */
-static decl_pack_qt_fn(pack_qt_avx2)
-{
-    for (int i = 0; i < nq; i++)
-        for (int c = 0; c < dk; c++)
-            qt[c * qt_stride + i] = q[i * q_stride + c] * scale;
-}
-
 static decl_qk_rows_fn(qk_rows_avx2)
 {
     const int full = dk / 8 * 8;
@@ -342,7 +333,6 @@ void attn_kernels_init_avx2(attn_kernels *k)
     k->isa = ATTN_ISA_AVX2;
     k->qk = qk_avx2;
     k->qk_rows = qk_rows_avx2;
-    k->pack_qt = pack_qt_avx2;
     k->softmax = softmax_avx2;
     k->pv = pv_avx2;
     k->softmax_rows = softmax_rows_avx2;

@@ -185,8 +185,8 @@ attn_status arch_net_create(arch_net *n, arch_model m, int B, int N, int d, int 
             arch_net_destroy(n);
             return st;
         }
-        n->t = m == ARCH_ATTN ? (attn_tensors){ n->t0, n->t1, n->t2, n->y }
-                              : (attn_tensors){ n->t1, n->t2, n->t3, n->t4 };
+        n->t = m == ARCH_ATTN ? (attn_tensors){ .q = n->t0, .k = n->t1, .v = n->t2, .o = n->y }
+                              : (attn_tensors){ .q = n->t1, .k = n->t2, .v = n->t3, .o = n->t4 };
         if ((st = be->bind(n->be_state, &n->t)) != ATTN_OK) {
             snprintf(why, len, "%s: bind failed: %s", be->name, attn_status_str(st));
             arch_net_destroy(n);

@@ -1,14 +1,22 @@
 /* The backend contract: what every attention implementation in attnbench
  * is given, what it must compute, and the verbs the harness drives it with.
  *
- * Tensors are fp32, row-major, contiguous, layout [batch][heads][seq][dim]:
+ * Tensors are row-major, contiguous, layout [batch][heads][seq][dim]:
  *   Q [B,H,Nq,dk], K [B,Hkv,Nk,dk], V [B,Hkv,Nk,dv], O [B,H,Nq,dv].
  *   O[b,h,i,:] = sum_j softmax_j(scale * <Q[b,h,i,:], K[b,g,j,:]> + M(b,i,j)) * V[b,g,j,:]
  * with g = h / (H / Hkv): grouped-query attention, the convention of
  * FlashAttention and PyTorch's enable_gqa (Hkv = H: multi-head, Hkv = 1:
  * multi-query). Hkv divides H. M is 0 or -inf: causal masks keys
  * j > i + Nk - Nq (aligned bottom-right), padding masks keys j >= kv_len[b].
- * A fully masked row yields zeros. */
+ * A fully masked row yields zeros.
+ *
+ * Storage: Q in p->dtype, K and V in p->kv_dtype, each fp32 (the default),
+ * bf16 or fp16; O is always fp32. Whatever the storage, products are
+ * accumulated in fp32 (at least); a backend may round intermediates (the
+ * scores, P) to the storage type, as FlashAttention rounds P before P.V,
+ * and the reduced-precision tolerance classes (harness/check.c) allow for
+ * exactly that. A backend that computes from 16-bit storage says so in its
+ * dtypes mask; the registry refuses every other backend such a problem. */
 #ifndef ATTN_BACKEND_H
 #define ATTN_BACKEND_H
 
@@ -31,6 +39,27 @@ typedef enum attn_status {
 } attn_status;
 
 const char *attn_status_str(attn_status s);
+
+/* Storage types of the inputs. bf16: the upper half of an fp32 (8 bits of
+ * precision); fp16: IEEE binary16 (11 bits). Conversions: kernels/half.h. */
+typedef enum attn_dtype {
+    ATTN_DTYPE_FP32 = 0,
+    ATTN_DTYPE_BF16,
+    ATTN_DTYPE_FP16,
+    ATTN_DTYPE_COUNT
+} attn_dtype;
+
+#define ATTN_DTYPE_BIT(d) (1u << (unsigned)(d))
+
+/* "fp32", "bf16", "fp16"; and back (ATTN_DTYPE_COUNT when unknown). */
+const char *attn_dtype_name(attn_dtype d);
+attn_dtype attn_dtype_from_name(const char *name);
+
+/* Bytes per element. */
+static inline size_t attn_dtype_size(attn_dtype d)
+{
+    return d == ATTN_DTYPE_FP32 ? 4 : 2;
+}
 
 /* The function a backend computes. The exact kinds are softmax attention
  * under the causal and padding masks, and under a sparsity pattern on top
@@ -66,12 +95,23 @@ typedef struct attn_problem {
     attn_variant var;
     int kv_heads;                /* Hkv, dividing heads; 0: = heads. Read it through
                                     attn_kv_heads() */
+    attn_dtype dtype;            /* storage of Q (0: fp32) */
+    attn_dtype kv_dtype;         /* storage of K and V (0: fp32) */
 } attn_problem;
 
+/* Each input is given in its storage type only: q, k, v when it is fp32
+ * (NULL otherwise), q16, k16, v16 (bf16 or fp16 bits) when it is 16-bit. */
 typedef struct attn_tensors {
     const float *q, *k, *v;
+    const uint16_t *q16, *k16, *v16;
     float *o;                    /* host backends write O here during run */
 } attn_tensors;
+
+/* Whether p keeps any input in 16 bits. */
+static inline bool attn_reduced(const attn_problem *p)
+{
+    return p->dtype != ATTN_DTYPE_FP32 || p->kv_dtype != ATTN_DTYPE_FP32;
+}
 
 /* Every host allocation of a backend goes through this, so the harness
  * knows the exact peak workspace of each case. Blocks are 64-byte aligned. */
@@ -154,6 +194,9 @@ typedef struct attn_backend {
     const char *summary;         /* one line for --list */
     const char *not_built;       /* NULL when compiled in, else why it is not */
     attn_kind kind;              /* the function it computes */
+    /* ATTN_DTYPE_BIT()s of the storage types it computes from, beside fp32
+     * (0: fp32 only); its supports() may refuse combinations further. */
+    unsigned dtypes;
     attn_status (*probe)(char *why, size_t len);                           /* optional */
     /* Whether it can run p under cfg (cfg->alloc may be NULL here):
      * ATTN_OK, or ATTN_EUNSUPPORTED with why. NULL: every problem of its kind. */

@@ -3,21 +3,44 @@
  * Each thread materializes one score row (Nk floats). It is the baseline every
  * speedup is quoted against, so it stays simple: no blocking and no hand-written
  * SIMD (the compiler vectorizes what it can at -O3). Grouped K/V heads are
- * read where they are, never copied. */
+ * read where they are, never copied. From bf16 or fp16 storage it converts
+ * each row of Q, K and V it reads to fp32 as it goes, and computes as from
+ * fp32 (no intermediate is rounded to 16 bits). */
 #include <math.h>
 #include <string.h>
 
 #include "host.h"
+#include "kernels/half.h"
 
 typedef struct naive_state {
     attn_host h;
-    float *scores;                /* [threads][seq_kv] */
+    float *scores;                /* [threads][row_floats]: the scores, then (16-bit
+                                     storage) a row of Q, of K and of V in fp32 */
 } naive_state;
+
+static size_t row_floats(const attn_problem *p)
+{
+    return (size_t)p->seq_kv + (attn_reduced(p) ? 2 * (size_t)p->d_k + (size_t)p->d_v : 0);
+}
 
 static size_t naive_workspace(const attn_problem *p, const attn_config *cfg)
 {
     return attn_host_workspace(sizeof(naive_state), p) +
-           (size_t)cfg->threads * (size_t)p->seq_kv * sizeof(float);
+           (size_t)cfg->threads * row_floats(p) * sizeof(float);
+}
+
+/* Row `row` (n elements from element row * n) of a tensor in fp32: in place
+ * when it is stored so, else converted into buf. */
+static const float *row_f32(const float *f32, const uint16_t *h, attn_dtype dt, size_t row,
+                            int n, float *buf)
+{
+    if (f32)
+        return f32 + row * (size_t)n;
+    const uint16_t *x = h + row * (size_t)n;
+    const int bf16 = dt == ATTN_DTYPE_BF16;
+    for (int c = 0; c < n; c++)
+        buf[c] = attn_half_to_f32(x[c], bf16);
+    return buf;
 }
 
 static void naive_release(void *state)
@@ -34,7 +57,7 @@ static attn_status naive_prepare(const attn_problem *p, const attn_config *cfg, 
     attn_status st = attn_host_create(sizeof(*s), p, cfg, (void **)&s);
     if (st != ATTN_OK)
         return st;
-    s->scores = attn_alloc(cfg->alloc, (size_t)cfg->threads * (size_t)p->seq_kv * sizeof(float));
+    s->scores = attn_alloc(cfg->alloc, (size_t)cfg->threads * row_floats(p) * sizeof(float));
     if (!s->scores) {
         naive_release(s);
         return ATTN_ENOMEM;
@@ -44,23 +67,25 @@ static attn_status naive_prepare(const attn_problem *p, const attn_config *cfg, 
 }
 
 /* The unnormalized softmax of one query row: sc[j] = exp(s_j - max) for its
- * visible keys j < *end; returns their sum (0 when none is visible). */
+ * visible keys j < *end; returns their sum (0 when none is visible). buf:
+ * 2 dk floats for rows of Q and K converted from 16-bit storage. */
 static float naive_probs(const attn_problem *p, const attn_tensors *t, size_t row, float *sc,
-                         int *end_out)
+                         float *buf, int *end_out)
 {
     const int nq = p->seq_q, nk = p->seq_kv, dk = p->d_k;
     const size_t bh = row / (size_t)nq;
     const int i = (int)(row % (size_t)nq);
     const int b = (int)(bh / (size_t)p->heads);
-    const float *q = t->q + row * (size_t)dk;
-    const float *k = t->k + attn_kv_head_of(p, bh) * (size_t)nk * (size_t)dk;
+    const float *q = row_f32(t->q, t->q16, p->dtype, row, dk, buf);
+    const size_t k0 = attn_kv_head_of(p, bh) * (size_t)nk;
     const int end = *end_out = attn_visible_end(p, b, i);
 
     float m = -INFINITY;
     for (int j = 0; j < end; j++) {
+        const float *k = row_f32(t->k, t->k16, p->kv_dtype, k0 + (size_t)j, dk, buf + dk);
         float dot = 0.0f;
         for (int c = 0; c < dk; c++)
-            dot += q[c] * k[(size_t)j * dk + c];
+            dot += q[c] * k[c];
         sc[j] = p->scale * dot;
         if (sc[j] > m)
             m = sc[j];
@@ -73,14 +98,15 @@ static float naive_probs(const attn_problem *p, const attn_tensors *t, size_t ro
     return l;
 }
 
+/* sc: the row's scores (Nk floats), then the rows of 16-bit storage. */
 static void naive_row(const attn_problem *p, const attn_tensors *t, size_t row, float *sc)
 {
     const int nk = p->seq_kv, dv = p->d_v;
     const size_t bh = row / (size_t)p->seq_q;
-    const float *v = t->v + attn_kv_head_of(p, bh) * (size_t)nk * (size_t)dv;
-    float *o = t->o + row * (size_t)dv;
+    const size_t v0 = attn_kv_head_of(p, bh) * (size_t)nk;
+    float *o = t->o + row * (size_t)dv, *buf = sc + nk;
     int end;
-    const float l = naive_probs(p, t, row, sc, &end);
+    const float l = naive_probs(p, t, row, sc, buf, &end);
 
     for (int c = 0; c < dv; c++)
         o[c] = 0.0f;
@@ -88,8 +114,9 @@ static void naive_row(const attn_problem *p, const attn_tensors *t, size_t row, 
         return;
     for (int j = 0; j < end; j++) {
         const float w = sc[j];
+        const float *v = row_f32(t->v, t->v16, p->kv_dtype, v0 + (size_t)j, dv, buf + 2 * p->d_k);
         for (int c = 0; c < dv; c++)
-            o[c] += w * v[(size_t)j * dv + c];
+            o[c] += w * v[c];
     }
     const float inv = 1.0f / l;
     for (int c = 0; c < dv; c++)
@@ -106,7 +133,7 @@ static attn_status naive_weights(void *state, float *out)
     for (size_t row = 0; row < rows; row++) {
         float *w = out + row * (size_t)nk;
         int end;
-        const float l = naive_probs(p, &s->h.t, row, w, &end);
+        const float l = naive_probs(p, &s->h.t, row, w, s->scores + nk, &end);
         for (int j = 0; j < end; j++)
             w[j] /= l;
         memset(w + end, 0, (size_t)(nk - end) * sizeof(float));
@@ -127,13 +154,14 @@ static attn_status naive_run(void *state)
 #endif
     for (long r = 0; r < rows; r++)
         naive_row(p, &s->h.t, (size_t)r,
-                  s->scores + (size_t)attn_thread_id() * (size_t)p->seq_kv);
+                  s->scores + (size_t)attn_thread_id() * row_floats(p));
     return ATTN_OK;
 }
 
 const attn_backend attn_backend_naive = {
     .name      = "naive",
     .summary   = "plain fp32 loops, one score row per query (the baseline)",
+    .dtypes    = ATTN_DTYPE_BIT(ATTN_DTYPE_BF16) | ATTN_DTYPE_BIT(ATTN_DTYPE_FP16),
     .prepare   = naive_prepare,
     .bind      = attn_host_bind,
     .run       = naive_run,

@@ -23,6 +23,14 @@
  * A fully masked row is all -inf, which oneDNN's softmax turns into NaN;
  * run writes zeros over those output rows, as the contract asks.
  *
+ * 16-bit storage (bf16, fp16; Q and K/V the same): the matmuls take the
+ * 16-bit tensors as they are, with fp32 scores (dst) and fp32 O; the
+ * softmax reads the fp32 scores and writes P in the storage type (a second
+ * [B,H,Nq,Nk] buffer, of 16-bit values) for the P.V matmul: P is rounded
+ * once, after normalization. Where oneDNN 2.6 has no JIT kernel for the
+ * type on this CPU (fp16 without AVX512_FP16), the plan lands on a
+ * reference implementation and the case is refused, as any such plan is.
+ *
  * Everything is planned in prepare: primitives created once, the scratchpad
  * in user mode taken from the tracking allocator (one buffer shared by the
  * three primitives, which run one after another on one stream), fp32 math
@@ -36,6 +44,7 @@
 #include <string.h>
 
 #include "host.h"
+#include "kernels/half.h"
 #include "onednn.h"
 #include "config.h"
 
@@ -57,8 +66,9 @@ static const char *const prim_name[PRIM_COUNT] = {
 typedef struct plan {
     dnnl_engine_t eng;
     dnnl_primitive_desc_t pd[PRIM_COUNT];
-    dnnl_memory_desc_t q, kt, s, mask, v, o;
+    dnnl_memory_desc_t q, kt, s, pw, mask, v, o;   /* pw: P in the storage type */
     bool masked;
+    bool reduced;                 /* 16-bit storage: P apart from S, in pw */
     size_t scratch;               /* the largest of the three scratchpads */
 } plan;
 
@@ -67,8 +77,9 @@ typedef struct onednn_state {
     plan pl;
     dnnl_stream_t stream;
     dnnl_primitive_t prim[PRIM_COUNT];
-    dnnl_memory_t q, kt, s, mask, v, o, scratch[PRIM_COUNT];
+    dnnl_memory_t q, kt, s, pw, mask, v, o, scratch[PRIM_COUNT];
     float *scores;                /* [B,H,Nq,Nk] */
+    uint16_t *weights;            /* [B,H,Nq,Nk] P in 16 bits (reduced plans only) */
     float *maskbuf;               /* the mask's dims, see mask_dims */
     void *scratchbuf;
 } onednn_state;
@@ -172,11 +183,17 @@ static dnnl_status_t create_softmax(plan *pl)
 {
     dnnl_primitive_attr_t attr = NULL;
     dnnl_softmax_desc_t sd;
+    dnnl_softmax_v2_desc_t sd2;
     dnnl_status_t st = attr_create(&attr);
-    if (st == dnnl_success)
+    if (st == dnnl_success && pl->reduced)
+        st = dnnl_softmax_v2_forward_desc_init(&sd2, dnnl_forward_inference,
+                                               dnnl_softmax_accurate, &pl->s, &pl->pw, 3);
+    else if (st == dnnl_success)
         st = dnnl_softmax_forward_desc_init(&sd, dnnl_forward_inference, &pl->s, 3);
     if (st == dnnl_success)
-        st = dnnl_primitive_desc_create(&pl->pd[PRIM_SOFTMAX], &sd, attr, pl->eng, NULL);
+        st = dnnl_primitive_desc_create(&pl->pd[PRIM_SOFTMAX],
+                                        pl->reduced ? (const void *)&sd2 : (const void *)&sd,
+                                        attr, pl->eng, NULL);
     if (attr)
         dnnl_primitive_attr_destroy(attr);
     return st;
@@ -188,7 +205,7 @@ static dnnl_status_t create_pv(plan *pl)
     dnnl_matmul_desc_t md;
     dnnl_status_t st = attr_create(&attr);
     if (st == dnnl_success)
-        st = dnnl_matmul_desc_init(&md, &pl->s, &pl->v, NULL, &pl->o);
+        st = dnnl_matmul_desc_init(&md, pl->reduced ? &pl->pw : &pl->s, &pl->v, NULL, &pl->o);
     if (st == dnnl_success)
         st = dnnl_primitive_desc_create(&pl->pd[PRIM_PV], &md, attr, pl->eng, NULL);
     if (attr)
@@ -203,6 +220,11 @@ static const char *impl_name(const_dnnl_primitive_desc_t pd)
         !impl)
         return "?";
     return impl;
+}
+
+static dnnl_data_type_t dnnl_type(attn_dtype d)
+{
+    return d == ATTN_DTYPE_BF16 ? dnnl_bf16 : d == ATTN_DTYPE_FP16 ? dnnl_f16 : dnnl_f32;
 }
 
 /* Describes the tensors and creates the three primitive descriptors; the
@@ -222,21 +244,25 @@ static attn_status plan_dims(plan *pl, const attn_problem *p, bool collapse, cha
     dnnl_dims_t dm;
     mask_dims(p, dm);
     pl->masked = mask_elems(p) > 0;
+    pl->reduced = attn_reduced(p);
+    const dnnl_data_type_t tq = dnnl_type(p->dtype), tkv = dnnl_type(p->kv_dtype);
     const char *step = "the engine";
     dnnl_status_t st = dnnl_engine_create(&pl->eng, dnnl_cpu, 0);
     if (st == dnnl_success) {
         step = "the memory descriptors";
-        st = dnnl_memory_desc_init_by_tag(&pl->q, 4, dq, dnnl_f32, dnnl_abcd);
+        st = dnnl_memory_desc_init_by_tag(&pl->q, 4, dq, tq, dnnl_abcd);
     }
     /* K [B,H,Nk,dk] seen as K^T [B,H,dk,Nk]: the last two strides swapped. */
     if (st == dnnl_success)
-        st = dnnl_memory_desc_init_by_tag(&pl->kt, 4, dkt, dnnl_f32, dnnl_abdc);
+        st = dnnl_memory_desc_init_by_tag(&pl->kt, 4, dkt, tkv, dnnl_abdc);
     if (st == dnnl_success)
         st = dnnl_memory_desc_init_by_tag(&pl->s, 4, ds, dnnl_f32, dnnl_abcd);
+    if (st == dnnl_success && pl->reduced)
+        st = dnnl_memory_desc_init_by_tag(&pl->pw, 4, ds, tkv, dnnl_abcd);
     if (st == dnnl_success && pl->masked)
         st = dnnl_memory_desc_init_by_tag(&pl->mask, 4, dm, dnnl_f32, dnnl_abcd);
     if (st == dnnl_success)
-        st = dnnl_memory_desc_init_by_tag(&pl->v, 4, dvv, dnnl_f32, dnnl_abcd);
+        st = dnnl_memory_desc_init_by_tag(&pl->v, 4, dvv, tkv, dnnl_abcd);
     if (st == dnnl_success)
         st = dnnl_memory_desc_init_by_tag(&pl->o, 4, dout, dnnl_f32, dnnl_abcd);
     if (st == dnnl_success) {
@@ -252,7 +278,12 @@ static attn_status plan_dims(plan *pl, const attn_problem *p, bool collapse, cha
         st = create_pv(pl);
     }
     if (st != dnnl_success) {
-        snprintf(why, len, "onednn: %s: %s", step, dnnl_status2str(st));
+        if (st == dnnl_unimplemented && attn_reduced(p))
+            snprintf(why, len, "onednn: %s: %s for %s storage (oneDNN %d.%d has no "
+                     "implementation of it for this CPU)", step, dnnl_status2str(st),
+                     attn_dtype_name(p->dtype), dnnl_version()->major, dnnl_version()->minor);
+        else
+            snprintf(why, len, "onednn: %s: %s", step, dnnl_status2str(st));
         plan_destroy(pl);
         return from_dnnl(st);
     }
@@ -292,6 +323,11 @@ static attn_status onednn_supports(const attn_problem *p, const attn_config *cfg
                                    size_t len)
 {
     (void)cfg;
+    if (p->dtype != p->kv_dtype) {
+        snprintf(why, len, "onednn: its matmuls take Q and K/V of one type (this case: Q %s, "
+                 "K/V %s)", attn_dtype_name(p->dtype), attn_dtype_name(p->kv_dtype));
+        return ATTN_EUNSUPPORTED;
+    }
     return attn_onednn_plan_check(p, true, why, len);
 }
 
@@ -300,6 +336,8 @@ static size_t onednn_workspace(const attn_problem *p, const attn_config *cfg)
 {
     size_t bytes = attn_host_workspace(sizeof(onednn_state), p);
     bytes += score_elems(p) * sizeof(float);
+    if (attn_reduced(p))
+        bytes += score_elems(p) * sizeof(uint16_t);
     bytes += mask_elems(p) * sizeof(float);
     plan pl;
     char why[256];
@@ -317,7 +355,7 @@ static void onednn_release(void *state)
     onednn_state *s = state;
     if (!s)
         return;
-    dnnl_memory_t *mems[] = { &s->q, &s->kt, &s->s, &s->mask, &s->v, &s->o,
+    dnnl_memory_t *mems[] = { &s->q, &s->kt, &s->s, &s->pw, &s->mask, &s->v, &s->o,
                               &s->scratch[0], &s->scratch[1], &s->scratch[2] };
     for (size_t i = 0; i < sizeof(mems) / sizeof(mems[0]); i++)
         if (*mems[i])
@@ -332,6 +370,7 @@ static void onednn_release(void *state)
     attn_free(a, s->scratchbuf);
     attn_free(a, s->maskbuf);
     attn_free(a, s->scores);
+    attn_free(a, s->weights);
     attn_host_destroy(s);
 }
 
@@ -365,6 +404,8 @@ static dnnl_status_t make_memories(onednn_state *s)
         st = dnnl_memory_create(&s->o, &pl->o, pl->eng, DNNL_MEMORY_NONE);
     if (st == dnnl_success)
         st = dnnl_memory_create(&s->s, &pl->s, pl->eng, s->scores);
+    if (st == dnnl_success && pl->reduced)
+        st = dnnl_memory_create(&s->pw, &pl->pw, pl->eng, s->weights);
     if (st == dnnl_success && pl->masked)
         st = dnnl_memory_create(&s->mask, &pl->mask, pl->eng, s->maskbuf);
     for (int i = 0; i < PRIM_COUNT && st == dnnl_success; i++) {
@@ -389,6 +430,8 @@ static attn_status onednn_prepare(const attn_problem *p, const attn_config *cfg,
     rc = ATTN_ENOMEM;
     s->scores = attn_alloc(cfg->alloc, score_elems(p) * sizeof(float));
     if (!s->scores)
+        goto fail;
+    if (s->pl.reduced && !(s->weights = attn_alloc(cfg->alloc, score_elems(p) * sizeof(uint16_t))))
         goto fail;
     if (s->pl.masked) {
         s->maskbuf = attn_alloc(cfg->alloc, mask_elems(p) * sizeof(float));
@@ -420,11 +463,12 @@ static attn_status onednn_bind(void *state, const attn_tensors *t)
 {
     onednn_state *s = state;
     /* oneDNN takes non-const handles; the primitives only read Q, K, V. */
-    dnnl_status_t st = dnnl_memory_set_data_handle(s->q, (void *)t->q);
+    const bool q16 = s->h.p.dtype != ATTN_DTYPE_FP32, kv16 = s->h.p.kv_dtype != ATTN_DTYPE_FP32;
+    dnnl_status_t st = dnnl_memory_set_data_handle(s->q, q16 ? (void *)t->q16 : (void *)t->q);
     if (st == dnnl_success)
-        st = dnnl_memory_set_data_handle(s->kt, (void *)t->k);
+        st = dnnl_memory_set_data_handle(s->kt, kv16 ? (void *)t->k16 : (void *)t->k);
     if (st == dnnl_success)
-        st = dnnl_memory_set_data_handle(s->v, (void *)t->v);
+        st = dnnl_memory_set_data_handle(s->v, kv16 ? (void *)t->v16 : (void *)t->v);
     if (st == dnnl_success)
         st = dnnl_memory_set_data_handle(s->o, t->o);
     attn_host_bind(s, t);
@@ -455,13 +499,28 @@ static void zero_masked_rows(const onednn_state *s)
  * keys some query cannot see, [visible_end(b, 0), Nk). The mask is added to
  * the scores (NaN + -inf = NaN) and P V multiplies every key by its weight
  * (0 x NaN = NaN), so such a key would reach rows that mask it. */
-static bool masked_nonfinite(const onednn_state *s, const float *x, int d, int b, int h)
+static bool masked_nonfinite(const onednn_state *s, bool is_v, int b, int h)
 {
     const attn_problem *p = &s->h.p;
-    const int lo = attn_visible_end(p, b, 0);
-    const size_t bh = attn_kv_head(p, b, h);
-    return lo < p->seq_kv &&
-           !attn_rows_finite(x + (bh * p->seq_kv + lo) * d, (size_t)(p->seq_kv - lo), (size_t)d);
+    const int lo = attn_visible_end(p, b, 0), d = is_v ? p->d_v : p->d_k;
+    const size_t bh = attn_kv_head(p, b, h), at = (bh * p->seq_kv + lo) * d;
+    const size_t n = (size_t)(p->seq_kv - lo) * d;
+    if (lo >= p->seq_kv)
+        return false;
+    if (p->kv_dtype == ATTN_DTYPE_FP32)
+        return !attn_rows_finite((is_v ? s->h.t.v : s->h.t.k) + at, n, 1);
+    const uint16_t *x = (is_v ? s->h.t.v16 : s->h.t.k16) + at;
+    const unsigned e = p->kv_dtype == ATTN_DTYPE_BF16 ? 0x7f80u : 0x7c00u;
+    for (size_t i = 0; i < n; i++)
+        if ((x[i] & e) == e)
+            return true;
+    return false;
+}
+
+/* Element i of a 16-bit tensor of p's K/V type. */
+static float kv16(const attn_problem *p, const uint16_t *x, size_t i)
+{
+    return attn_half_to_f32(x[i], p->kv_dtype == ATTN_DTYPE_BF16);
 }
 
 /* Scores of head (b, h) set to -inf past each row's visible keys. */
@@ -475,14 +534,14 @@ static void remask_head(const onednn_state *s, int b, int h)
 }
 
 /* Rows of head (b, h) that do not see every key, again over their visible
- * keys only, from P (the softmax left it in the scores). */
+ * keys only, from P (the softmax left it in the scores, or in 16 bits in
+ * the weights). */
 static void masked_rows_pv(const onednn_state *s, int b, int h)
 {
     const attn_problem *p = &s->h.p;
     const int nk = p->seq_kv, dv = p->d_v;
-    const size_t bh = (size_t)b * p->heads + h;
-    const float *pr = s->scores + bh * p->seq_q * nk;
-    const float *v = s->h.t.v + attn_kv_head(p, b, h) * nk * dv;
+    const size_t bh = (size_t)b * p->heads + h, v0 = attn_kv_head(p, b, h) * nk * dv;
+    const size_t p0 = bh * p->seq_q * nk;
     for (int i = 0; i < p->seq_q; i++) {
         const int end = attn_visible_end(p, b, i);
         if (end == nk)
@@ -490,9 +549,12 @@ static void masked_rows_pv(const onednn_state *s, int b, int h)
         float *o = s->h.t.o + (bh * p->seq_q + i) * dv;
         memset(o, 0, (size_t)dv * sizeof(float));
         for (int j = 0; j < end; j++) {
-            const float w = pr[(size_t)i * nk + j];
-            for (int c = 0; c < dv; c++)
-                o[c] += w * v[(size_t)j * dv + c];
+            const size_t at = p0 + (size_t)i * nk + j;
+            const float w = s->pl.reduced ? kv16(p, s->weights, at) : s->scores[at];
+            for (int c = 0; c < dv; c++) {
+                const size_t e = v0 + (size_t)j * dv + c;
+                o[c] += w * (s->pl.reduced ? kv16(p, s->h.t.v16, e) : s->h.t.v[e]);
+            }
         }
     }
 }
@@ -505,23 +567,24 @@ static attn_status onednn_run(void *state)
         { DNNL_ARG_SRC, s->q }, { DNNL_ARG_WEIGHTS, s->kt }, { DNNL_ARG_DST, s->s },
         { DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, s->mask },
     };
-    dnnl_exec_arg_t sm[3] = { { DNNL_ARG_SRC, s->s }, { DNNL_ARG_DST, s->s } };
+    const dnnl_memory_t pm = s->pl.reduced ? s->pw : s->s;
+    dnnl_exec_arg_t sm[3] = { { DNNL_ARG_SRC, s->s }, { DNNL_ARG_DST, pm } };
     dnnl_exec_arg_t pv[4] = {
-        { DNNL_ARG_SRC, s->s }, { DNNL_ARG_WEIGHTS, s->v }, { DNNL_ARG_DST, s->o },
+        { DNNL_ARG_SRC, pm }, { DNNL_ARG_WEIGHTS, s->v }, { DNNL_ARG_DST, s->o },
     };
     const attn_problem *p = &s->h.p;
     bool kbad = false, vbad = false;
     /* Once per K/V head: the first query head of each group reads it. */
     for (int b = 0; s->pl.masked && b < p->batch; b++)
         for (int h = 0; h < p->heads; h += attn_group(p)) {
-            kbad |= masked_nonfinite(s, s->h.t.k, p->d_k, b, h);
-            vbad |= masked_nonfinite(s, s->h.t.v, p->d_v, b, h);
+            kbad |= masked_nonfinite(s, false, b, h);
+            vbad |= masked_nonfinite(s, true, b, h);
         }
     dnnl_status_t st = execute(s, PRIM_QK, qk, s->pl.masked ? 4 : 3);
     if (st == dnnl_success && kbad && (st = dnnl_stream_wait(s->stream)) == dnnl_success)
         for (int b = 0; b < p->batch; b++)
             for (int h = 0; h < p->heads; h++)
-                if (masked_nonfinite(s, s->h.t.k, p->d_k, b, h))
+                if (masked_nonfinite(s, false, b, h))
                     remask_head(s, b, h);
     if (st == dnnl_success)
         st = execute(s, PRIM_SOFTMAX, sm, 2);
@@ -533,7 +596,7 @@ static attn_status onednn_run(void *state)
     if (st == dnnl_success && vbad)
         for (int b = 0; b < p->batch; b++)
             for (int h = 0; h < p->heads; h++)
-                if (masked_nonfinite(s, s->h.t.v, p->d_v, b, h))
+                if (masked_nonfinite(s, true, b, h))
                     masked_rows_pv(s, b, h);
     if (st == dnnl_success)
         zero_masked_rows(s);
@@ -557,6 +620,7 @@ static const char *onednn_version(void)
 const attn_backend attn_backend_onednn = {
     .name      = "onednn",
     .summary   = "oneDNN batched matmul + mask post-op + softmax + matmul, materialized scores",
+    .dtypes    = ATTN_DTYPE_BIT(ATTN_DTYPE_BF16) | ATTN_DTYPE_BIT(ATTN_DTYPE_FP16),
     .supports  = onednn_supports,
     .prepare   = onednn_prepare,
     .bind      = onednn_bind,

@@ -75,9 +75,40 @@ attn_status attn_backend_supports(const attn_backend *be, const attn_problem *p,
                  p->heads);
         return ATTN_EINVAL;
     }
+    for (int x = 0; x < 2; x++) {
+        const attn_dtype d = x ? p->kv_dtype : p->dtype;
+        if ((unsigned)d >= ATTN_DTYPE_COUNT) {
+            snprintf(why, len, "%s: storage type %d is not one attnbench knows", be->name, (int)d);
+            return ATTN_EINVAL;
+        }
+        if (d != ATTN_DTYPE_FP32 && !(be->dtypes & ATTN_DTYPE_BIT(d))) {
+            snprintf(why, len, "%s computes from fp32 storage only (this case stores %s in %s)",
+                     be->name, x ? "K and V" : "Q", attn_dtype_name(d));
+            return ATTN_EUNSUPPORTED;
+        }
+    }
     if (be->supports)
         return be->supports(p, cfg, why, len);
     return ATTN_OK;
+}
+
+static const char *const dtype_names[ATTN_DTYPE_COUNT] = {
+    [ATTN_DTYPE_FP32] = "fp32",
+    [ATTN_DTYPE_BF16] = "bf16",
+    [ATTN_DTYPE_FP16] = "fp16",
+};
+
+const char *attn_dtype_name(attn_dtype d)
+{
+    return (unsigned)d < ATTN_DTYPE_COUNT ? dtype_names[d] : "?";
+}
+
+attn_dtype attn_dtype_from_name(const char *name)
+{
+    for (int d = 0; d < ATTN_DTYPE_COUNT; d++)
+        if (!strcmp(name, dtype_names[d]))
+            return (attn_dtype)d;
+    return ATTN_DTYPE_COUNT;
 }
 
 const char *attn_backend_version(const attn_backend *be)

@@ -27,7 +27,17 @@
  * run time). Causal masks and padding cut the key loop short: blocks wholly
  * past a query block's last visible key are never computed, and only tiles
  * that straddle a boundary pay for a visibility mask, computed only as far
- * as the mask lets anything through (qk_cut, pv_cut). */
+ * as the mask lets anything through (qk_cut, pv_cut).
+ *
+ * 16-bit storage (tiled_path): bf16 Q, K and V on a CPU with AVX512_BF16
+ * run Q.K^T and P.V on bf16 dot products (two products per fp32 lane per
+ * instruction), P rounded to bf16 before P.V as FlashAttention does, the
+ * scores, the softmax and every sum in fp32. Decoding tiles (at most
+ * ROWS_MAX columns) read 16-bit K and V in place, widened to fp32 in
+ * registers as they stream by (qk_rows16, pv16): half the bytes of fp32.
+ * Otherwise (fp16, mixed types, or no AVX512_BF16) each K/V tile and each
+ * block of Q is widened to fp32 once, exactly, and the fp32 kernels run on
+ * it. */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -36,6 +46,7 @@
 #include <unistd.h>
 
 #include "host.h"
+#include "kernels/half.h"
 #include "tiled.h"
 
 #define ALIGN 64
@@ -60,7 +71,16 @@ void attn_tiled_plant(int bug)
     atomic_store(&planted, bug);
 }
 
+/* How the inputs reach the kernels. */
+typedef enum tiled_path {
+    PATH_FP32 = 0,       /* fp32 storage, read in place */
+    PATH_WIDEN,          /* 16-bit storage widened to fp32 a tile at a time */
+    PATH_BF16,           /* bf16 dot products on bf16 storage */
+    PATH_ROWS16,         /* decoding tiles (qk_rows) on 16-bit K/V, widened in registers */
+} tiled_path;
+
 typedef struct tiled_plan {
+    tiled_path path;
     int br, bc;          /* queries of each head per block, keys per tile */
     int group;           /* G: query heads per K/V head, one work item together */
     int cols;            /* G * br: the columns of a tile */
@@ -72,6 +92,8 @@ typedef struct tiled_plan {
     long items;          /* B * Hkv * ceil(ceil(Nq / br) / sb): work items unsplit */
     size_t part_floats;  /* one (block, chunk)'s partial result: m, l [brp], O [cols][dv] */
     size_t sub_bytes;    /* one query block's share of a thread's scratch */
+    size_t tile_bytes;   /* the converted K/V tile (PATH_WIDEN: K, V in fp32) or the
+                            packed pairs (PATH_BF16: V^T pairs, P pairs) */
     size_t thread_bytes; /* one thread's scratch, a multiple of ALIGN */
 } tiled_plan;
 
@@ -88,10 +110,11 @@ static size_t round_up(size_t n, size_t to)
     return (n + to - 1) / to * to;
 }
 
-/* Per-thread scratch, in this order: S^T [bc][brp], then for each of the
- * sb query blocks of a work item: Q^T [dk][brp], the accumulator [cols][dv],
- * Q's rows [ROWS_MAX][dk] for qk_rows, m, l, alpha [brp] floats, end [brp]
- * ints. */
+/* Per-thread scratch, in this order: S^T [bc][brp], the tile's converted
+ * or packed K/V (tile_bytes), then for each of the sb query blocks of a
+ * work item: Q^T [dk][brp], the accumulator [cols][dv], Q's rows
+ * [max(ROWS_MAX, br)][dk] (for qk_rows, and for 16-bit Q widened before
+ * packing), m, l, alpha [brp] floats, end [brp] ints. */
 static size_t qt_bytes(const attn_problem *p, const tiled_plan *t)
 {
     return round_up((size_t)p->d_k * t->brp * sizeof(float), ALIGN);
@@ -107,9 +130,22 @@ static size_t acc_bytes(const attn_problem *p, const tiled_plan *t)
     return round_up((size_t)t->cols * p->d_v * sizeof(float), ALIGN);
 }
 
-static size_t qr_bytes(const attn_problem *p)
+static size_t qr_bytes(const attn_problem *p, const tiled_plan *t)
 {
-    return round_up((size_t)ROWS_MAX * p->d_k * sizeof(float), ALIGN);
+    const size_t rows = p->dtype != ATTN_DTYPE_FP32 && t->br > ROWS_MAX ? (size_t)t->br
+                                                                         : ROWS_MAX;
+    return round_up(rows * p->d_k * sizeof(float), ALIGN);
+}
+
+static size_t tile_bytes(const attn_problem *p, const tiled_plan *t)
+{
+    const size_t pairs = ((size_t)t->bc + 1) / 2;
+    if (t->path == PATH_WIDEN)
+        return round_up((size_t)t->bc * (p->d_k + p->d_v) * sizeof(float), ALIGN);
+    if (t->path == PATH_BF16)
+        return round_up(pairs * p->d_v * sizeof(uint32_t), ALIGN) +
+               round_up(pairs * t->brp * sizeof(uint32_t), ALIGN);
+    return 0;
 }
 
 static size_t vec_bytes(const tiled_plan *t)
@@ -131,7 +167,7 @@ static long l2_bytes(void)
 
 static size_t sub_bytes(const attn_problem *p, const tiled_plan *t)
 {
-    return qt_bytes(p, t) + acc_bytes(p, t) + qr_bytes(p) + 4 * vec_bytes(t);
+    return qt_bytes(p, t) + acc_bytes(p, t) + qr_bytes(p, t) + 4 * vec_bytes(t);
 }
 
 /* Query blocks per work item (sb), unless the configuration sets it. Each
@@ -181,6 +217,7 @@ static int auto_splits(long blocks, int seq_kv)
 static tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg)
 {
     tiled_plan t;
+    const attn_kernels *kn = attn_kernels_for(cfg->isa);
     t.group = attn_group(p);
     t.br = cfg->tile_q > 0 ? cfg->tile_q : (64 / t.group > 1 ? 64 / t.group : 1);
     t.br = t.br < p->seq_q ? t.br : p->seq_q > 0 ? p->seq_q : 1;
@@ -188,7 +225,8 @@ static tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg)
     if (cfg->tile_kv > 0) {
         t.bc = cfg->tile_kv;
     } else if (t.cols <= ROWS_MAX) {
-        const long per_key = (long)(t.cols + p->d_k + p->d_v) * (long)sizeof(float);
+        const long per_key = (long)t.cols * (long)sizeof(float) +
+                             (long)(p->d_k + p->d_v) * (long)attn_dtype_size(p->kv_dtype);
         const long bc = l1d_bytes() / 2 / per_key / 48 * 48;
         t.bc = bc < 48 ? 48 : bc > 192 ? 192 : (int)bc;
     } else {
@@ -197,6 +235,14 @@ static tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg)
         t.bc = bc < 48 ? 48 : bc > 96 ? 96 : (int)bc;
     }
     t.brp = (int)round_up((size_t)t.cols, 16);
+    t.path = PATH_FP32;
+    if (p->kv_dtype != ATTN_DTYPE_FP32 && t.cols <= ROWS_MAX)
+        t.path = PATH_ROWS16;
+    else if (p->dtype == ATTN_DTYPE_BF16 && p->kv_dtype == ATTN_DTYPE_BF16 && kn &&
+             kn->bf16_dot)
+        t.path = PATH_BF16;
+    else if (p->kv_dtype != ATTN_DTYPE_FP32)
+        t.path = PATH_WIDEN;
     t.blocks = (long)p->batch * attn_kv_heads(p) * ((p->seq_q + t.br - 1) / t.br);
     t.splits = cfg->splits > 0 ? cfg->splits : auto_splits(t.blocks, p->seq_kv);
     /* Split blocks and decoding tiles (qk_rows) are one block per item. */
@@ -211,7 +257,8 @@ static tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg)
     t.chunk = (int)round_up((size_t)(per > 0 ? per : 1), (size_t)t.bc);
     t.part_floats = t.splits > 1 ? round_up(2 * (size_t)t.brp + (size_t)t.cols * p->d_v, 16) : 0;
     t.sub_bytes = sub_bytes(p, &t);
-    t.thread_bytes = st_bytes(&t) + (size_t)t.sb * t.sub_bytes;
+    t.tile_bytes = tile_bytes(p, &t);
+    t.thread_bytes = st_bytes(&t) + t.tile_bytes + (size_t)t.sb * t.sub_bytes;
     return t;
 }
 
@@ -285,19 +332,29 @@ static float *thread_st(const tiled_state *s, int tid)
     return (float *)(s->scratch + (size_t)tid * s->plan.thread_bytes);
 }
 
+/* Thread tid's K/V tile area (tile_bytes; NULL on PATH_FP32): PATH_WIDEN's
+ * K [bc][dk] then V [bc][dv] in fp32; PATH_BF16's V pairs [bc/2][dv] then
+ * P pairs [bc/2][brp]. */
+static unsigned char *thread_tile(const tiled_state *s, int tid)
+{
+    if (!s->plan.tile_bytes)
+        return NULL;
+    return s->scratch + (size_t)tid * s->plan.thread_bytes + st_bytes(&s->plan);
+}
+
 /* The state of block u (< sb) of thread tid's item. */
 static scratch thread_scratch(const tiled_state *s, int tid, int u)
 {
     const tiled_plan *t = &s->plan;
     unsigned char *at = s->scratch + (size_t)tid * t->thread_bytes + st_bytes(t) +
-                        (size_t)u * t->sub_bytes;
+                        t->tile_bytes + (size_t)u * t->sub_bytes;
     scratch w;
     w.qt = (float *)at;
     at += qt_bytes(&s->h.p, t);
     w.acc = (float *)at;
     at += acc_bytes(&s->h.p, t);
     w.qr = (float *)at;
-    at += qr_bytes(&s->h.p);
+    at += qr_bytes(&s->h.p, t);
     w.m = (float *)at;
     w.l = (float *)(at + vec_bytes(t));
     w.alpha = (float *)(at + 2 * vec_bytes(t));
@@ -353,10 +410,10 @@ static size_t column_row(const attn_problem *p, const block *k, int c)
  * that stream well below the memory bandwidth (kernels_avx512.c has the
  * numbers, with its own prefetch further ahead). In prefill this costs one
  * instruction per 64 bytes of a tile used by sb x cols queries. */
-static void prefetch_rows(const float *k, const float *v, int n, int dk, int dv)
+static void prefetch_rows(const void *k, const void *v, int n, int dk, int dv, size_t es)
 {
-    const char *a = (const char *)k, *b = (const char *)v;
-    const size_t kb = (size_t)n * dk * sizeof(float), vb = (size_t)n * dv * sizeof(float);
+    const char *a = k, *b = v;
+    const size_t kb = (size_t)n * dk * es, vb = (size_t)n * dv * es;
     for (size_t x = 0; x < kb; x += 64)
         __builtin_prefetch(a + x, 0, 1);
     for (size_t x = 0; x < vb; x += 64)
@@ -377,15 +434,51 @@ static int first_strip(const int *end, int nc, int j)
     return nc;
 }
 
+/* One tile's operands as the kernels of the plan's path take them. */
+typedef struct tile_ops {
+    const float *kb, *vb;         /* K, V rows in fp32 (PATH_FP32, PATH_WIDEN) */
+    const uint16_t *kh, *vh;      /* K rows in bf16 (PATH_BF16); K, V rows (PATH_ROWS16) */
+    const uint32_t *vp, *pp;      /* V and P in pairs of keys (PATH_BF16) */
+} tile_ops;
+
+/* Q.K^T of keys [j, j + rows) against columns [c0, c0 + cols) of block w. */
+static void qk_part(const tiled_state *s, float *st, const tile_ops *x, const scratch *w, int j,
+                    int c0, int rows, int cols)
+{
+    const int dk = s->h.p.d_k, brp = s->plan.brp;
+    if (s->plan.path == PATH_BF16)
+        s->h.k->qk_bf16(st + (size_t)j * brp + c0, brp, x->kh + (size_t)j * dk, dk,
+                        (const uint32_t *)w->qt + c0, brp, rows, cols, dk, s->qscale);
+    else
+        s->h.k->qk(st + (size_t)j * brp + c0, brp, x->kb + (size_t)j * dk, dk, w->qt + c0, brp,
+                   rows, cols, dk);
+}
+
+/* P.V of keys [0, n) into the accumulator rows of columns [c, c + r). */
+static void pv_part(const tiled_state *s, const float *st, const tile_ops *x, const scratch *w,
+                    int c, int r, int n)
+{
+    const int dv = s->h.p.d_v, brp = s->plan.brp;
+    if (s->plan.path == PATH_BF16)
+        s->h.k->pv_bf16(w->acc + (size_t)c * dv, dv, x->pp + c, brp, x->vp, dv, w->alpha + c, r,
+                        n, dv);
+    else if (s->plan.path == PATH_ROWS16)
+        s->h.k->pv16(w->acc + (size_t)c * dv, dv, st + c, brp, x->vh, dv, w->alpha + c, r, n, dv,
+                     s->h.p.kv_dtype == ATTN_DTYPE_BF16);
+    else
+        s->h.k->pv(w->acc + (size_t)c * dv, dv, st + c, brp, x->vb, dv, w->alpha + c, r, n, dv);
+}
+
 /* Q.K^T and P.V of a tile that a mask cuts (end[c]: the keys column c
  * sees), without the work the mask throws away: runs of TILE_ROWS keys
  * only for the 16-column strips from the first that sees any of them on,
  * and each run of TILE_ROWS queries only over the keys the last of them
  * sees. Scores left out are never read as visible, and the weights P.V
  * skips are the softmax's zeros, so the result is the one the whole tile
- * would give; on the diagonal of a causal mask this halves the tile. */
-static void qk_cut(const attn_kernels *kn, float *st, int brp, const float *kb, int dk,
-                   const float *qt, int n, int nc, const int *end)
+ * would give; on the diagonal of a causal mask this halves the tile. (In
+ * pairs of keys, an odd count's last pair adds a key whose weight is 0.) */
+static void qk_cut(const tiled_state *s, float *st, const tile_ops *x, const scratch *w, int n,
+                   int nc, const int *end)
 {
     for (int j = 0; j < n;) {
         const int c0 = first_strip(end, nc, j);
@@ -394,32 +487,100 @@ static void qk_cut(const attn_kernels *kn, float *st, int brp, const float *kb, 
             j1 += TILE_ROWS;
         j1 = j1 < n ? j1 : n;
         if (c0 < nc)
-            kn->qk(st + (size_t)j * brp + c0, brp, kb + (size_t)j * dk, dk, qt + c0, brp, j1 - j,
-                   nc - c0, dk);
+            qk_part(s, st, x, w, j, c0, j1 - j, nc - c0);
         j = j1;
     }
 }
 
-static void pv_cut(const attn_kernels *kn, float *acc, int dv, const float *st, int brp,
-                   const float *vb, const float *alpha, int n, int nc, const int *end)
+static void pv_cut(const tiled_state *s, const float *st, const tile_ops *x, const scratch *w,
+                   int n, int nc, const int *end)
 {
     for (int c = 0; c < nc; c += TILE_ROWS) {
         const int r = nc - c < TILE_ROWS ? nc - c : TILE_ROWS;
         int e = 0;
-        for (int x = c; x < c + r; x++)
-            e = end[x] > e ? end[x] : e;
+        for (int y = c; y < c + r; y++)
+            e = end[y] > e ? end[y] : e;
         if (atomic_load_explicit(&planted, memory_order_relaxed) == ATTN_TILED_PLANT_CUT_SHORT)
             e--;
-        kn->pv(acc + (size_t)c * dv, dv, st + c, brp, vb, dv, alpha + c, r, e < n ? e : n, dv);
+        pv_part(s, st, x, w, c, r, e < n ? e : n);
+    }
+}
+
+/* Whether rows [0, n) of 16-bit storage hold only finite values (the
+ * exponent field not all ones: bf16 0x7f80, fp16 0x7c00). */
+static bool rows_finite16(const uint16_t *x, size_t n, size_t cols, bool bf16)
+{
+    const unsigned e = bf16 ? 0x7f80u : 0x7c00u;
+    const size_t count = n * cols;
+    unsigned bad = 0;
+#pragma omp simd reduction(| : bad)
+    for (size_t i = 0; i < count; i++)
+        bad |= (x[i] & e) == e;
+    return !bad;
+}
+
+/* PATH_BF16 with a NaN or Inf in the tile's V: each column over its own
+ * visible keys, the weights rounded to bf16 as the kernel rounds them. */
+static void pv_columns_bf16(const tiled_state *s, const float *st, const uint16_t *vh,
+                            const scratch *w, int n, int nc, const int *end)
+{
+    const int dv = s->h.p.d_v, brp = s->plan.brp;
+    for (int c = 0; c < nc; c++) {
+        const int e = end[c] < 0 ? 0 : end[c] > n ? n : end[c];
+        float *acc = w->acc + (size_t)c * dv;
+        for (int y = 0; y < dv; y++) {
+            float a = acc[y] * w->alpha[c];
+            for (int j = 0; j < e; j++)
+                a += attn_bf16_to_f32(attn_f32_to_bf16(st[(size_t)j * brp + c])) *
+                     attn_bf16_to_f32(vh[(size_t)j * dv + y]);
+            acc[y] = a;
+        }
+    }
+}
+
+/* Block u's Q: packed as Q^T (scaled, fp32; or in bf16 pairs, unscaled, on
+ * PATH_BF16), or for tiles of at most ROWS_MAX columns as scaled rows (qr).
+ * 16-bit Q is widened to fp32 first, exactly. */
+static void load_q(const tiled_state *s, const scratch *w, const block *k)
+{
+    const attn_problem *p = &s->h.p;
+    const attn_kernels *kn = s->h.k;
+    const int dk = p->d_k, brp = s->plan.brp, nc = s->plan.group * k->nq;
+    const bool q16 = p->dtype != ATTN_DTYPE_FP32, bf16 = p->dtype == ATTN_DTYPE_BF16;
+    const float qscale = s->qscale;
+    if (s->plan.path != PATH_BF16 && nc <= ROWS_MAX) {
+        for (int c = 0; c < nc; c++) {
+            const size_t row = column_row(p, k, c);
+            float *qr = w->qr + (size_t)c * dk;
+            if (q16)
+                kn->cvt_rows(qr, dk, s->h.t.q16 + row * dk, dk, 1, dk, bf16);
+            const float *q = q16 ? qr : s->h.t.q + row * dk;
+            for (int x = 0; x < dk; x++)
+                qr[x] = q[x] * qscale;
+        }
+        return;
+    }
+    /* Each head's nq queries are consecutive rows of Q. */
+    for (int c = 0; c < nc; c += k->nq) {
+        const size_t row = column_row(p, k, c);
+        if (s->plan.path == PATH_BF16) {
+            kn->pack_qt_bf16((uint32_t *)w->qt + c, brp, s->h.t.q16 + row * dk, dk, k->nq, dk);
+        } else if (q16) {
+            kn->cvt_rows(w->qr, dk, s->h.t.q16 + row * dk, dk, k->nq, dk, bf16);
+            kn->pack_qt(w->qt + c, brp, w->qr, dk, k->nq, dk, qscale);
+        } else {
+            kn->pack_qt(w->qt + c, brp, s->h.t.q + row * dk, dk, k->nq, dk, qscale);
+        }
     }
 }
 
 /* Keys [j_lo, j_hi) of the nb blocks k[] (all of one batch item and K/V
  * head) into their accumulators w[u].acc [cols][dv] (unnormalized) and
- * statistics w[u].m, w[u].l (log2 units). Each key tile is loaded once and
- * used by every block that sees any of it, one block after the other. */
-static void tiled_keys(const tiled_state *s, float *st, const scratch *w, const block *k,
-                       int nb, int j_lo, int j_hi)
+ * statistics w[u].m, w[u].l (log2 units). Each key tile is loaded (and on
+ * the 16-bit paths widened or packed) once and used by every block that
+ * sees any of it, one block after the other. */
+static void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scratch *w,
+                       const block *k, int nb, int j_lo, int j_hi)
 {
     const attn_problem *p = &s->h.p;
     const tiled_plan *t = &s->plan;
@@ -428,28 +589,22 @@ static void tiled_keys(const tiled_state *s, float *st, const scratch *w, const 
     size_t g = (size_t)k->b * attn_kv_heads(p) + (size_t)k->g;
     if (atomic_load_explicit(&planted, memory_order_relaxed) == ATTN_TILED_PLANT_WRONG_KV_HEAD)
         g = (size_t)k->b * attn_kv_heads(p) + (size_t)(k->g + 1) % (size_t)attn_kv_heads(p);
-    const float *kk = s->h.t.k + g * p->seq_kv * dk;
-    const float *vv = s->h.t.v + g * p->seq_kv * dv;
+    const bool kv16 = p->kv_dtype != ATTN_DTYPE_FP32, bf16 = p->kv_dtype == ATTN_DTYPE_BF16;
+    const size_t es = attn_dtype_size(p->kv_dtype);
+    const float *kk = kv16 ? NULL : s->h.t.k + g * p->seq_kv * dk;
+    const float *vv = kv16 ? NULL : s->h.t.v + g * p->seq_kv * dv;
+    const uint16_t *kh = kv16 ? s->h.t.k16 + g * p->seq_kv * dk : NULL;
+    const uint16_t *vh = kv16 ? s->h.t.v16 + g * p->seq_kv * dv : NULL;
+    const unsigned char *kbase = kv16 ? (const void *)kh : (const void *)kk;
+    const unsigned char *vbase = kv16 ? (const void *)vh : (const void *)vv;
 
     /* Visible keys are a prefix per query, growing with i: keys below
      * lo[u] are visible to every query of block u, none at or past hi[u]
      * is. Blocks come in increasing query order, so the last sees most. */
     int lo[SB_MAX], hi[SB_MAX], top = j_lo;
-    const float qscale = s->qscale;
     for (int u = 0; u < nb; u++) {
         const int nc = t->group * k[u].nq;
-        if (nc <= ROWS_MAX) {
-            for (int c = 0; c < nc; c++) {
-                const float *q = s->h.t.q + column_row(p, &k[u], c) * dk;
-                for (int x = 0; x < dk; x++)
-                    w[u].qr[(size_t)c * dk + x] = q[x] * qscale;
-            }
-        } else {
-            /* Each head's nq queries are consecutive rows of Q. */
-            for (int c = 0; c < nc; c += k[u].nq)
-                kn->pack_qt(w[u].qt + c, brp, s->h.t.q + column_row(p, &k[u], c) * dk, dk,
-                            k[u].nq, dk, qscale);
-        }
+        load_q(s, &w[u], &k[u]);
         for (int c = 0; c < nc; c++) {
             w[u].m[c] = -INFINITY;
             w[u].l[c] = 0.0f;
@@ -461,38 +616,80 @@ static void tiled_keys(const tiled_state *s, float *st, const scratch *w, const 
         top = hi[u] > top ? hi[u] : top;
     }
 
+    const size_t pairs = ((size_t)t->bc + 1) / 2;
     for (int j0 = j_lo; j0 < top; j0 += t->bc) {
         const int nt = top - j0 < t->bc ? top - j0 : t->bc;
-        prefetch_rows(kk + (size_t)(j0 + nt) * dk, vv + (size_t)(j0 + nt) * dv,
-                      top - j0 - nt < t->bc ? top - j0 - nt : t->bc, dk, dv);
-        const float *kb = kk + (size_t)j0 * dk, *vb = vv + (size_t)j0 * dv;
+        prefetch_rows(kbase + (size_t)(j0 + nt) * dk * es, vbase + (size_t)(j0 + nt) * dv * es,
+                      top - j0 - nt < t->bc ? top - j0 - nt : t->bc, dk, dv, es);
+        tile_ops x = { 0 };
+        bool finite = true;
+        if (t->path == PATH_FP32) {
+            x.kb = kk + (size_t)j0 * dk;
+            x.vb = vv + (size_t)j0 * dv;
+        } else if (t->path == PATH_ROWS16) {
+            x.kh = kh + (size_t)j0 * dk;
+            x.vh = vh + (size_t)j0 * dv;
+        } else if (t->path == PATH_WIDEN) {
+            float *kf = (float *)tile, *vf = kf + (size_t)t->bc * dk;
+            kn->cvt_rows(kf, dk, kh + (size_t)j0 * dk, dk, nt, dk, bf16);
+            kn->cvt_rows(vf, dv, vh + (size_t)j0 * dv, dv, nt, dv, bf16);
+            x.kb = kf;
+            x.vb = vf;
+        } else {
+            uint32_t *vp = (uint32_t *)tile;
+            kn->pack_v_bf16(vp, dv, vh + (size_t)j0 * dv, dv, nt, dv);
+            x.kh = kh + (size_t)j0 * dk;
+            x.vp = vp;
+            x.pp = (const uint32_t *)(tile + round_up(pairs * dv * sizeof(uint32_t), ALIGN));
+        }
+        bool finite_known = false;
         for (int u = 0; u < nb; u++) {
             if (j0 >= hi[u])
                 continue;
-            const scratch *x = &w[u];
+            const scratch *wu = &w[u];
             const int n = hi[u] - j0 < t->bc ? hi[u] - j0 : t->bc, nc = t->group * k[u].nq;
             const int *end = NULL;
             if (j0 + n > lo[u]) {
                 for (int c = 0; c < nc; c++)
-                    x->end[c] = attn_visible_end(p, k[u].b, k[u].i0 + c % k[u].nq) - j0;
-                end = x->end;
+                    wu->end[c] = attn_visible_end(p, k[u].b, k[u].i0 + c % k[u].nq) - j0;
+                end = wu->end;
             }
-            if (nc <= ROWS_MAX)
-                kn->qk_rows(st, brp, kb, dk, x->qr, dk, n, nc, dk);
+            if (t->path == PATH_ROWS16)
+                kn->qk_rows16(st, brp, x.kh, dk, wu->qr, dk, n, nc, dk, bf16);
+            else if (t->path != PATH_BF16 && nc <= ROWS_MAX)
+                kn->qk_rows(st, brp, x.kb, dk, wu->qr, dk, n, nc, dk);
             else if (end)
-                qk_cut(kn, st, brp, kb, dk, x->qt, n, nc, end);
+                qk_cut(s, st, &x, wu, n, nc, end);
             else
-                kn->qk(st, brp, kb, dk, x->qt, brp, n, nc, dk);
-            kn->softmax(st, brp, n, nc, end, x->m, x->l, x->alpha);
+                qk_part(s, st, &x, wu, 0, 0, n, nc);
+            kn->softmax(st, brp, n, nc, end, wu->m, wu->l, wu->alpha);
+            if (t->path == PATH_BF16)
+                kn->pack_p_bf16((uint32_t *)x.pp, brp, st, brp, n, nc);
+            if (end && !finite_known) {
+                /* Once per tile: over the keys of the longest block. */
+                const int span = top - j0 < t->bc ? top - j0 : t->bc;
+                finite = t->path == PATH_BF16 || t->path == PATH_ROWS16
+                             ? rows_finite16(vh + (size_t)j0 * dv, (size_t)span, (size_t)dv, bf16)
+                             : attn_rows_finite(x.vb, (size_t)span, (size_t)dv);
+                finite_known = true;
+            }
             if (!end) {
-                kn->pv(x->acc, dv, st, brp, vb, dv, x->alpha, nc, n, dv);
-            } else if (attn_rows_finite(vb, (size_t)n, (size_t)dv)) {
-                pv_cut(kn, x->acc, dv, st, brp, vb, x->alpha, n, nc, end);
+                pv_part(s, st, &x, wu, 0, nc, n);
+            } else if (finite) {
+                pv_cut(s, st, &x, wu, n, nc, end);
+            } else if (t->path == PATH_BF16) {
+                pv_columns_bf16(s, st, vh + (size_t)j0 * dv, wu, n, nc, end);
+            } else if (t->path == PATH_ROWS16) {
+                for (int c = 0; c < nc; c++) {
+                    const int e = end[c] < 0 ? 0 : end[c] > n ? n : end[c];
+                    kn->pv16(wu->acc + (size_t)c * dv, dv, st + c, brp, x.vh, dv, wu->alpha + c,
+                             1, e, dv, bf16);
+                }
             } else {
                 /* A NaN or Inf in V: each column over its own visible keys. */
                 for (int c = 0; c < nc; c++) {
                     const int e = end[c] < 0 ? 0 : end[c] > n ? n : end[c];
-                    kn->pv(x->acc + (size_t)c * dv, dv, st + c, brp, vb, dv, x->alpha + c, 1,
+                    kn->pv(wu->acc + (size_t)c * dv, dv, st + c, brp, x.vb, dv, wu->alpha + c, 1,
                            e, dv);
                 }
             }
@@ -501,13 +698,14 @@ static void tiled_keys(const tiled_state *s, float *st, const scratch *w, const 
 }
 
 /* The whole of work item `item`: its blocks' rows of O, normalized. */
-static void tiled_item(const tiled_state *s, float *st, const scratch *w, long item)
+static void tiled_item(const tiled_state *s, float *st, unsigned char *tile, const scratch *w,
+                       long item)
 {
     const attn_problem *p = &s->h.p;
     const int dv = p->d_v;
     block k[SB_MAX] = { { 0, 0, 0, 0 } };
     const int nb = item_blocks(s, item, k);
-    tiled_keys(s, st, w, k, nb, 0, p->seq_kv);
+    tiled_keys(s, st, tile, w, k, nb, 0, p->seq_kv);
     for (int u = 0; u < nb; u++)
         for (int c = 0; c < s->plan.group * k[u].nq; c++) {
             /* l == 0: the query saw no key; its row is 0. */
@@ -520,7 +718,8 @@ static void tiled_item(const tiled_state *s, float *st, const scratch *w, long i
 }
 
 /* Chunk x of block `item`: its partial result, m and l beside O unnormalized. */
-static void tiled_chunk(const tiled_state *s, float *st, const scratch *w, long item, int x)
+static void tiled_chunk(const tiled_state *s, float *st, unsigned char *tile, const scratch *w,
+                        long item, int x)
 {
     const tiled_plan *t = &s->plan;
     const attn_problem *p = &s->h.p;
@@ -536,7 +735,7 @@ static void tiled_chunk(const tiled_state *s, float *st, const scratch *w, long 
         memset(part + 2 * t->brp, 0, (size_t)nc * p->d_v * sizeof(float));
         return;
     }
-    tiled_keys(s, st, w, &k, 1, j_lo, j_lo + t->chunk);
+    tiled_keys(s, st, tile, w, &k, 1, j_lo, j_lo + t->chunk);
     memcpy(part, w->m, (size_t)nc * sizeof(float));
     memcpy(part + t->brp, w->l, (size_t)nc * sizeof(float));
     memcpy(part + 2 * t->brp, w->acc, (size_t)nc * p->d_v * sizeof(float));
@@ -597,6 +796,7 @@ static attn_status tiled_run(void *state)
     {
         const int tid = attn_thread_id();
         float *st = thread_st(s, tid);
+        unsigned char *tile = thread_tile(s, tid);
         scratch w[SB_MAX];
         for (int u = 0; u < t->sb; u++)
             w[u] = thread_scratch(s, tid, u);
@@ -605,13 +805,13 @@ static attn_status tiled_run(void *state)
 #pragma omp for schedule(dynamic, 1)
 #endif
             for (long it = 0; it < items; it++)
-                tiled_item(s, st, w, it);
+                tiled_item(s, st, tile, w, it);
         } else {
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
             for (long it = 0; it < items * splits; it++)
-                tiled_chunk(s, st, w, it / splits, (int)(it % splits));
+                tiled_chunk(s, st, tile, w, it / splits, (int)(it % splits));
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
@@ -632,6 +832,7 @@ static const char *tiled_version(void)
 const attn_backend attn_backend_tiled = {
     .name      = "tiled",
     .summary   = "fused FlashAttention-style tiles, online softmax, SIMD kernels",
+    .dtypes    = ATTN_DTYPE_BIT(ATTN_DTYPE_BF16) | ATTN_DTYPE_BIT(ATTN_DTYPE_FP16),
     .supports  = tiled_supports,
     .prepare   = tiled_prepare,
     .bind      = attn_host_bind,

@@ -123,7 +123,13 @@ static void drive(attn_result *r, const attn_backend *be, const attn_config *cfg
     }
     r->device_known = attn_backend_device_bytes(be, state, &r->device_bytes);
     attn_backend_device_name(be, state, r->device, sizeof(r->device), &r->device_is_cpu);
-    const attn_tensors t = { .q = in->q, .k = in->k, .v = in->v, .o = out->data };
+    /* Each input in its storage type only (backend.h). */
+    const attn_problem *p = &r->p;
+    const bool q16 = p->dtype != ATTN_DTYPE_FP32, kv16 = p->kv_dtype != ATTN_DTYPE_FP32;
+    const attn_tensors t = { .q = q16 ? NULL : in->q, .k = kv16 ? NULL : in->k,
+                             .v = kv16 ? NULL : in->v, .q16 = q16 ? in->q16 : NULL,
+                             .k16 = kv16 ? in->k16 : NULL, .v16 = kv16 ? in->v16 : NULL,
+                             .o = out->data };
     const double t0 = attn_now();
     st = be->bind(state, &t);
     r->upload_s = attn_now() - t0;
@@ -174,7 +180,7 @@ static void case_init(attn_result *r, const attn_backend *be, const attn_problem
     attn_sizes sz;
     if (attn_problem_sizes(p, &sz)) {
         r->score_bytes = sz.scores;
-        r->kv_bytes = (sz.k + sz.v) * sizeof(float);
+        r->kv_bytes = sz.kv;
     }
     attn_case_name(r->name, sizeof(r->name), be->name, p, s);
     attn_repro(r->repro, sizeof(r->repro), prog, be->name, p, s);

@@ -61,7 +61,8 @@ typedef struct attn_result {
     bool approx_known;
     double approx_max_abs, approx_nmse;
     size_t score_bytes;     /* B*H*Nq*Nk*4: what a materializing implementation holds */
-    size_t kv_bytes;        /* K and V: B*Hkv*Nk*(dk+dv)*4, smaller by H/Hkv with grouped heads */
+    size_t kv_bytes;        /* K and V: B*Hkv*Nk*(dk+dv) x their element size (4 or 2),
+                               smaller by H/Hkv with grouped heads */
     double flops;           /* visible score entries only */
     double flops_dense;     /* every score entry */
     double bytes;           /* the least bytes moved (attn_problem_bytes): for GB/s */

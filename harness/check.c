@@ -64,8 +64,49 @@ void attn_guarded_free(attn_guarded *g)
  * row moves outputs by 1e-2 to 1 in these units (see tests/test_checker.c). */
 const attn_tolerance attn_tolerance_fp32 = { "exact-fp32", 2e-5, 16.0 * 0x1.0p-24 };
 
+/* Reduced precision. The reference computes in double from the values the
+ * backends are given (the inputs rounded once to their storage type), so
+ * input rounding costs nothing here; what a class allows for is the
+ * backend's own rounding to the storage type, with us = its unit roundoff
+ * (bf16 2^-8, fp16 2^-11), on top of exact-fp32 (products and sums stay
+ * fp32: backend.h):
+ *  - P rounded once to the storage type before P.V (FlashAttention does
+ *    this; so does the tiled backend's bf16 kernel): each weight is off by
+ *    at most us relative, so O = sum p^_j v_j / l is off by at most
+ *    us x sum p_j |v_j| / l <= us x max|V|;
+ *  - one more rounding of the same size, of the output or of the
+ *    normalized weights (a library's bf16 softmax): us x max|V| again.
+ * So base = exact-fp32's + 2 us. The logits are not rounded (scores stay
+ * fp32), so per_logit is exact-fp32's; a backend that rounded the scores
+ * would move each output by up to 2 us max|logit| max|V| and needs a class
+ * of its own. The classes are not interchangeable: one rounding of P to
+ * bf16 erred by 5.6e-4 max|V| in tests/test_checker.c, 28 times
+ * exact-fp32's base, while a dropped scale or a causal mask off by one
+ * errs by 0.5 max|V| there, 70 times the bf16 class's base (the test shows
+ * all three). A problem is judged by the coarsest of its storage types
+ * (bf16, then fp16). */
+const attn_tolerance attn_tolerance_bf16 = { "bf16-storage", 2e-5 + 2.0 * 0x1.0p-8,
+                                             16.0 * 0x1.0p-24 };
+const attn_tolerance attn_tolerance_fp16 = { "fp16-storage", 2e-5 + 2.0 * 0x1.0p-11,
+                                             16.0 * 0x1.0p-24 };
+
+const attn_tolerance *attn_tolerance_for(const attn_problem *p)
+{
+    if (p->dtype == ATTN_DTYPE_BF16 || p->kv_dtype == ATTN_DTYPE_BF16)
+        return &attn_tolerance_bf16;
+    if (p->dtype == ATTN_DTYPE_FP16 || p->kv_dtype == ATTN_DTYPE_FP16)
+        return &attn_tolerance_fp16;
+    return &attn_tolerance_fp32;
+}
+
 void attn_check_output(attn_check *c, const attn_problem *p, const attn_ref *ref,
                        const attn_guarded *out)
+{
+    attn_check_output_with(c, p, ref, out, attn_tolerance_for(p));
+}
+
+void attn_check_output_with(attn_check *c, const attn_problem *p, const attn_ref *ref,
+                            const attn_guarded *out, const attn_tolerance *tolerance)
 {
     memset(c, 0, sizeof(*c));
     const int dv = p->d_v;
@@ -120,7 +161,7 @@ void attn_check_output(attn_check *c, const attn_problem *p, const attn_ref *ref
     c->mistrusted = c->ref_elems - c->ref_zeros < (size_t)dv;
     c->nmse = ref2 > 0 ? err2 / ref2 : (err2 > 0 ? INFINITY : 0);
 
-    c->tolerance = &attn_tolerance_fp32;
+    c->tolerance = tolerance;
     c->max_abs_v = ref->max_abs_v;
     c->max_abs_logit = ref->max_abs_logit;
     c->tol = c->max_abs_v * (c->tolerance->base + c->tolerance->per_logit * c->max_abs_logit);

@@ -27,9 +27,14 @@ typedef struct attn_tolerance {
     double per_logit;   /* x max|V| x max|logit| */
 } attn_tolerance;
 
-/* The one threshold while every backend computes in fp32 (harness/check.c
- * justifies its numbers); reduced precision will bring its own. */
+/* The tolerance classes (harness/check.c justifies their numbers): fp32
+ * storage, and bf16 or fp16 storage with fp32 accumulation. */
 extern const attn_tolerance attn_tolerance_fp32;
+extern const attn_tolerance attn_tolerance_bf16;
+extern const attn_tolerance attn_tolerance_fp16;
+
+/* The class p is judged by: that of its coarsest storage type. */
+const attn_tolerance *attn_tolerance_for(const attn_problem *p);
 
 typedef struct attn_check {
     double max_abs;         /* over the checked rows */
@@ -57,8 +62,12 @@ typedef struct attn_check {
     char why[256];          /* why it failed; empty when it passed */
 } attn_check;
 
+/* Against p's class (attn_tolerance_for). */
 void attn_check_output(attn_check *c, const attn_problem *p, const attn_ref *ref,
                        const attn_guarded *out);
+/* Against the class given: for the tests that show the classes differ. */
+void attn_check_output_with(attn_check *c, const attn_problem *p, const attn_ref *ref,
+                            const attn_guarded *out, const attn_tolerance *tolerance);
 
 /* "max_abs 2.1e-07 rel 8.9e-07 nmse 3.0e-14 <= tol 1.8e-04 (exact-fp32: ...)" */
 void attn_check_describe(const attn_check *c, char *buf, size_t len);

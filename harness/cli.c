@@ -23,7 +23,8 @@ typedef enum opt_id {
     O_MAX_MEM, O_TILE, O_DEVICE, O_WINDOW, O_GLOBALS, O_RANDOM_BLOCKS, O_BLOCK,
     O_FEATURES, O_PROJ, O_CSV, O_JSON, O_RESUME, O_PEAK, O_LIST, O_HELP, O_VERSION,
     O_INPUTS, O_DUMP_OUTPUT, O_DUMP_WEIGHTS, O_CASE_TIMEOUT, O_ISA, O_DUMP_INPUTS,
-    O_CHECK_OUTPUT, O_PEER, O_PEER_TIMES, O_PEER_SKIP, O_KV_HEADS, O_SPLITS,
+    O_CHECK_OUTPUT, O_PEER, O_PEER_TIMES, O_PEER_SKIP, O_KV_HEADS, O_SPLITS, O_DTYPE,
+    O_KV_DTYPE,
 } opt_id;
 
 #define ARG_NONE ATTN_ARG_NONE
@@ -54,7 +55,8 @@ static const attn_option options[] = {
     { "dump-inputs", O_DUMP_INPUTS, ARG_REQUIRED }, { "check-output", O_CHECK_OUTPUT, ARG_REQUIRED },
     { "peer", O_PEER, ARG_REQUIRED },         { "peer-times", O_PEER_TIMES, ARG_REQUIRED },
     { "peer-skip", O_PEER_SKIP, ARG_REQUIRED }, { "kv-heads", O_KV_HEADS, ARG_REQUIRED },
-    { "splits", O_SPLITS, ARG_REQUIRED },
+    { "splits", O_SPLITS, ARG_REQUIRED },     { "dtype", O_DTYPE, ARG_REQUIRED },
+    { "kv-dtype", O_KV_DTYPE, ARG_REQUIRED },
 };
 
 int attn_error(int code, const char *fmt, ...)
@@ -215,6 +217,37 @@ done:
     free(out->v);
     *out = l;
     return -1;
+}
+
+/* --dtype, --kv-dtype: "fp32", "bf16", "fp16", or a comma list of them,
+ * each once. */
+static int parse_dtypes(const char *name, const char *val, attn_list *out)
+{
+    free(out->v);
+    *out = (attn_list){ 0 };
+    if (!(out->v = malloc(ATTN_DTYPE_COUNT * sizeof(int))))
+        return usage_error("out of memory");
+    const char *at = val;
+    for (;;) {
+        const char *comma = strchr(at, ',');
+        const size_t n = comma ? (size_t)(comma - at) : strlen(at);
+        char item[16];
+        attn_dtype d = ATTN_DTYPE_COUNT;
+        if (n < sizeof(item)) {
+            memcpy(item, at, n);
+            item[n] = '\0';
+            d = attn_dtype_from_name(item);
+        }
+        if (d == ATTN_DTYPE_COUNT)
+            return usage_error("--%s: '%.*s' is not one of: fp32, bf16, fp16", name, (int)n, at);
+        for (size_t i = 0; i < out->n; i++)
+            if (out->v[i] == (int)d)
+                return usage_error("--%s: %s is given twice", name, attn_dtype_name(d));
+        out->v[out->n++] = (int)d;
+        if (!comma)
+            return -1;
+        at = comma + 1;
+    }
 }
 
 /* --isa: a kernel ISA this build has and this CPU runs. */
@@ -396,6 +429,8 @@ static int apply(void *ctx, int opt, const char *name, const char *val)
     case O_DEVICE:  return attn_opt_int(name, val, 0, MAX_DEVICE, &o->setup.device);
     case O_ISA:     return parse_isa(val, &o->setup.isa);
     case O_KV_HEADS: return attn_parse_list(name, val, 1, MAX_HEADS, &o->kv_heads);
+    case O_DTYPE:   return parse_dtypes(name, val, &o->dtype);
+    case O_KV_DTYPE: return parse_dtypes(name, val, &o->kv_dtype);
     case O_SPLITS: {
         long v;
         if (!strcmp(val, "auto")) {
@@ -616,7 +651,7 @@ int attn_cli_parse(attn_opts *o, int argc, char **argv)
 void attn_cli_free(attn_opts *o)
 {
     attn_list *lists[] = { &o->batch, &o->heads, &o->kv_heads, &o->seq, &o->seq_kv, &o->dk,
-                           &o->dv };
+                           &o->dv, &o->dtype, &o->kv_dtype };
     for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
         free(lists[i]->v);
         *lists[i] = (attn_list){ 0 };
@@ -653,6 +688,14 @@ void attn_cli_usage(FILE *f, const char *prog)
 "  --causal[=yes|no|both]  causal mask, aligned bottom-right: query i sees keys\n"
 "                   j <= i + Nk - Nq (--causal alone: yes; default no)\n"
 "  --kv-len L[,L..] valid keys per batch item (one value, or one per item); keys >= L masked\n"
+"  --dtype T[,T..]  storage of the inputs: fp32 (default), bf16, fp16, or a list to\n"
+"                   compare them (a table of the speedups over fp32 ends the run). The\n"
+"                   fill is rounded once to it and the reference computes from the\n"
+"                   rounded values; products accumulate in fp32; O is fp32\n"
+"  --kv-dtype T[,T..]  storage of K and V alone (default: --dtype's), e.g. fp32 Q\n"
+"                   with a 16-bit KV cache\n",
+            prog, prog, MAX_BATCH, MAX_HEADS, MAX_SEQ, MAX_DIM);
+    fprintf(f,
 "  --fill KIND      normal (default): N(0,1); extreme: integer Q, K in [-100,100], logits to ~1e4\n"
 "  --seed S         input seed (default 1); inputs do not depend on --threads\n"
 "  --threads T      threads for every threading runtime in the build, 1..%d (default: cores)\n"
@@ -683,7 +726,7 @@ void attn_cli_usage(FILE *f, const char *prog)
 "  --isa ISA        the SIMD kernels of the backends built on them (tiled, blas's\n"
 "                   softmax, local, sparse, linear, performer, linformer): c, avx2,\n"
 "                   avx512, or auto (default: the widest this CPU runs)\n",
-            prog, prog, MAX_BATCH, MAX_HEADS, MAX_SEQ, MAX_DIM, MAX_THREADS, ATTN_MAX_REPS);
+            MAX_THREADS, ATTN_MAX_REPS);
     fprintf(f,
 "  --window W       local, sparse: keys within W of the query's diagonal (default %d)\n"
 "  --globals G      sparse: global tokens (default %d)\n"
@@ -695,9 +738,10 @@ void attn_cli_usage(FILE *f, const char *prog)
 "                   (their random structure is drawn from --seed)\n"
 "  --device N       device for the device backends (vulkan), numbered as --list shows\n"
 "                   (default: discrete GPU > integrated > virtual > CPU)\n"
-"  --inputs DIR     read Q, K, V from DIR/q.npy, k.npy, v.npy (float32 or float64, C\n"
-"                   order, shapes [B,H,Nq,dk], [B,Hkv,Nk,dk], [B,Hkv,Nk,dv] of the case)\n"
-"                   instead of the seeded fill\n"
+"  --inputs DIR     read Q, K, V from DIR/q.npy, k.npy, v.npy (float32, float64,\n"
+"                   float16, or uint16 holding bf16 bits with --dtype bf16; C order,\n"
+"                   shapes [B,H,Nq,dk], [B,Hkv,Nk,dk], [B,Hkv,Nk,dv] of the case)\n"
+"                   instead of the seeded fill, rounded to --dtype as the fill is\n"
 "  --dump-output FILE.npy   one case, one backend: write its O [B,H,Nq,dv]\n"
 "  --dump-inputs DIR  one case: write its Q, K, V to DIR/q.npy, k.npy, v.npy and exit\n"
 "  --check-output FILE.npy --peer NAME [--peer-times FILE] [--peer-skip WHY]\n"

@@ -27,6 +27,8 @@ enum { ATTN_CAUSAL_NO = 1u << 0, ATTN_CAUSAL_YES = 1u << 1 };
 typedef struct attn_opts {
     attn_list batch, heads, kv_heads, seq, seq_kv, dk, dv;  /* kv_heads, seq_kv, dv empty:
                                                                follow heads, seq, dk */
+    attn_list dtype, kv_dtype;  /* --dtype, --kv-dtype: attn_dtype values; empty: fp32,
+                                   and K/V follow Q */
     unsigned causal;            /* ATTN_CAUSAL_* bits: which of the two to run */
     float scale;
     bool scale_set;

@@ -15,8 +15,8 @@
 
 static const char header[] =
     "schema,key,backend,verdict,reason,batch,heads,kv_heads,seq_q,seq_kv,d_k,d_v,causal,kv_len,"
-    "scale,fill,seed,threads,splits,kind,window,globals,random_blocks,block,features,proj,"
-    "rows_checked,rows_total,max_abs,max_rel,nmse,tol,approx_max_abs,approx_nmse,reps,iterations,"
+    "dtype,kv_dtype,scale,fill,seed,threads,splits,kind,window,globals,random_blocks,block,"
+    "features,proj,rows_checked,rows_total,max_abs,max_rel,nmse,tol,tol_class,approx_max_abs,approx_nmse,reps,iterations,"
     "real_median_s,real_min_s,real_mean_s,real_stddev_s,real_cv,cpu_median_s,cpu_mean_s,"
     "device_median_s,device_min_s,device_cv,upload_s,download_s,"
     "flops,flops_dense,gflops,gflops_dense,peak_gflops,pct_peak,bytes,gbs,peak_gbs,pct_bw,"
@@ -176,6 +176,7 @@ int attn_csv_append(attn_csv *c, const attn_result *r, const attn_setup *s, cons
         p->seq_kv, p->d_k, p->d_v, p->causal ? 1 : 0);
     for (int b = 0; p->kv_len && b < p->batch; b++)
         attn_csv_put(&l, "%s%d", b ? ";" : "", p->kv_len[b]);
+    attn_csv_put(&l, ",%s,%s", attn_dtype_name(p->dtype), attn_dtype_name(p->kv_dtype));
     attn_csv_put(&l, ",%.9g,%s,%llu,%d", p->scale, attn_setup_fill_name(s), (unsigned long long)s->seed,
         s->threads);
     attn_csv_num(&l, s->splits > 0, s->splits);
@@ -194,6 +195,7 @@ int attn_csv_append(attn_csv *c, const attn_result *r, const attn_setup *s, cons
     attn_csv_num(&l, r->checked, r->check.max_rel);
     attn_csv_num(&l, r->checked, r->check.nmse);
     attn_csv_num(&l, r->checked, r->check.tol);
+    attn_csv_put(&l, ",%s", r->checked ? r->check.tolerance->name : "");
     attn_csv_num(&l, r->approx_known, r->approx_max_abs);
     attn_csv_num(&l, r->approx_known, r->approx_nmse);
     attn_csv_num(&l, timed, t->reps);
@@ -215,8 +217,9 @@ int attn_csv_append(attn_csv *c, const attn_result *r, const attn_setup *s, cons
     attn_csv_put(&l, ",%.17g,%.17g", r->flops, r->flops_dense);
     attn_csv_num(&l, timed, r->flops / t->real_stats.median * 1e-9);
     attn_csv_num(&l, timed, r->flops_dense / t->real_stats.median * 1e-9);
-    attn_csv_num(&l, peak, peak ? peak->fma_t : 0);
-    attn_csv_num(&l, timed && peak, peak ? 100.0 * r->flops / t->real_stats.median * 1e-9 / peak->fma_t : 0);
+    const double pg = peak ? attn_peak_gflops(peak, p) : 0;
+    attn_csv_num(&l, peak, pg);
+    attn_csv_num(&l, timed && peak, peak ? 100.0 * r->flops / t->real_stats.median * 1e-9 / pg : 0);
     attn_csv_put(&l, ",%.17g", r->bytes);
     attn_csv_num(&l, timed, r->bytes / t->real_stats.median * 1e-9);
     attn_csv_num(&l, peak, peak ? peak->triad : 0);

@@ -3,13 +3,15 @@
 
 #include "fill.h"
 #include "inputs.h"
+#include "kernels/half.h"
 #include "memory.h"
 #include "npy.h"
 #include "timer.h"
 
-/* DIR/<name>.npy into x, whose shape must be want [B,H,N,d]. */
+/* DIR/<name>.npy into x, whose shape must be want [B,H,N,d] and which is
+ * stored as dt: uint16 files are bf16 bits, for bf16 storage only. */
 static attn_status read_npy(const char *dir, const char *name, const size_t want[4], float *x,
-                            char *why, size_t len)
+                            attn_dtype dt, char *why, size_t len)
 {
     char path[4200], got[160], need[160];
     snprintf(path, sizeof(path), "%s/%s.npy", dir, name);
@@ -27,9 +29,39 @@ static attn_status read_npy(const char *dir, const char *name, const size_t want
         attn_npy_free(&a);
         return ATTN_EINVAL;
     }
+    if (a.u16 && dt != ATTN_DTYPE_BF16) {
+        snprintf(why, len, "%s is uint16, which attnbench reads as bf16 bits, but %s is stored "
+                 "as %s (give --dtype bf16%s, or a float file)", path, name, attn_dtype_name(dt),
+                 strcmp(name, "q") ? " or --kv-dtype bf16" : "");
+        attn_npy_free(&a);
+        return ATTN_EINVAL;
+    }
     memcpy(x, a.data, a.count * sizeof(float));
     attn_npy_free(&a);
     return ATTN_OK;
+}
+
+/* x rounded once to storage type dt (nearest, ties to even), kept in h,
+ * and x replaced by the rounded values: the reference computes from what
+ * the backends are given. */
+static void round_to(float *x, uint16_t *h, size_t n, attn_dtype dt)
+{
+    const bool bf16 = dt == ATTN_DTYPE_BF16;
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        h[i] = bf16 ? attn_f32_to_bf16(x[i]) : attn_f32_to_f16(x[i]);
+        x[i] = attn_half_to_f32(h[i], bf16);
+    }
+}
+
+size_t attn_inputs_bytes(const attn_problem *p, const attn_sizes *sz)
+{
+    size_t fp32 = (sz->q + sz->k + sz->v) * sizeof(float), half = 0;
+    if (p->dtype != ATTN_DTYPE_FP32)
+        half += sz->q * 2;
+    if (p->kv_dtype != ATTN_DTYPE_FP32)
+        half += (sz->k + sz->v) * 2;
+    return fp32 + half;
 }
 
 attn_status attn_inputs_make(attn_inputs *in, const attn_problem *p, const attn_setup *s,
@@ -44,8 +76,15 @@ attn_status attn_inputs_make(attn_inputs *in, const attn_problem *p, const attn_
     in->q = attn_host_alloc(sz.q * sizeof(float));
     in->k = attn_host_alloc(sz.k * sizeof(float));
     in->v = attn_host_alloc(sz.v * sizeof(float));
+    const bool q16 = p->dtype != ATTN_DTYPE_FP32, kv16 = p->kv_dtype != ATTN_DTYPE_FP32;
+    if (q16)
+        in->q16 = attn_host_alloc(sz.q * 2);
+    if (kv16) {
+        in->k16 = attn_host_alloc(sz.k * 2);
+        in->v16 = attn_host_alloc(sz.v * 2);
+    }
     attn_status st = ATTN_OK;
-    if (!in->q || !in->k || !in->v) {
+    if (!in->q || !in->k || !in->v || (q16 && !in->q16) || (kv16 && (!in->k16 || !in->v16))) {
         snprintf(why, len, "out of memory for the inputs");
         st = ATTN_ENOMEM;
     } else if (s->inputs) {
@@ -55,15 +94,21 @@ attn_status attn_inputs_make(attn_inputs *in, const attn_problem *p, const attn_
             { b, hkv, (size_t)p->seq_kv, (size_t)p->d_k },
             { b, hkv, (size_t)p->seq_kv, (size_t)p->d_v },
         };
-        st = read_npy(s->inputs, "q", want[0], in->q, why, len);
+        st = read_npy(s->inputs, "q", want[0], in->q, p->dtype, why, len);
         if (st == ATTN_OK)
-            st = read_npy(s->inputs, "k", want[1], in->k, why, len);
+            st = read_npy(s->inputs, "k", want[1], in->k, p->kv_dtype, why, len);
         if (st == ATTN_OK)
-            st = read_npy(s->inputs, "v", want[2], in->v, why, len);
+            st = read_npy(s->inputs, "v", want[2], in->v, p->kv_dtype, why, len);
     } else {
         attn_fill(in->q, sz.q, s->fill, s->seed, ATTN_TENSOR_Q, s->threads);
         attn_fill(in->k, sz.k, s->fill, s->seed, ATTN_TENSOR_K, s->threads);
         attn_fill(in->v, sz.v, s->fill, s->seed, ATTN_TENSOR_V, s->threads);
+    }
+    if (st == ATTN_OK && q16)
+        round_to(in->q, in->q16, sz.q, p->dtype);
+    if (st == ATTN_OK && kv16) {
+        round_to(in->k, in->k16, sz.k, p->kv_dtype);
+        round_to(in->v, in->v16, sz.v, p->kv_dtype);
     }
     if (st == ATTN_OK) {
         const attn_tensors t = attn_inputs_tensors(in);
@@ -88,6 +133,9 @@ void attn_inputs_free(attn_inputs *in)
     attn_host_free(in->q);
     attn_host_free(in->k);
     attn_host_free(in->v);
+    attn_host_free(in->q16);
+    attn_host_free(in->k16);
+    attn_host_free(in->v16);
     memset(in, 0, sizeof(*in));
 }
 
@@ -101,7 +149,7 @@ bool attn_memory_fits(const attn_problem *p, const attn_setup *s, size_t workspa
         return false;
     }
     const double ref = (double)attn_ref_bytes(p, s->check_rows, s->threads);
-    const double held = (double)sz.inputs + ref;
+    const double held = (double)attn_inputs_bytes(p, &sz) + ref;
     const double outs = 2.0 * (double)sz.output, ws = (double)workspace;
     const double total = held + outs + ws, fresh = inputs_held ? outs + ws : total;
     const uint64_t avail = attn_mem_available();
@@ -111,7 +159,7 @@ bool attn_memory_fits(const attn_problem *p, const attn_setup *s, size_t workspa
         return true;
     char t[32], i[32], o[32], r[32], w[32], l[32];
     attn_format_bytes(t, sizeof(t), over_max ? total : fresh);
-    attn_format_bytes(i, sizeof(i), (double)sz.inputs);
+    attn_format_bytes(i, sizeof(i), (double)attn_inputs_bytes(p, &sz));
     attn_format_bytes(o, sizeof(o), outs);
     attn_format_bytes(r, sizeof(r), ref);
     attn_format_bytes(w, sizeof(w), ws);

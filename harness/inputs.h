@@ -8,24 +8,33 @@
 #include "reference.h"
 
 typedef struct attn_inputs {
-    float *q, *k, *v;       /* attn_host_alloc'ed */
+    float *q, *k, *v;       /* attn_host_alloc'ed; fp32, holding the values rounded to
+                               the storage types (what the reference reads) */
+    uint16_t *q16, *k16, *v16;  /* the 16-bit storage of those that have it, else NULL */
     attn_ref ref;
     double ref_seconds;     /* wall time of the reference */
     bool made;
 } attn_inputs;
 
 /* Q, K, V for p, read from s->inputs (DIR/q.npy, k.npy, v.npy, their shapes
- * checked against p) or filled from s->fill and s->seed, then the reference
- * with s->check_rows. ATTN_EINVAL (why names the file and what is wrong) or
+ * checked against p) or filled from s->fill and s->seed, rounded once to
+ * their storage types (p->dtype, p->kv_dtype), then the reference from the
+ * rounded values with s->check_rows. ATTN_EINVAL (why names the file and what is wrong) or
  * ATTN_ENOMEM (why says for what); nothing is left allocated on failure. */
 attn_status attn_inputs_make(attn_inputs *in, const attn_problem *p, const attn_setup *s,
                              char *why, size_t len);
 void attn_inputs_free(attn_inputs *in);
 
-/* The view of in a backend binds (o unset). */
+/* Bytes the harness holds for p's inputs: the fp32 values, and the 16-bit
+ * storage of those that have one. */
+size_t attn_inputs_bytes(const attn_problem *p, const attn_sizes *sz);
+
+/* The view of in the reference reads (fp32 and 16-bit both set; o unset);
+ * a case hands a backend only each input's storage (harness/case.c). */
 static inline attn_tensors attn_inputs_tensors(const attn_inputs *in)
 {
-    return (attn_tensors){ .q = in->q, .k = in->k, .v = in->v };
+    return (attn_tensors){ .q = in->q, .k = in->k, .v = in->v,
+                           .q16 = in->q16, .k16 = in->k16, .v16 = in->v16 };
 }
 
 /* The one memory check. A case of p holds its inputs, the reference, two

@@ -68,7 +68,7 @@ static void context(FILE *f, const attn_machine *m, const attn_setup *s, const c
     fprintf(f, "\n    ],\n    \"load_avg\": [%g, %g, %g],\n", m->load[0], m->load[1], m->load[2]);
     fprintf(f, "    \"library_build_type\": \"%s\",\n",
             strcmp(attn_build_type(), "debug") ? "release" : "debug");
-    fputs("    \"json_schema_version\": 1,\n    \"attnbench_version\": ", f);
+    fputs("    \"json_schema_version\": 2,\n    \"attnbench_version\": ", f);
     put_str(f, ATTN_VERSION);
     fputs(",\n    \"git_revision\": ", f);
     put_str(f, attn_git_revision());
@@ -94,8 +94,10 @@ static void context(FILE *f, const attn_machine *m, const attn_setup *s, const c
             m->clock_step * 1e9);
     if (m->peak_known)
         fprintf(f, ",\n    \"peak_fma_gflops_1t\": %g,\n    \"peak_fma_gflops\": %g,\n"
-                   "    \"peak_triad_gbs\": %g,\n    \"peak_isa\": \"%s\"",
-                m->peak.fma_1, m->peak.fma_t, m->peak.triad, m->peak.isa);
+                   "    \"peak_triad_gbs\": %g,\n    \"peak_isa\": \"%s\",\n"
+                   "    \"peak_bf16_gflops_1t\": %g,\n    \"peak_bf16_gflops\": %g",
+                m->peak.fma_1, m->peak.fma_t, m->peak.triad, m->peak.isa, m->peak.dot_1,
+                m->peak.dot_t);
     fputs("\n  },\n", f);
 }
 
@@ -115,7 +117,8 @@ static void counters(FILE *f, const void *ctx, double seconds)
         attn_json_field_num(f, "GFLOPS_dense", r->flops_dense / seconds * 1e-9);
         attn_json_field_num(f, "GBps", r->bytes / seconds * 1e-9);
         if (m->peak_known) {
-            attn_json_field_num(f, "pct_peak", 100.0 * r->flops / seconds * 1e-9 / m->peak.fma_t);
+            attn_json_field_num(f, "pct_peak", 100.0 * r->flops / seconds * 1e-9 /
+                                               attn_peak_gflops(&m->peak, &r->p));
             attn_json_field_num(f, "pct_bw", 100.0 * r->bytes / seconds * 1e-9 / m->peak.triad);
         }
     }
@@ -133,6 +136,8 @@ static void counters(FILE *f, const void *ctx, double seconds)
     }
     attn_json_field_num(f, "score_matrix_bytes", (double)r->score_bytes);
     attn_json_field_num(f, "kv_bytes", (double)r->kv_bytes);
+    attn_json_field_str(f, "dtype", attn_dtype_name(r->p.dtype));
+    attn_json_field_str(f, "kv_dtype", attn_dtype_name(r->p.kv_dtype));
     if (r->approx_known) {
         attn_json_field_num(f, "approx_max_abs", r->approx_max_abs);
         attn_json_field_num(f, "approx_nmse", r->approx_nmse);
@@ -141,6 +146,8 @@ static void counters(FILE *f, const void *ctx, double seconds)
         attn_json_field_num(f, "max_abs_err", r->check.max_abs);
         attn_json_field_num(f, "nmse", r->check.nmse);
         attn_json_field_num(f, "rows_checked", (double)r->ref_rows);
+        attn_json_field_num(f, "tol", r->check.tol);
+        attn_json_field_str(f, "tol_class", r->check.tolerance->name);
     }
 }
 

@@ -107,6 +107,11 @@ static int measure_peak(const attn_machine *m, int threads)
                         "executable\n");
         return ATTN_EXIT_ERROR;
     }
+    if (pk.dot_t > 0)
+        printf("  bf16 dot products (vdpbf16ps): %.1f GFLOP/s on 1 thread, %.1f GFLOP/s on %d "
+               "threads\n", pk.dot_1, pk.dot_t, threads);
+    else
+        printf("  bf16 dot products: none on this CPU (bf16 cases are held to the fp32 peak)\n");
     printf("kept in %s\n", path);
     /* T threads on T separate cores run T times the 1-thread rate; far less
      * means the cores were shared (SMT siblings, or another process). */

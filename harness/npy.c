@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kernels/half.h"
 #include "npy.h"
 
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the .npy code reads and writes little-endian data as it is in memory");
@@ -93,12 +94,15 @@ bool attn_npy_read(const char *path, attn_npy *a, char *why, size_t len)
     for (const char *p = d + 1; *p && *p != *d && n + 1 < sizeof(descr); p++)
         descr[n++] = *p;
     descr[n] = '\0';
-    if (!strcmp(descr, "<f4"))
-        a->f64 = false;
-    else if (!strcmp(descr, "<f8"))
+    if (!strcmp(descr, "<f8"))
         a->f64 = true;
-    else
-        FAIL("%s: dtype '%s' is not float32 or float64 little-endian ('<f4', '<f8')", path, descr);
+    else if (!strcmp(descr, "<f2"))
+        a->f16 = true;
+    else if (!strcmp(descr, "<u2"))
+        a->u16 = true;
+    else if (strcmp(descr, "<f4"))
+        FAIL("%s: dtype '%s' is not float32, float64, float16 or uint16 (bf16 bits) "
+             "little-endian ('<f4', '<f8', '<f2', '<u2')", path, descr);
     const char *fo = dict_value(header, "fortran_order");
     if (!fo)
         FAIL("%s: header has no 'fortran_order'", path);
@@ -134,7 +138,7 @@ bool attn_npy_read(const char *path, attn_npy *a, char *why, size_t len)
         else if (*s != ')')
             FAIL("%s: 'shape' is not a tuple of integers", path);
     }
-    const size_t item = a->f64 ? 8 : 4;
+    const size_t item = a->f64 ? 8 : a->f16 || a->u16 ? 2 : 4;
     size_t bytes;
     if (__builtin_mul_overflow(a->count, item, &bytes))
         FAIL("%s: shape too large", path);
@@ -161,6 +165,18 @@ bool attn_npy_read(const char *path, attn_npy *a, char *why, size_t len)
             const size_t r = fread(buf, 8, want, f);
             for (size_t i = 0; i < r; i++)
                 a->data[got + i] = (float)buf[i];
+            got += r;
+            if (r < want)
+                break;
+        }
+    } else if (item == 2) {
+        uint16_t buf[1024];
+        got = 0;
+        while (got < a->count) {
+            const size_t want = a->count - got < 1024 ? a->count - got : 1024;
+            const size_t r = fread(buf, 2, want, f);
+            for (size_t i = 0; i < r; i++)
+                a->data[got + i] = a->u16 ? attn_bf16_to_f32(buf[i]) : attn_f16_to_f32(buf[i]);
             got += r;
             if (r < want)
                 break;

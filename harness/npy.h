@@ -1,6 +1,7 @@
 /* NumPy .npy files: the arrays --inputs reads and --dump-output and
  * --dump-weights write. Format versions 1.0, 2.0 and 3.0 are read (3.0 only
- * differs by an utf-8 header); little-endian float32 or float64, C order.
+ * differs by an utf-8 header); little-endian float32, float64, float16, or
+ * uint16 holding bf16 bits (NumPy has no bf16), C order.
  * Writes are float32, version 1.0 (2.0 when the header needs more than
  * 65535 bytes), to FILE.tmp renamed over FILE: never a half-written file. */
 #ifndef ATTN_NPY_H
@@ -16,6 +17,9 @@ typedef struct attn_npy {
     size_t shape[ATTN_NPY_MAX_DIMS];
     size_t count;           /* product of shape */
     bool f64;               /* the file held float64 (converted to float32) */
+    bool f16;               /* float16 (converted exactly) */
+    bool u16;               /* uint16: read as bf16 bits (converted exactly); the
+                               caller decides whether bf16 is what it wants */
     float *data;            /* malloc'ed, count floats */
 } attn_npy;
 

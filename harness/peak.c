@@ -9,6 +9,8 @@
 #include <omp.h>
 #endif
 
+#include "backend.h"
+#include "config.h"
 #include "memory.h"
 #include "peak.h"
 #include "timer.h"
@@ -65,6 +67,26 @@ static float fma_scalar(long iters)
         s += a[k];
     return s;
 }
+
+#if ATTN_HAVE_BF16_KERNELS
+/* The same chains on vdpbf16ps: acc += a0*b0 + a1*b1 per lane, a and b
+ * small enough that the sums stay bounded and normal. */
+__attribute__((target("avx512f,avx512bf16")))
+static float dot_bf16(long iters)
+{
+    __m512 a[CHAINS];
+    const __m512i b = _mm512_set1_epi32(0x3a803a80);   /* bf16 pairs of 2^-10 */
+    for (int k = 0; k < CHAINS; k++)
+        a[k] = _mm512_set1_ps((float)k);
+    for (long i = 0; i < iters; i++)
+        for (int k = 0; k < CHAINS; k++)
+            a[k] = _mm512_dpbf16_ps(a[k], (__m512bh)b, (__m512bh)b);
+    __m512 s = a[0];
+    for (int k = 1; k < CHAINS; k++)
+        s = _mm512_add_ps(s, a[k]);
+    return _mm512_reduce_add_ps(s);
+}
+#endif
 
 typedef struct fma_isa {
     const char *name;
@@ -162,8 +184,23 @@ bool attn_peak_measure(attn_peak *pk, int threads, const char *cpu)
     snprintf(pk->cpu, sizeof(pk->cpu), "%s", cpu);
     pk->fma_1 = fma_gflops(&isa, 1);
     pk->fma_t = threads > 1 ? fma_gflops(&isa, threads) : pk->fma_1;
+#if ATTN_HAVE_BF16_KERNELS
+    if (attn_cpu_bf16_dot()) {
+        /* 16 lanes x 4 FLOPs counted as 2 x lanes by fma_gflops: 32 "lanes" */
+        const fma_isa dot = { "avx512bf16", 32, dot_bf16 };
+        pk->dot_1 = fma_gflops(&dot, 1);
+        pk->dot_t = threads > 1 ? fma_gflops(&dot, threads) : pk->dot_1;
+    }
+#endif
     pk->triad = triad_gbs(threads);
     return pk->triad > 0;
+}
+
+double attn_peak_gflops(const attn_peak *pk, const attn_problem *p)
+{
+    if (p->dtype == ATTN_DTYPE_BF16 && p->kv_dtype == ATTN_DTYPE_BF16 && pk->dot_t > 0)
+        return pk->dot_t;
+    return pk->fma_t;
 }
 
 static bool cache_path(char *path, size_t len)
@@ -197,6 +234,8 @@ bool attn_peak_load(attn_peak *pk, int threads, const char *cpu)
         got += sscanf(line, "fma_gflops_1=%lf", &p.fma_1) == 1;
         got += sscanf(line, "fma_gflops_t=%lf", &p.fma_t) == 1;
         got += sscanf(line, "triad_gbs=%lf", &p.triad) == 1;
+        got += sscanf(line, "bf16_gflops_1=%lf", &p.dot_1) == 1;
+        got += sscanf(line, "bf16_gflops_t=%lf", &p.dot_t) == 1;
         got += sscanf(line, "isa=%15s", p.isa) == 1;
         if (!strncmp(line, "cpu=", 4)) {
             snprintf(p.cpu, sizeof(p.cpu), "%.127s", line + 4);
@@ -204,7 +243,7 @@ bool attn_peak_load(attn_peak *pk, int threads, const char *cpu)
         }
     }
     fclose(f);
-    if (got != 6 || p.threads != threads || strcmp(p.cpu, cpu))
+    if (got != 8 || p.threads != threads || strcmp(p.cpu, cpu))
         return false;
     *pk = p;
     return true;
@@ -218,8 +257,9 @@ bool attn_peak_save(const attn_peak *pk, char *path, size_t len)
     FILE *f = fopen(tmp, "w");
     if (!f)
         return false;
-    fprintf(f, "cpu=%s\nthreads=%d\nisa=%s\nfma_gflops_1=%.6g\nfma_gflops_t=%.6g\ntriad_gbs=%.6g\n",
-            pk->cpu, pk->threads, pk->isa, pk->fma_1, pk->fma_t, pk->triad);
+    fprintf(f, "cpu=%s\nthreads=%d\nisa=%s\nfma_gflops_1=%.6g\nfma_gflops_t=%.6g\ntriad_gbs=%.6g\n"
+               "bf16_gflops_1=%.6g\nbf16_gflops_t=%.6g\n",
+            pk->cpu, pk->threads, pk->isa, pk->fma_1, pk->fma_t, pk->triad, pk->dot_1, pk->dot_t);
     const bool ok = fclose(f) == 0 && rename(tmp, path) == 0;
     if (!ok)
         unlink(tmp);

@@ -1,5 +1,6 @@
 /* This machine's measured limits: fp32 FMA throughput with 1 and T threads,
- * and streaming (triad) memory bandwidth, kept beside the executable so every
+ * bf16 dot-product throughput (AVX512_BF16) where the CPU has it, and
+ * streaming (triad) memory bandwidth, kept beside the executable so every
  * case can report its share of the peak. */
 #ifndef ATTN_PEAK_H
 #define ATTN_PEAK_H
@@ -11,6 +12,8 @@ typedef struct attn_peak {
     double fma_1;           /* GFLOP/s, one thread */
     double fma_t;           /* GFLOP/s, T threads */
     double triad;           /* GB/s, T threads, a[i] = b[i] + s*c[i], 12 bytes per element */
+    double dot_1, dot_t;    /* GFLOP/s of vdpbf16ps (2 products and 2 adds per fp32
+                               lane), 1 and T threads; 0: this CPU has none */
     char isa[16];           /* the widest FMA the measurement used */
     char cpu[128];          /* the CPU it was measured on */
 } attn_peak;
@@ -20,5 +23,12 @@ bool attn_peak_measure(attn_peak *pk, int threads, const char *cpu);
 /* The measurement kept beside the executable, if it is for this CPU and T. */
 bool attn_peak_load(attn_peak *pk, int threads, const char *cpu);
 bool attn_peak_save(const attn_peak *pk, char *path, size_t len);
+
+/* The peak a case of storage types q and kv is held to (T threads): the bf16
+ * dot-product peak when both are bf16 and the CPU has bf16 dot products
+ * (what a bf16 kernel can run on), else the fp32 FMA peak (fp16 storage is
+ * computed in fp32 on CPUs without fp16 arithmetic). */
+struct attn_problem;
+double attn_peak_gflops(const attn_peak *pk, const struct attn_problem *p);
 
 #endif

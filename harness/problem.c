@@ -48,11 +48,14 @@ bool attn_problem_sizes(const attn_problem *p, attn_sizes *s)
         !count(&s->scores, b, h, (size_t)p->seq_q, (size_t)p->seq_kv) ||
         !mul(&s->scores, sizeof(float)))
         return false;
-    if (__builtin_add_overflow(s->q, s->k, &in) || __builtin_add_overflow(in, s->v, &in))
+    size_t qb = s->q, kvb;
+    if (__builtin_add_overflow(s->k, s->v, &kvb) || !mul(&qb, attn_dtype_size(p->dtype)) ||
+        !mul(&kvb, attn_dtype_size(p->kv_dtype)) || __builtin_add_overflow(qb, kvb, &in))
         return false;
     s->inputs = in;
+    s->kv = kvb;
     s->output = s->o;
-    return mul(&s->inputs, sizeof(float)) && mul(&s->output, sizeof(float));
+    return mul(&s->output, sizeof(float));
 }
 
 /* Score entries left visible by the masks, summed over batch and heads;
@@ -135,7 +138,8 @@ static double keys_read(const attn_problem *p, int b, unsigned char *map)
 
 double attn_problem_bytes(const attn_problem *p)
 {
-    const double w = sizeof(float);
+    const double wq = (double)attn_dtype_size(p->dtype), wkv = (double)attn_dtype_size(p->kv_dtype);
+    const double wo = sizeof(float);
     unsigned char *map = NULL;
     if (p->kind == ATTN_KIND_LOCAL || p->kind == ATTN_KIND_SPARSE)
         map = malloc((size_t)p->seq_kv + 1);
@@ -144,7 +148,7 @@ double attn_problem_bytes(const attn_problem *p)
         keys += keys_read(p, b, map);
     free(map);
     const double queries = (double)p->batch * p->heads * p->seq_q;
-    return w * (queries * (p->d_k + p->d_v) + keys * attn_kv_heads(p) * (p->d_k + p->d_v));
+    return queries * (wq * p->d_k + wo * p->d_v) + wkv * keys * attn_kv_heads(p) * (p->d_k + p->d_v);
 }
 
 /* Appends to buf like snprintf, never past len; returns the new end. */
@@ -206,7 +210,11 @@ void attn_problem_describe(const attn_problem *p, char *buf, size_t len)
         at = cat(buf, len, at, " scale=%.9g", p->scale);
     if (p->causal)
         at = cat(buf, len, at, " causal");
-    cat_kv_len(buf, len, at, p, " kv_len=", ",");
+    at = cat_kv_len(buf, len, at, p, " kv_len=", ",");
+    if (attn_reduced(p))
+        at = cat(buf, len, at, " %s", attn_dtype_name(p->dtype));
+    if (p->kv_dtype != p->dtype)
+        cat(buf, len, at, " kv:%s", attn_dtype_name(p->kv_dtype));
 }
 
 void attn_repro(char *buf, size_t len, const char *prog, const char *backend,
@@ -222,6 +230,10 @@ void attn_repro(char *buf, size_t len, const char *prog, const char *backend,
     if (p->causal)
         at = cat(buf, len, at, " --causal");
     at = cat_kv_len(buf, len, at, p, " --kv-len ", ",");
+    if (attn_reduced(p))
+        at = cat(buf, len, at, " --dtype %s", attn_dtype_name(p->dtype));
+    if (p->kv_dtype != p->dtype)
+        at = cat(buf, len, at, " --kv-dtype %s", attn_dtype_name(p->kv_dtype));
     if (s->inputs)
         at = cat(buf, len, at, " --inputs %s", s->inputs);
     else if (s->fill != ATTN_FILL_NORMAL)
@@ -252,6 +264,10 @@ void attn_case_name(char *buf, size_t len, const char *backend, const attn_probl
     if (attn_kv_heads(p) != p->heads)
         at = cat(buf, len, at, "/hkv:%d", attn_kv_heads(p));
     at = cat_kv_len(buf, len, at, p, "/kv:", ".");
+    if (attn_reduced(p))
+        at = cat(buf, len, at, "/dtype:%s", attn_dtype_name(p->dtype));
+    if (p->kv_dtype != p->dtype)
+        at = cat(buf, len, at, "/kvdtype:%s", attn_dtype_name(p->kv_dtype));
     if (!default_scale(p))
         at = cat(buf, len, at, "/scale:%.9g", p->scale);
     if (s->inputs || s->fill != ATTN_FILL_NORMAL)

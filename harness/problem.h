@@ -42,7 +42,8 @@ const char *attn_setup_fill_name(const attn_setup *s);
 typedef struct attn_sizes {
     size_t q, k, v, o;      /* elements; K and V have Hkv heads */
     size_t rows;            /* B*H*Nq query rows */
-    size_t inputs;          /* bytes of Q, K, V */
+    size_t inputs;          /* bytes of Q, K, V at their storage widths */
+    size_t kv;              /* bytes of K and V */
     size_t output;          /* bytes of O */
     size_t scores;          /* bytes of the B*H*Nq*Nk fp32 score matrix a materializing
                                implementation would hold */
@@ -63,13 +64,14 @@ double attn_problem_flops(const attn_problem *p);
 double attn_problem_flops_dense(const attn_problem *p);
 
 /* The bytes any implementation must move at the least, at their storage
- * width (fp32): Q and O whole, and of K and V the rows some query of the
+ * widths (Q, K, V: p's dtypes; O: fp32): Q and O whole, and of K and V the rows some query of the
  * batch item sees (each K/V head once, however many query heads share it).
  * Decoding is bound by these, not by the FLOPs. */
 double attn_problem_bytes(const attn_problem *p);
 
 /* "attn/naive/b:1/h:8/sq:4096/skv:4096/dk:64/dv:64/causal:0", then
- * "/hkv:2" with grouped K/V heads, "/kv:3.5" with padding, "/scale:S" off
+ * "/hkv:2" with grouped K/V heads, "/kv:3.5" with padding, "/dtype:bf16" and
+ * "/kvdtype:fp16" off fp32 (the second when K/V's differs), "/scale:S" off
  * the default, "/fill:extreme", "/splits:N" and the other settings. */
 void attn_case_name(char *buf, size_t len, const char *backend, const attn_problem *p,
                     const attn_setup *s);

@@ -63,7 +63,7 @@ void attn_report_row(FILE *f, const attn_result *r, double naive, const attn_pea
         snprintf(gf, sizeof(gf), "%.2f", gflops);
         snprintf(gb, sizeof(gb), "%.2f", gbs);
         if (peak) {
-            snprintf(pk, sizeof(pk), "%.1f", 100.0 * gflops / peak->fma_t);
+            snprintf(pk, sizeof(pk), "%.1f", 100.0 * gflops / attn_peak_gflops(peak, &r->p));
             snprintf(bw, sizeof(bw), "%.0f", 100.0 * gbs / peak->triad);
         }
         if (naive > 0)
@@ -213,4 +213,62 @@ void attn_report_summary(FILE *f, const attn_result *res, size_t n, size_t resum
     if (resumed)
         fprintf(f, "; %zu already in %s", resumed, csv);
     fputc('\n', f);
+}
+
+/* The shape of r without its storage types: what a reduced-precision row
+ * is compared on. */
+static void plain_shape(const attn_result *r, char *buf, size_t len)
+{
+    attn_problem p = r->p;
+    p.dtype = p.kv_dtype = ATTN_DTYPE_FP32;
+    attn_problem_describe(&p, buf, len);
+}
+
+static bool timed_ok(const attn_result *r)
+{
+    return attn_verdict_ok(r->verdict) && r->timing.reps > 0;
+}
+
+void attn_report_dtypes(FILE *f, const attn_result *res, size_t n)
+{
+    bool any = false;
+    for (size_t i = 0; i < n; i++) {
+        const attn_result *r = &res[i];
+        if (!attn_reduced(&r->p))
+            continue;
+        char shape[512], other[512];
+        plain_shape(r, shape, sizeof(shape));
+        const attn_result *base = NULL;
+        for (size_t j = 0; j < n && !base; j++) {
+            if (res[j].be != r->be || attn_reduced(&res[j].p))
+                continue;
+            plain_shape(&res[j], other, sizeof(other));
+            if (!strcmp(shape, other))
+                base = &res[j];
+        }
+        if (!base)
+            continue;
+        if (!any) {
+            fprintf(f, "\nstorage types against fp32 (the same backend and shape, this run):\n");
+            fprintf(f, "%-14s %-5s %-5s %12s %12s %8s %10s %10s %10s  %s\n", "backend", "Q", "K/V",
+                    "median", "fp32 median", "speedup", "K/V bytes", "max_abs", "nmse", "shape");
+            any = true;
+        }
+        char med[32] = "-", bmed[32] = "-", sp[32] = "-", kv[32], ma[32] = "-", nm[32] = "-";
+        if (timed_ok(r))
+            format_time(med, sizeof(med), r->timing.real_stats.median);
+        if (timed_ok(base))
+            format_time(bmed, sizeof(bmed), base->timing.real_stats.median);
+        if (timed_ok(r) && timed_ok(base))
+            snprintf(sp, sizeof(sp), "%.2fx",
+                     base->timing.real_stats.median / r->timing.real_stats.median);
+        if (r->checked) {
+            snprintf(ma, sizeof(ma), "%.2e", r->check.max_abs);
+            snprintf(nm, sizeof(nm), "%.2e", r->check.nmse);
+        }
+        attn_format_bytes(kv, sizeof(kv), (double)r->kv_bytes);
+        fprintf(f, "%-14s %-5s %-5s %12s %12s %8s %10s %10s %10s  %s%s%s\n", r->be->name,
+                attn_dtype_name(r->p.dtype), attn_dtype_name(r->p.kv_dtype), med, bmed, sp, kv,
+                ma, nm, shape, timed_ok(r) ? "" : "  ", timed_ok(r) ? "" : attn_verdict_str(r->verdict));
+    }
 }

@@ -28,4 +28,9 @@ void attn_report_results(FILE *f, attn_result *res, size_t n, const attn_peak *p
 void attn_report_summary(FILE *f, const attn_result *res, size_t n, size_t resumed,
                          const char *csv);
 
+/* With storage types beside fp32 in res: each reduced-precision case
+ * against the fp32 case of the same backend and shape (median times, the
+ * speedup, K/V bytes, its error). Nothing when there is no such pair. */
+void attn_report_dtypes(FILE *f, const attn_result *res, size_t n);
+
 #endif

@@ -13,10 +13,11 @@ size_t attn_shapes_count(const attn_opts *o)
     const size_t causal = (o->causal & ATTN_CAUSAL_NO ? 1 : 0) + (o->causal & ATTN_CAUSAL_YES ? 1 : 0);
     return o->batch.n * o->heads.n * count_or_1(&o->kv_heads) * o->seq.n *
            count_or_1(&o->seq_kv) * o->dk.n *
-           count_or_1(&o->dv) * causal;
+           count_or_1(&o->dv) * count_or_1(&o->dtype) * count_or_1(&o->kv_dtype) * causal;
 }
 
-/* Mixed-radix decoding, the innermost (causal) varying fastest. */
+/* Mixed-radix decoding, the innermost (causal, then K/V's and Q's storage
+ * types) varying fastest. */
 void attn_shapes_problem(const attn_opts *o, size_t idx, attn_problem *p, int *kv)
 {
     const bool both = (o->causal & ATTN_CAUSAL_NO) && (o->causal & ATTN_CAUSAL_YES);
@@ -26,6 +27,8 @@ void attn_shapes_problem(const attn_opts *o, size_t idx, attn_problem *p, int *k
         idx /= 2;
     }
     size_t i;
+    i = idx % count_or_1(&o->kv_dtype); idx /= count_or_1(&o->kv_dtype); const size_t kvd = i;
+    i = idx % count_or_1(&o->dtype); idx /= count_or_1(&o->dtype); const size_t dt = i;
     i = idx % count_or_1(&o->dv);  idx /= count_or_1(&o->dv);      const size_t dv = i;
     i = idx % o->dk.n;             idx /= o->dk.n;                 const size_t dk = i;
     i = idx % count_or_1(&o->seq_kv); idx /= count_or_1(&o->seq_kv); const size_t skv = i;
@@ -44,6 +47,8 @@ void attn_shapes_problem(const attn_opts *o, size_t idx, attn_problem *p, int *k
     p->d_v = o->dv.n ? o->dv.v[dv] : p->d_k;
     p->scale = o->scale_set ? o->scale : (float)(1.0 / sqrt((double)p->d_k));
     p->causal = causal;
+    p->dtype = o->dtype.n ? (attn_dtype)o->dtype.v[dt] : ATTN_DTYPE_FP32;
+    p->kv_dtype = o->kv_dtype.n ? (attn_dtype)o->kv_dtype.v[kvd] : p->dtype;
     p->var = o->var;
     p->var.seed = o->setup.seed;
     if (o->kv_len) {

@@ -357,7 +357,7 @@ int attn_sweep_run(const attn_opts *o, const attn_machine *m, const char *prog,
         if (!w.stream) {
             char shape[512];
             attn_problem_describe(&p, shape, sizeof(shape));
-            printf("case: %s fp32 scale=%.6g\n", shape, p.scale);
+            printf("case: %s%s scale=%.6g\n", shape, attn_reduced(&p) ? "" : " fp32", p.scale);
         }
         run_shape(&w, &p);
     }
@@ -369,6 +369,7 @@ int attn_sweep_run(const attn_opts *o, const attn_machine *m, const char *prog,
         attn_report_results(stdout, w.res, w.n, peak);
     else
         attn_report_summary(stdout, w.res, w.n, w.resumed, o->csv);
+    attn_report_dtypes(stdout, w.res, w.n);
     for (size_t i = 0; i < o->nbackends && !o->explicit_backends; i++) {
         char why[256] = "";
         if (attn_backend_usable(o->backends[i], why, sizeof(why)) != ATTN_OK)

@@ -20,6 +20,18 @@ static void kernels_init(void)
         attn_kernels_init_avx2(&tables[ATTN_ISA_AVX2]);
     if (attn_isa_usable(ATTN_ISA_AVX512))
         attn_kernels_init_avx512(&tables[ATTN_ISA_AVX512]);
+    if (attn_isa_usable(ATTN_ISA_AVX512) && attn_cpu_bf16_dot())
+        attn_kernels_init_avx512_bf16(&tables[ATTN_ISA_AVX512]);
+#endif
+}
+
+int attn_cpu_bf16_dot(void)
+{
+#if ATTN_HAVE_X86_KERNELS && ATTN_HAVE_BF16_KERNELS
+    __builtin_cpu_init();
+    return attn_isa_usable(ATTN_ISA_AVX512) && __builtin_cpu_supports("avx512bf16");
+#else
+    return 0;
 #endif
 }
 

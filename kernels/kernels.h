@@ -17,6 +17,7 @@
 #define ATTN_KERNELS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* S^T[j][i] = sum_c k[j][c] * qt[c][i]  for j < nk, i < nq. */
 #define decl_qk_fn(name) void (name)(float *restrict st, ptrdiff_t st_stride, \
@@ -63,7 +64,67 @@
  * can be measured. x <= 0 is the range that matters (max-subtracted scores). */
 #define decl_exp2_fn(name) void (name)(float *restrict y, const float *restrict x, int n)
 
+/* 16-bit storage. Rows of bf16 or fp16 values (uint16_t bits) widened to
+ * fp32, exactly: dst[r][c] = src[r][c] for r < rows, c < cols. The tiled
+ * backend converts each K/V tile and each block of Q once, then runs the
+ * fp32 kernels: its path for fp16, and for bf16 where the CPU has no bf16
+ * dot product. */
+#define decl_cvt_rows_fn(name) void (name)(float *restrict dst, ptrdiff_t dst_stride, \
+    const uint16_t *restrict src, ptrdiff_t src_stride, int rows, int cols, int bf16)
+
+/* qk_rows and pv with K or V in 16-bit storage (bf16 != 0: bf16, else
+ * fp16), each value widened to fp32 as it is loaded, the arithmetic that
+ * of the fp32 kernels: for decoding, where K and V stream from memory once
+ * and half the bytes is what 16 bits buys. */
+#define decl_qk_rows16_fn(name) void (name)(float *restrict st, ptrdiff_t st_stride, \
+    const uint16_t *restrict k, ptrdiff_t k_stride, const float *restrict q, \
+    ptrdiff_t q_stride, int nk, int nq, int dk, int bf16)
+#define decl_pv16_fn(name) void (name)(float *restrict o, ptrdiff_t o_stride, \
+    const float *restrict pt, ptrdiff_t pt_stride, const uint16_t *restrict v, \
+    ptrdiff_t v_stride, const float *restrict alpha, int nq, int nk, int dv, int bf16)
+
+/* bf16 with dot products of pairs (AVX512_BF16's vdpbf16ps: per fp32 lane,
+ * acc + a0*b0 + a1*b1, the products exact, the sums in fp32). The operands
+ * are pairs of bf16 along the reduction, packed into 32-bit words (low
+ * half first); a pair past an odd end holds 0.
+ *
+ * pack_qt_bf16: qt[c2][i] = (q[i][2 c2], q[i][2 c2 + 1]) for i < nq,
+ * c2 < ceil(dk / 2): Q's rows as columns of pairs, unscaled (a scale
+ * rounded to bf16 would cost accuracy; qk_bf16 scales its fp32 sums). */
+#define decl_pack_qt_bf16_fn(name) void (name)(uint32_t *restrict qt, ptrdiff_t qt_stride, \
+    const uint16_t *restrict q, ptrdiff_t q_stride, int nq, int dk)
+
+/* S^T[j][i] = scale * sum_c k[j][c] * q[i][c] for j < nk, i < nq: K's bf16
+ * rows read in place (k_stride in elements), Q packed by pack_qt_bf16. */
+#define decl_qk_bf16_fn(name) void (name)(float *restrict st, ptrdiff_t st_stride, \
+    const uint16_t *restrict k, ptrdiff_t k_stride, const uint32_t *restrict qt, \
+    ptrdiff_t qt_stride, int nk, int nq, int dk, float scale)
+
+/* pack_v_bf16: vp[j2][c] = (v[2 j2][c], v[2 j2 + 1][c]) for j2 < ceil(nk / 2),
+ * c < dv: V's rows interleaved in pairs of keys. pack_p_bf16: the same of
+ * fp32 weights P^T [nk][nq], each rounded to bf16 (to nearest even):
+ * pp[j2][i] = (bf16(pt[2 j2][i]), bf16(pt[2 j2 + 1][i])). P is rounded to
+ * bf16 before P.V, as FlashAttention does; the sums stay fp32. */
+#define decl_pack_v_bf16_fn(name) void (name)(uint32_t *restrict vp, ptrdiff_t vp_stride, \
+    const uint16_t *restrict v, ptrdiff_t v_stride, int nk, int dv)
+#define decl_pack_p_bf16_fn(name) void (name)(uint32_t *restrict pp, ptrdiff_t pp_stride, \
+    const float *restrict pt, ptrdiff_t pt_stride, int nk, int nq)
+
+/* o[i][c] = alpha[i] * o[i][c] + sum_j p[j][i] * v[j][c] for i < nq, c < dv,
+ * over the ceil(nk / 2) pairs of keys of pp and vp. */
+#define decl_pv_bf16_fn(name) void (name)(float *restrict o, ptrdiff_t o_stride, \
+    const uint32_t *restrict pp, ptrdiff_t pp_stride, const uint32_t *restrict vp, \
+    ptrdiff_t vp_stride, const float *restrict alpha, int nq, int nk, int dv)
+
 typedef decl_qk_fn(attn_qk_fn);
+typedef decl_cvt_rows_fn(attn_cvt_rows_fn);
+typedef decl_qk_rows16_fn(attn_qk_rows16_fn);
+typedef decl_pv16_fn(attn_pv16_fn);
+typedef decl_pack_qt_bf16_fn(attn_pack_qt_bf16_fn);
+typedef decl_qk_bf16_fn(attn_qk_bf16_fn);
+typedef decl_pack_v_bf16_fn(attn_pack_v_bf16_fn);
+typedef decl_pack_p_bf16_fn(attn_pack_p_bf16_fn);
+typedef decl_pv_bf16_fn(attn_pv_bf16_fn);
 typedef decl_qk_rows_fn(attn_qk_rows_fn);
 typedef decl_pack_qt_fn(attn_pack_qt_fn);
 typedef decl_softmax_fn(attn_softmax_fn);
@@ -88,6 +149,17 @@ typedef struct attn_kernels {
     attn_pv_fn *pv;
     attn_softmax_rows_fn *softmax_rows;
     attn_exp2_fn *exp2;
+    attn_cvt_rows_fn *cvt_rows;
+    attn_qk_rows16_fn *qk_rows16;
+    attn_pv16_fn *pv16;
+    attn_pack_qt_bf16_fn *pack_qt_bf16;
+    attn_qk_bf16_fn *qk_bf16;
+    attn_pack_v_bf16_fn *pack_v_bf16;
+    attn_pack_p_bf16_fn *pack_p_bf16;
+    attn_pv_bf16_fn *pv_bf16;
+    int bf16_dot;       /* its bf16 kernels run on the CPU's bf16 dot products
+                           (AVX512_BF16); where not, they are C's, the definition,
+                           and the tiled backend converts bf16 to fp32 instead */
 } attn_kernels;
 
 /* "auto", "c", "avx2", "avx512"; and back (ATTN_ISA_COUNT when unknown). */
@@ -128,5 +200,9 @@ const attn_kernels *attn_kernels_best(void);
 void attn_kernels_init_c(attn_kernels *k);
 void attn_kernels_init_avx2(attn_kernels *k);
 void attn_kernels_init_avx512(attn_kernels *k);
+void attn_kernels_init_avx512_bf16(attn_kernels *k);   /* + AVX512_BF16 */
+
+/* Whether this build has the AVX512_BF16 kernels and this CPU runs them. */
+int attn_cpu_bf16_dot(void);
 
 #endif

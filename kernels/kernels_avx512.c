@@ -194,18 +194,49 @@ INLINE __m512 sum16(__m512 a[16])
  * 31-48 GB/s, either alone 18-33, against 25-34 with 192-key tiles (hint
  * T0 was slower still: L1's miss buffers bound it). */
 #define PF_KEYS 192
+/* The same distance in bytes for 16-bit rows: twice the rows. */
+#define PF_ROWS(ST) ((ST) == ST_F32 ? PF_KEYS : 2 * PF_KEYS)
 
-/* The address n floats past p, as an integer: past the end of the array it
- * is no pointer C allows, but a prefetch may name any address. */
-INLINE const char *ahead(const float *p, ptrdiff_t n)
+/* Storage of the K or V rows a kernel reads (a constant of each instance):
+ * fp32, or 16-bit widened to fp32 in registers as it is loaded. */
+enum { ST_F32 = 0, ST_F16, ST_BF16 };
+
+INLINE __m512 widen(__m256i h, const int ST)
 {
-    return (const char *)((uintptr_t)p + (uintptr_t)(n * (ptrdiff_t)sizeof(float)));
+    return ST == ST_BF16 ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16))
+                         : _mm512_cvtph_ps(h);
+}
+
+/* 16 values from element `at` of x (fp32) or xh (16-bit). */
+INLINE __m512 load_any(const float *x, const uint16_t *xh, ptrdiff_t at, const int ST)
+{
+    if (ST == ST_F32)
+        return _mm512_loadu_ps(x + at);
+    return widen(_mm256_loadu_si256((const __m256i *)(xh + at)), ST);
+}
+
+INLINE __m512 maskz_load_any(__mmask16 t, const float *x, const uint16_t *xh, ptrdiff_t at,
+                             const int ST)
+{
+    if (ST == ST_F32)
+        return _mm512_maskz_loadu_ps(t, x + at);
+    return widen(_mm256_maskz_loadu_epi16(t, xh + at), ST);
+}
+
+/* The address of element `at` of x or xh, for prefetches (past the end of
+ * the array it is no pointer C allows, but a prefetch may name any). */
+INLINE const char *addr_any(const float *x, const uint16_t *xh, ptrdiff_t at, const int ST)
+{
+    return ST == ST_F32 ? (const char *)((uintptr_t)x + (uintptr_t)(at * (ptrdiff_t)4))
+                        : (const char *)((uintptr_t)xh + (uintptr_t)(at * (ptrdiff_t)2));
 }
 
 /* n keys (1..16) of one query; FULLN (a constant) says n == 16; PF that
- * the rows PF_KEYS ahead are prefetched (the first query's pass). */
-INLINE void qk_rows_16(float *restrict st, ptrdiff_t ss, const float *restrict k, ptrdiff_t ks,
-                       const float *restrict q, int dk, int n, const int FULLN, int pf)
+ * the rows PF_KEYS ahead are prefetched (the first query's pass). K is
+ * fp32 (k) or 16-bit (kh), as ST says. */
+INLINE void qk_rows_16(float *restrict st, ptrdiff_t ss, const float *restrict k,
+                       const uint16_t *restrict kh, ptrdiff_t ks, const float *restrict q,
+                       int dk, int n, const int FULLN, int pf, const int ST)
 {
     __m512 acc[16];
 #pragma GCC unroll 16
@@ -220,16 +251,17 @@ INLINE void qk_rows_16(float *restrict st, ptrdiff_t ss, const float *restrict k
 #pragma GCC unroll 16
         for (int r = 0; r < 16; r++)
             if (FULLN || r < n) {
-                const float *kr = k + r * ks + c;
+                const ptrdiff_t at = r * ks + c;
+                /* one prefetch per 64 bytes: 16 fp32 or 32 16-bit values */
                 if (pf)
 #pragma GCC unroll 4
-                    for (int x = 0; x < 64; x += 16)
-                        _mm_prefetch(ahead(kr + x, PF_KEYS * ks), _MM_HINT_T2);
+                    for (int x = 0; x < 64; x += ST == ST_F32 ? 16 : 32)
+                        _mm_prefetch(addr_any(k, kh, at + x + PF_ROWS(ST) * ks, ST), _MM_HINT_T2);
                 __m512 a = acc[SLOT(r)];
-                a = _mm512_fmadd_ps(_mm512_loadu_ps(kr), q0, a);
-                a = _mm512_fmadd_ps(_mm512_loadu_ps(kr + 16), q1, a);
-                a = _mm512_fmadd_ps(_mm512_loadu_ps(kr + 32), q2, a);
-                acc[SLOT(r)] = _mm512_fmadd_ps(_mm512_loadu_ps(kr + 48), q3, a);
+                a = _mm512_fmadd_ps(load_any(k, kh, at, ST), q0, a);
+                a = _mm512_fmadd_ps(load_any(k, kh, at + 16, ST), q1, a);
+                a = _mm512_fmadd_ps(load_any(k, kh, at + 32, ST), q2, a);
+                acc[SLOT(r)] = _mm512_fmadd_ps(load_any(k, kh, at + 48, ST), q3, a);
             }
     }
     for (; c + 16 <= dk; c += 16) {
@@ -237,7 +269,7 @@ INLINE void qk_rows_16(float *restrict st, ptrdiff_t ss, const float *restrict k
 #pragma GCC unroll 16
         for (int r = 0; r < 16; r++)
             if (FULLN || r < n)
-                acc[SLOT(r)] = _mm512_fmadd_ps(_mm512_loadu_ps(k + r * ks + c), qv, acc[SLOT(r)]);
+                acc[SLOT(r)] = _mm512_fmadd_ps(load_any(k, kh, r * ks + c, ST), qv, acc[SLOT(r)]);
     }
     if (c < dk) {
         const __mmask16 t = lanes(dk - c);
@@ -245,7 +277,7 @@ INLINE void qk_rows_16(float *restrict st, ptrdiff_t ss, const float *restrict k
 #pragma GCC unroll 16
         for (int r = 0; r < 16; r++)
             if (FULLN || r < n)
-                acc[SLOT(r)] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(t, k + r * ks + c), qv,
+                acc[SLOT(r)] = _mm512_fmadd_ps(maskz_load_any(t, k, kh, r * ks + c, ST), qv,
                                                acc[SLOT(r)]);
     }
     const __m512i idx = _mm512_mullo_epi32(
@@ -254,17 +286,34 @@ INLINE void qk_rows_16(float *restrict st, ptrdiff_t ss, const float *restrict k
     _mm512_mask_i32scatter_ps(st, FULLN ? (__mmask16)0xffff : lanes(n), idx, sum16(acc), 4);
 }
 
-static decl_qk_rows_fn(qk_rows_avx512)
+INLINE void qk_rows_any(float *restrict st, ptrdiff_t st_stride, const float *restrict k,
+                        const uint16_t *restrict kh, ptrdiff_t k_stride, const float *restrict q,
+                        ptrdiff_t q_stride, int nk, int nq, int dk, const int ST)
 {
     int j = 0;
     for (; j + 16 <= nk; j += 16)
         for (int i = 0; i < nq; i++)
-            qk_rows_16(st + j * st_stride + i, st_stride, k + j * k_stride, k_stride,
-                       q + i * q_stride, dk, 16, 1, i == 0);
+            qk_rows_16(st + j * st_stride + i, st_stride, ST ? NULL : k + j * k_stride,
+                       ST ? kh + j * k_stride : NULL, k_stride, q + i * q_stride, dk, 16, 1,
+                       i == 0, ST);
     if (j < nk)
         for (int i = 0; i < nq; i++)
-            qk_rows_16(st + j * st_stride + i, st_stride, k + j * k_stride, k_stride,
-                       q + i * q_stride, dk, nk - j, 0, i == 0);
+            qk_rows_16(st + j * st_stride + i, st_stride, ST ? NULL : k + j * k_stride,
+                       ST ? kh + j * k_stride : NULL, k_stride, q + i * q_stride, dk, nk - j, 0,
+                       i == 0, ST);
+}
+
+static decl_qk_rows_fn(qk_rows_avx512)
+{
+    qk_rows_any(st, st_stride, k, NULL, k_stride, q, q_stride, nk, nq, dk, ST_F32);
+}
+
+static decl_qk_rows16_fn(qk_rows16_avx512)
+{
+    if (bf16)
+        qk_rows_any(st, st_stride, NULL, k, k_stride, q, q_stride, nk, nq, dk, ST_BF16);
+    else
+        qk_rows_any(st, st_stride, NULL, k, k_stride, q, q_stride, nk, nq, dk, ST_F16);
 }
 
 /* 2^x as in kernels_c.c, in 9 instructions: VREDUCEPS gives f = x - floor(x)
@@ -372,9 +421,11 @@ static decl_softmax_fn(softmax_avx512)
     }
 }
 
+/* V is fp32 (v) or 16-bit (vh), as ST says. */
 INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, ptrdiff_t ps,
-                    const float *restrict v, ptrdiff_t vs, const float *restrict alpha, int nk,
-                    const int R, const int NV, const int FULL, __mmask16 tail, const int PF)
+                    const float *restrict v, const uint16_t *restrict vh, ptrdiff_t vs,
+                    const float *restrict alpha, int nk, const int R, const int NV,
+                    const int FULL, __mmask16 tail, const int PF, const int ST)
 {
     __m512 acc[ROWS][VECS];
 #pragma GCC unroll 8
@@ -389,10 +440,11 @@ INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, p
         if (PF)   /* few rows (decoding): V streams from memory; see PF_KEYS */
 #pragma GCC unroll 4
             for (int c = 0; c < NV; c++)
-                _mm_prefetch(ahead(v + j * vs + 16 * c, PF_KEYS * vs), _MM_HINT_T2);
+                _mm_prefetch(addr_any(v, vh, j * vs + 16 * c + PF_ROWS(ST) * vs, ST), _MM_HINT_T2);
 #pragma GCC unroll 4
         for (int c = 0; c < NV; c++)
-            b[c] = load_v(v + j * vs + 16 * c, c, NV, FULL, tail);
+            b[c] = c < NV - 1 || FULL ? load_any(v, vh, j * vs + 16 * c, ST)
+                                      : maskz_load_any(tail, v, vh, j * vs + 16 * c, ST);
 #pragma GCC unroll 8
         for (int r = 0; r < R; r++) {
             const __m512 p = _mm512_set1_ps(pt[j * ps + r]);
@@ -408,17 +460,17 @@ INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, p
             store_v(o + r * os + 16 * c, c, NV, FULL, tail, acc[r][c]);
 }
 
-#define PV_TILE_PF(R, PF) do {                                                 \
-        switch (tail == 0xffff ? nv + 4 : nv) {                                    \
-        case 1: pv_tile(out, os, p, ps, vc, vs, a, nk, R, 1, 0, tail, PF); break;  \
-        case 2: pv_tile(out, os, p, ps, vc, vs, a, nk, R, 2, 0, tail, PF); break;  \
-        case 3: pv_tile(out, os, p, ps, vc, vs, a, nk, R, 3, 0, tail, PF); break;  \
-        case 4: pv_tile(out, os, p, ps, vc, vs, a, nk, R, 4, 0, tail, PF); break;  \
-        case 5: pv_tile(out, os, p, ps, vc, vs, a, nk, R, 1, 1, tail, PF); break;  \
-        case 6: pv_tile(out, os, p, ps, vc, vs, a, nk, R, 2, 1, tail, PF); break;  \
-        case 7: pv_tile(out, os, p, ps, vc, vs, a, nk, R, 3, 1, tail, PF); break;  \
-        default: pv_tile(out, os, p, ps, vc, vs, a, nk, R, 4, 1, tail, PF); break; \
-        }                                                                          \
+#define PV_TILE_PF(R, PF) do {                                                          \
+        switch (tail == 0xffff ? nv + 4 : nv) {                                             \
+        case 1: pv_tile(out, os, p, ps, vc, vhc, vs, a, nk, R, 1, 0, tail, PF, ST); break;  \
+        case 2: pv_tile(out, os, p, ps, vc, vhc, vs, a, nk, R, 2, 0, tail, PF, ST); break;  \
+        case 3: pv_tile(out, os, p, ps, vc, vhc, vs, a, nk, R, 3, 0, tail, PF, ST); break;  \
+        case 4: pv_tile(out, os, p, ps, vc, vhc, vs, a, nk, R, 4, 0, tail, PF, ST); break;  \
+        case 5: pv_tile(out, os, p, ps, vc, vhc, vs, a, nk, R, 1, 1, tail, PF, ST); break;  \
+        case 6: pv_tile(out, os, p, ps, vc, vhc, vs, a, nk, R, 2, 1, tail, PF, ST); break;  \
+        case 7: pv_tile(out, os, p, ps, vc, vhc, vs, a, nk, R, 3, 1, tail, PF, ST); break;  \
+        default: pv_tile(out, os, p, ps, vc, vhc, vs, a, nk, R, 4, 1, tail, PF, ST); break; \
+        }                                                                                   \
     } while (0)
 /* Tiles of a whole 6 rows read V from L1 or L2 (prefill); a block of fewer
  * rows is decoding, where V streams from memory and is prefetched. */
@@ -429,14 +481,18 @@ INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, p
             PV_TILE_PF(R, 0);                                                  \
     } while (0)
 
-static decl_pv_fn(pv_avx512)
+INLINE void pv_any(float *restrict o, ptrdiff_t o_stride, const float *restrict pt,
+                   ptrdiff_t pt_stride, const float *restrict v, const uint16_t *restrict vh,
+                   ptrdiff_t v_stride, const float *restrict alpha, int nq, int nk, int dv,
+                   const int ST)
 {
     const ptrdiff_t os = o_stride, ps = pt_stride, vs = v_stride;
     for (int c0 = 0; c0 < dv; c0 += 16 * VECS) {
         const int w = dv - c0 < 16 * VECS ? dv - c0 : 16 * VECS;
         const int nv = (w + 15) / 16;
         const __mmask16 tail = lanes(w - 16 * (nv - 1));
-        const float *vc = v + c0;
+        const float *vc = ST ? NULL : v + c0;
+        const uint16_t *vhc = ST ? vh + c0 : NULL;
         int i = 0;
         for (; i + ROWS <= nq; i += ROWS) {
             float *out = o + i * os + c0;
@@ -454,6 +510,19 @@ static decl_pv_fn(pv_avx512)
         default: break;
         }
     }
+}
+
+static decl_pv_fn(pv_avx512)
+{
+    pv_any(o, o_stride, pt, pt_stride, v, NULL, v_stride, alpha, nq, nk, dv, ST_F32);
+}
+
+static decl_pv16_fn(pv16_avx512)
+{
+    if (bf16)
+        pv_any(o, o_stride, pt, pt_stride, NULL, v, v_stride, alpha, nq, nk, dv, ST_BF16);
+    else
+        pv_any(o, o_stride, pt, pt_stride, NULL, v, v_stride, alpha, nq, nk, dv, ST_F16);
 }
 
 /* Four accumulators in each pass, so no pass waits on one dependency chain. */
@@ -493,6 +562,23 @@ static decl_softmax_rows_fn(softmax_rows_avx512)
     }
 }
 
+/* bf16: the bits shifted into the upper half; fp16: vcvtph2ps (AVX512F). */
+static decl_cvt_rows_fn(cvt_rows_avx512)
+{
+    for (int r = 0; r < rows; r++) {
+        const uint16_t *s = src + r * src_stride;
+        float *d = dst + r * dst_stride;
+        for (int c = 0; c < cols; c += 16) {
+            const __mmask16 m = lanes(cols - c);
+            const __m256i h = _mm256_maskz_loadu_epi16(m, s + c);
+            const __m512 x = bf16 ? _mm512_castsi512_ps(_mm512_slli_epi32(
+                                        _mm512_cvtepu16_epi32(h), 16))
+                                  : _mm512_cvtph_ps(h);
+            _mm512_mask_storeu_ps(d + c, m, x);
+        }
+    }
+}
+
 void attn_kernels_init_avx512(attn_kernels *k)
 {
     k->isa = ATTN_ISA_AVX512;
@@ -503,4 +589,7 @@ void attn_kernels_init_avx512(attn_kernels *k)
     k->pv = pv_avx512;
     k->softmax_rows = softmax_rows_avx512;
     k->exp2 = exp2_avx512;
+    k->cvt_rows = cvt_rows_avx512;
+    k->qk_rows16 = qk_rows16_avx512;
+    k->pv16 = pv16_avx512;
 }

@@ -4,6 +4,7 @@
  * and in P.V); the build's ISO C mode does not contract a*b + c into FMA. */
 #include <math.h>
 
+#include "half.h"
 #include "kernels.h"
 
 static decl_qk_fn(qk_c)
@@ -146,6 +147,111 @@ static decl_softmax_rows_fn(softmax_rows_c)
     }
 }
 
+static decl_cvt_rows_fn(cvt_rows_c)
+{
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++)
+            dst[r * dst_stride + c] = attn_half_to_f32(src[r * src_stride + c], bf16);
+}
+
+static decl_qk_rows16_fn(qk_rows16_c)
+{
+    for (int j = 0; j < nk; j++)
+        for (int i = 0; i < nq; i++) {
+            float s = 0.0f;
+            for (int c = 0; c < dk; c++)
+                s += attn_half_to_f32(k[j * k_stride + c], bf16) * q[i * q_stride + c];
+            st[j * st_stride + i] = s;
+        }
+}
+
+static decl_pv16_fn(pv16_c)
+{
+    for (int i = 0; i < nq; i++) {
+        float *out = o + i * o_stride;
+        for (int c = 0; c < dv; c++)
+            out[c] *= alpha[i];
+        for (int j = 0; j < nk; j++) {
+            const float w = pt[j * pt_stride + i];
+            const uint16_t *row = v + j * v_stride;
+            for (int c = 0; c < dv; c++)
+                out[c] += w * attn_half_to_f32(row[c], bf16);
+        }
+    }
+}
+
+/* Two 16-bit values as one word, the first in the low half. */
+static uint32_t pair(uint16_t lo, uint16_t hi)
+{
+    return (uint32_t)lo | (uint32_t)hi << 16;
+}
+
+static decl_pack_qt_bf16_fn(pack_qt_bf16_c)
+{
+    for (int i = 0; i < nq; i++)
+        for (int c = 0; c < dk; c += 2)
+            qt[c / 2 * qt_stride + i] =
+                pair(q[i * q_stride + c], c + 1 < dk ? q[i * q_stride + c + 1] : 0);
+}
+
+/* One pair's dot product as vdpbf16ps adds it: the odd product, then the
+ * even one (each exact in fp32). */
+static float dot2(float acc, uint32_t a, uint32_t b)
+{
+    acc += attn_bf16_to_f32((uint16_t)(a >> 16)) * attn_bf16_to_f32((uint16_t)(b >> 16));
+    return acc + attn_bf16_to_f32((uint16_t)a) * attn_bf16_to_f32((uint16_t)b);
+}
+
+static decl_qk_bf16_fn(qk_bf16_c)
+{
+    for (int j = 0; j < nk; j++) {
+        float *s = st + j * st_stride;
+        for (int i = 0; i < nq; i++)
+            s[i] = 0.0f;
+        for (int c = 0; c < dk; c += 2) {
+            const uint16_t *kr = k + j * k_stride;
+            const uint32_t a = pair(kr[c], c + 1 < dk ? kr[c + 1] : 0);
+            const uint32_t *b = qt + c / 2 * qt_stride;
+            for (int i = 0; i < nq; i++)
+                s[i] = dot2(s[i], a, b[i]);
+        }
+        for (int i = 0; i < nq; i++)
+            s[i] *= scale;
+    }
+}
+
+static decl_pack_v_bf16_fn(pack_v_bf16_c)
+{
+    for (int j = 0; j < nk; j += 2)
+        for (int c = 0; c < dv; c++)
+            vp[j / 2 * vp_stride + c] =
+                pair(v[j * v_stride + c], j + 1 < nk ? v[(j + 1) * v_stride + c] : 0);
+}
+
+static decl_pack_p_bf16_fn(pack_p_bf16_c)
+{
+    for (int j = 0; j < nk; j += 2)
+        for (int i = 0; i < nq; i++)
+            pp[j / 2 * pp_stride + i] =
+                pair(attn_f32_to_bf16(pt[j * pt_stride + i]),
+                     j + 1 < nk ? attn_f32_to_bf16(pt[(j + 1) * pt_stride + i]) : 0);
+}
+
+static decl_pv_bf16_fn(pv_bf16_c)
+{
+    for (int i = 0; i < nq; i++) {
+        float *orow = o + i * o_stride;
+        for (int c = 0; c < dv; c++)
+            orow[c] *= alpha[i];
+        for (int j = 0; j < nk; j += 2) {
+            const uint32_t a = pp[j / 2 * pp_stride + i];
+            const uint32_t *b = vp + j / 2 * vp_stride;
+            for (int c = 0; c < dv; c++)
+                orow[c] = dot2(orow[c], a, b[c]);
+        }
+    }
+}
+
 void attn_kernels_init_c(attn_kernels *k)
 {
     k->isa = ATTN_ISA_C;
@@ -156,4 +262,13 @@ void attn_kernels_init_c(attn_kernels *k)
     k->pv = pv_c;
     k->softmax_rows = softmax_rows_c;
     k->exp2 = exp2_c;
+    k->cvt_rows = cvt_rows_c;
+    k->qk_rows16 = qk_rows16_c;
+    k->pv16 = pv16_c;
+    k->pack_qt_bf16 = pack_qt_bf16_c;
+    k->qk_bf16 = qk_bf16_c;
+    k->pack_v_bf16 = pack_v_bf16_c;
+    k->pack_p_bf16 = pack_p_bf16_c;
+    k->pv_bf16 = pv_bf16_c;
+    k->bf16_dot = 0;
 }

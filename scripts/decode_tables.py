@@ -16,7 +16,7 @@ NEED = ["backend", "verdict", "reason", "batch", "heads", "kv_heads", "seq_q", "
 
 
 def load(path):
-    rows = csvload.read_csv(path, NEED, "decode_tables.py", "an attnbench CSV (schema 4)",
+    rows = csvload.read_csv(path, NEED, "decode_tables.py", "an attnbench CSV (schema 4 or 5)",
                             "run scripts/results-decode")
     bad = [r for r in rows if r["verdict"] not in ("PASSED", "SKIPPED")]
     for r in bad:

@@ -17,7 +17,7 @@ def main():
         csvload.die("peers_table.py", "usage: peers_table.py PEERS.csv")
     rows = csvload.read_csv(sys.argv[1], ["backend", "verdict", "reason", "seq_q", "d_k",
                                           "causal", "real_median_s", "real_cv"],
-                            "peers_table.py", "an attnbench CSV (schema 3 or 4)",
+                            "peers_table.py", "an attnbench CSV (schema 3, 4 or 5)",
                             "run scripts/results-peers")
     cases, skipped = {}, {}
     for r in rows:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Charts of an attnbench sweep CSV (--csv, schema 3 or 4), as PNG and SVG.
+"""Charts of an attnbench sweep CSV (--csv, schema 3, 4 or 5), as PNG and SVG.
 
     python3 scripts/plot.py SWEEP.csv --out DIR [--baseline blas] [--machine TEXT]
 
@@ -15,7 +15,7 @@ growing cache), with one slice per Nq then:
   bandwidth.* GB/s against N (the least bytes a case must move: Q, O and the
               K/V rows it sees, over its time), the measured triad bandwidth
               as a line and its % on the right axis: the figure that matters
-              when decoding, which is memory-bound (schema 4 CSVs);
+              when decoding, which is memory-bound (schema 4 and 5 CSVs);
   speedup.*   time of --baseline over each backend's, against N;
   heads.*, dk.*   time against the number of heads / d_k at the largest N,
               when the CSV varies them;
@@ -48,7 +48,7 @@ def num(x):
 
 
 def load(path):
-    rows = csvload.read_csv(path, NEED, "plot.py", "an attnbench sweep CSV (schema 3 or 4)",
+    rows = csvload.read_csv(path, NEED, "plot.py", "an attnbench sweep CSV (schema 3, 4 or 5)",
                             f"run attnbench --csv {path} first")
     ok = [r for r in rows if r["verdict"] == "PASSED" and num(r["real_median_s"])]
     if not ok:
@@ -139,6 +139,10 @@ def main():
         k = r["kind"]
         tag = {"local": f" w={r['window']}", "performer": f" m={r['features']}",
                "linformer": f" p={r['proj']}"}.get(k, "")
+        # Storage types other than fp32 (schema 5) are series of their own.
+        dt, kvdt = r.get("dtype") or "fp32", r.get("kv_dtype") or "fp32"
+        if (dt, kvdt) != ("fp32", "fp32"):
+            tag += f" {dt}" + (f" kv:{kvdt}" if kvdt != dt else "")
         return r["backend"] + tag
 
     def figure(n):
@@ -231,7 +235,7 @@ def main():
         legend(ax, fontsize=7)
     save(fig, "gflops", "Rate against N (GFLOP/s of the work each backend's algorithm does)")
 
-    # GB/s: the bandwidth view (schema 4)
+    # GB/s: the bandwidth view (schema 4 and 5)
     if "bandwidth" in want and all(num(r.get("gbs")) is not None for r in rows):
         fig, axes = figure(len(slices))
         bw = max((num(r.get("peak_gbs")) or 0 for r in rows), default=0)
@@ -259,7 +263,7 @@ def main():
     fig, axes = figure(len(slices))
     for ax, k in zip(axes, slices):
         base = {X(r): float(r["real_median_s"]) for r in exact
-                if skey(r) == k and r["backend"] == baseline}
+                if skey(r) == k and series(r) == baseline}
         for name, rs in sorted(by_series([r for r in exact if skey(r) == k]).items()):
             pts = [(X(r), base[X(r)] / float(r["real_median_s"])) for r in rs if X(r) in base]
             if pts:

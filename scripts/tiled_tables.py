@@ -22,7 +22,7 @@ PROG = "tiled_tables.py"
 def load(path, required=True):
     if not required and not os.path.exists(path):
         return []
-    rows = csvload.read_csv(path, NEED, PROG, "an attnbench CSV (schema 4)",
+    rows = csvload.read_csv(path, NEED, PROG, "an attnbench CSV (schema 4 or 5)",
                             "run scripts/results-tiled")
     for r in rows:
         if r["verdict"] not in ("PASSED", "SKIPPED"):

@@ -3,7 +3,7 @@
 
     python3 scripts/variants_tables.py results/variants --exact blas
 
-Reads lra-raw.csv, scaling-raw.csv, approx-raw.csv (attnbench --csv, schema 3 or 4)
+Reads lra-raw.csv, scaling-raw.csv, approx-raw.csv (attnbench --csv, schema 3, 4 or 5)
 and lra_paper.csv (Tay et al. 2020, Table 2); writes lra.csv, lra.md,
 scaling.csv, scaling.md, approx.csv, approx.md. Only the standard library.
 """
@@ -25,7 +25,7 @@ def die(msg):
 def read_rows(path):
     need = ["backend", "verdict", "seq_q", "real_median_s", "workspace_bytes", "batch", "heads",
             "scale", "seq_kv", "d_k", "d_v", "approx_nmse", "approx_max_abs", "features", "proj"]
-    rows = csvload.read_csv(path, need, "variants_tables.py", "an attnbench CSV (schema 3 or 4)",
+    rows = csvload.read_csv(path, need, "variants_tables.py", "an attnbench CSV (schema 3, 4 or 5)",
                             "run scripts/results-variants")
     if not rows:
         die(f"{path}: no rows")

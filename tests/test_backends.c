@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "kernels/half.h"
 #include "tap.h"
 #include "tiled.h"
 #include "util.h"
@@ -16,6 +17,7 @@ typedef struct grid_case {
     attn_fill_kind fill;
     long check_rows;
     int hkv;                 /* K/V heads; 0: h */
+    attn_dtype dt, kvdt;     /* storage of Q, of K and V */
 } grid_case;
 
 static const int kv_mixed[] = { 64, 1, 0 };       /* full, one key, fully masked */
@@ -73,6 +75,27 @@ static size_t build_grid(grid_case *g)
                                       .causal = (a + k) % 2 == 1, .kv_len = kv_dec[k],
                                       .hkv = k == 1 ? 4 : a == 0 ? 1 : 2 };
     g[n++] = (grid_case){ 1, 4, 1, 1000, 64, 64, .hkv = 1 };
+    /* 16-bit storage: bf16 (the dot-product kernels where the CPU has them),
+     * fp16, and fp32 Q with a 16-bit KV cache; odd d and key counts (pairs
+     * with a missing half), causal cuts, padding, grouped heads, decoding
+     * with split-KV, logits to 1e4 (the extreme fill's integers are exact
+     * in bf16). */
+    const attn_dtype B = ATTN_DTYPE_BF16, H = ATTN_DTYPE_FP16, F = ATTN_DTYPE_FP32;
+    g[n++] = (grid_case){ 1, 2, 64, 64, 16, 16, .dt = B, .kvdt = B };
+    g[n++] = (grid_case){ 1, 2, 129, 129, 33, 17, .causal = true, .dt = B, .kvdt = B };
+    g[n++] = (grid_case){ 2, 3, 129, 129, 64, 64, .causal = true, .kv_len = kv_tail, .dt = B,
+                          .kvdt = B };
+    g[n++] = (grid_case){ 2, 8, 7, 129, 64, 64, .causal = true, .kv_len = kv_tail, .hkv = 2,
+                          .dt = B, .kvdt = B };
+    g[n++] = (grid_case){ 1, 2, 129, 129, 96, 96, .causal = true, .fill = ATTN_FILL_EXTREME,
+                          .dt = B, .kvdt = B };
+    g[n++] = (grid_case){ 3, 4, 1, 1000, 32, 32, .kv_len = kv_dec[2], .hkv = 1, .dt = B,
+                          .kvdt = B };
+    g[n++] = (grid_case){ 1, 2, 129, 129, 64, 64, .causal = true, .dt = H, .kvdt = H };
+    g[n++] = (grid_case){ 2, 3, 7, 129, 33, 33, .kv_len = kv_tail, .dt = H, .kvdt = H };
+    g[n++] = (grid_case){ 1, 8, 129, 129, 32, 32, .causal = true, .hkv = 1, .dt = F, .kvdt = B };
+    g[n++] = (grid_case){ 3, 4, 2, 63, 32, 32, .kv_len = kv_dec[1], .hkv = 4, .dt = F, .kvdt = H };
+    g[n++] = (grid_case){ 1, 2, 64, 129, 16, 16, .causal = true, .dt = H, .kvdt = B };
     return n;
 }
 
@@ -86,7 +109,8 @@ static bool output_with(const attn_backend *be, const attn_problem *p, const att
     const attn_config cfg = { .threads = knobs->threads, .alloc = &tr.iface, .device = -1,
                               .splits = knobs->splits, .tile_q = knobs->tile_q,
                               .tile_kv = knobs->tile_kv, .tile_sb = knobs->tile_sb };
-    const attn_tensors t = { .q = in->q, .k = in->k, .v = in->v, .o = out };
+    attn_tensors t = *in;
+    t.o = out;
     void *state = NULL;
     bool ok = be->prepare(p, &cfg, &state) == ATTN_OK;
     if (ok)
@@ -113,11 +137,29 @@ static bool same_output(const attn_backend *be, const attn_problem *p, const att
     attn_fill(q, sz.q, ATTN_FILL_NORMAL, 5, ATTN_TENSOR_Q, 1);
     attn_fill(k, sz.k, ATTN_FILL_NORMAL, 5, ATTN_TENSOR_K, 1);
     attn_fill(v, sz.v, ATTN_FILL_NORMAL, 5, ATTN_TENSOR_V, 1);
-    const attn_tensors in = { .q = q, .k = k, .v = v };
+    attn_tensors in = { .q = q, .k = k, .v = v };
+    /* 16-bit storage: each input in its type only, as a case gives it. */
+    uint16_t *h = attn_reduced(p) ? attn_host_alloc((sz.q + sz.k + sz.v) * sizeof(uint16_t))
+                                  : NULL;
+    const attn_dtype dts[3] = { p->dtype, p->kv_dtype, p->kv_dtype };
+    const float *src[3] = { q, k, v };
+    const size_t count[3] = { sz.q, sz.k, sz.v };
+    const float **f32[3] = { &in.q, &in.k, &in.v };
+    const uint16_t **f16[3] = { &in.q16, &in.k16, &in.v16 };
+    for (int x = 0, at = 0; h && x < 3; at += (int)count[x], x++) {
+        if (dts[x] == ATTN_DTYPE_FP32)
+            continue;
+        for (size_t i = 0; i < count[x]; i++)
+            h[at + i] = dts[x] == ATTN_DTYPE_BF16 ? attn_f32_to_bf16(src[x][i])
+                                                   : attn_f32_to_f16(src[x][i]);
+        *f16[x] = h + at;
+        *f32[x] = NULL;
+    }
     bool same = output_with(be, p, &in, &knobs[0], o1);
     for (int i = 1; same && i < n; i++)
         same = output_with(be, p, &in, &knobs[i], o2) && !memcmp(o1, o2, sz.o * sizeof(float));
     attn_host_free(buf);
+    attn_host_free(h);
     return same;
 }
 
@@ -174,7 +216,7 @@ static void tile_sizes(const attn_backend *be)
  * the backend's choice give bitwise the same output, at 1, 2 and 3 threads,
  * on grouped heads with a causal mask and a ragged cache (diagonal tiles
  * cut in every block); and SB 3 passes the check with extreme inputs. */
-#define NSB_TESTS 2
+#define NSB_TESTS 4
 
 static void query_block_groups(const attn_backend *be)
 {
@@ -201,6 +243,19 @@ static void query_block_groups(const attn_backend *be)
     if (!tap_ok(v == ATTN_PASSED, "tiled --tile 16x20x3, grouped heads, causal, padded, "
                 "fill=extreme"))
         tap_diag("%s: %s | %s", attn_verdict_str(v), r.why, r.repro);
+    /* The same with bf16 storage (the dot-product kernels where the CPU has
+     * them), and bf16 decoding split in 5 chunks (K/V widened in registers). */
+    attn_problem bf = p;
+    bf.dtype = bf.kv_dtype = ATTN_DTYPE_BF16;
+    tap_ok(same_output(be, &bf, knobs, 4), "tiled bf16 --tile 16x20 with SB 1, 3, 8 and auto, "
+           "1-3 threads: output bitwise identical");
+    const attn_problem dec = { .batch = 2, .heads = 4, .seq_q = 1, .seq_kv = 700, .d_k = 40,
+                               .d_v = 24, .scale = 0.15f, .kv_len = kv, .kv_heads = 2,
+                               .dtype = ATTN_DTYPE_BF16, .kv_dtype = ATTN_DTYPE_BF16 };
+    const attn_config split[3] = { { .threads = 1, .splits = 5 }, { .threads = 2, .splits = 5 },
+                                   { .threads = 3, .splits = 5 } };
+    tap_ok(same_output(be, &dec, split, 3), "tiled bf16 decoding, --splits 5, 1-3 threads: "
+           "output bitwise identical");
 }
 
 /* Split-KV forced on (--splits): one chunk, three, and more chunks than
@@ -264,7 +319,8 @@ static void grid_one(const attn_backend *be, const grid_case *g, attn_isa isa)
     const attn_problem p = { .batch = g->b, .heads = g->h, .seq_q = g->nq, .seq_kv = g->nk,
                              .d_k = g->dk, .d_v = g->dv,
                              .scale = (float)(1.0 / sqrt((double)g->dk)), .causal = g->causal,
-                             .kv_len = g->kv_len, .var = grid_var, .kv_heads = g->hkv };
+                             .kv_len = g->kv_len, .var = grid_var, .kv_heads = g->hkv,
+                             .dtype = g->dt, .kv_dtype = g->kvdt };
     char shape[256], at[32] = "";
     attn_problem_describe(&p, shape, sizeof(shape));
     if (isa != ATTN_ISA_AUTO)
@@ -309,7 +365,7 @@ static void list_matches_registry(void)
 
 int main(void)
 {
-    grid_case grid[80];
+    grid_case grid[96];
     const size_t ncases = build_grid(grid);
     int extra = 0;
     for (size_t i = 0; i < attn_backend_count(); i++)

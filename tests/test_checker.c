@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "kernels/half.h"
 #include "tap.h"
 #include "tiled.h"
 #include "util.h"
@@ -15,6 +16,24 @@ typedef enum fault {
 } fault;
 
 static fault planted;
+/* Storage the double rounds its weights P to before P.V, as a bf16 or fp16
+ * kernel does (ATTN_DTYPE_FP32: none). */
+static attn_dtype round_p;
+
+/* Element i of an input the double was given in its storage type. */
+static float in_at(const float *f, const uint16_t *h, attn_dtype dt, size_t i)
+{
+    return f ? f[i] : attn_half_to_f32(h[i], dt == ATTN_DTYPE_BF16);
+}
+
+static float rounded(float x, attn_dtype dt)
+{
+    if (dt == ATTN_DTYPE_BF16)
+        return attn_bf16_to_f32(attn_f32_to_bf16(x));
+    if (dt == ATTN_DTYPE_FP16)
+        return attn_f16_to_f32(attn_f32_to_f16(x));
+    return x;
+}
 
 typedef struct dbl_state {
     attn_problem p;
@@ -77,17 +96,18 @@ static attn_status dbl_run(void *state)
         for (int j = 0; j < end; j++) {
             float d = 0.0f;
             for (int c = 0; c < dk; c++)
-                d += s->t.q[row * dk + c] * s->t.k[(bh * nk + j) * dk + c];
+                d += in_at(s->t.q, s->t.q16, p->dtype, row * dk + c) *
+                     in_at(s->t.k, s->t.k16, p->kv_dtype, (bh * nk + j) * dk + c);
             s->w[j] = scale * d;
             m = fmaxf(m, s->w[j]);
         }
         for (int c = 0; c < dv; c++)
             o[c] = 0.0f;
         for (int j = 0; j < end; j++) {
-            const float e = expf(s->w[j] - m);
+            const float e = expf(s->w[j] - m), ep = rounded(e, round_p);
             l += e;
             for (int c = 0; c < dv; c++)
-                o[c] += e * s->t.v[(bh * nk + j) * dv + c];
+                o[c] += ep * in_at(s->t.v, s->t.v16, p->kv_dtype, (bh * nk + j) * dv + c);
         }
         for (int c = 0; c < dv && end > 0; c++)
             o[c] /= l;
@@ -124,15 +144,18 @@ static void dbl_release(void *state)
 
 static const attn_backend dbl = {
     .name = "double", .summary = "test double with one planted fault",
+    .dtypes = ATTN_DTYPE_BIT(ATTN_DTYPE_BF16) | ATTN_DTYPE_BIT(ATTN_DTYPE_FP16),
     .prepare = dbl_prepare, .bind = dbl_bind, .run = dbl_run,
     .read = dbl_read, .release = dbl_release, .workspace = dbl_workspace,
 };
 
-static void expect_kv(fault f, const char *what, bool causal, long check_rows, const int *kv,
-                      attn_verdict want)
+/* dt: the storage of the inputs; the double rounds P to round_p. */
+static void expect_dt(fault f, const char *what, bool causal, long check_rows, const int *kv,
+                      attn_dtype dt, attn_verdict want)
 {
     const attn_problem p = { .batch = 2, .heads = 3, .seq_q = 33, .seq_kv = 33, .d_k = 16,
-                             .d_v = 16, .scale = 0.25f, .causal = causal, .kv_len = kv };
+                             .d_v = 16, .scale = 0.25f, .causal = causal, .kv_len = kv,
+                             .dtype = dt, .kv_dtype = dt };
     attn_result r;
     planted = f;
     const attn_verdict v = run_case(&dbl, &p, ATTN_FILL_NORMAL, check_rows, &r);
@@ -141,6 +164,51 @@ static void expect_kv(fault f, const char *what, bool causal, long check_rows, c
         tap_diag("wanted %s; why: %s", attn_verdict_str(want), r.why);
     else if (r.why[0])
         tap_diag("%s", r.why);
+    if (r.checked && dt != ATTN_DTYPE_FP32) {
+        char desc[512];
+        attn_check_describe(&r.check, desc, sizeof(desc));
+        tap_diag("%s", desc);
+    }
+}
+
+static void expect_kv(fault f, const char *what, bool causal, long check_rows, const int *kv,
+                      attn_verdict want)
+{
+    expect_dt(f, what, causal, check_rows, kv, ATTN_DTYPE_FP32, want);
+}
+
+/* The reduced-precision classes: an honest bf16 (fp16) kernel, P rounded
+ * to the storage type, passes its class and fails exact-fp32's; the bugs
+ * exact-fp32 rejects, the bf16 class rejects too. */
+static void class_checks(void)
+{
+    round_p = ATTN_DTYPE_BF16;
+    expect_dt(FAULT_NONE, "bf16 storage, P rounded to bf16: bf16-storage passes it", true, 0,
+              NULL, ATTN_DTYPE_BF16, ATTN_PASSED);
+    expect_dt(FAULT_NONE, "the same arithmetic judged by exact-fp32 (fp32 storage) fails: the "
+              "classes are not interchangeable", true, 0, NULL, ATTN_DTYPE_FP32, ATTN_FAILED);
+    expect_dt(FAULT_NO_SCALE, "bf16 storage: forgetting the scale fails", false, 0, NULL,
+              ATTN_DTYPE_BF16, ATTN_FAILED);
+    expect_dt(FAULT_CAUSAL_OFF_BY_ONE, "bf16 storage: a causal mask off by one fails", true, 0,
+              NULL, ATTN_DTYPE_BF16, ATTN_FAILED);
+    round_p = ATTN_DTYPE_FP16;
+    expect_dt(FAULT_NONE, "fp16 storage, P rounded to fp16: fp16-storage passes it", true, 0,
+              NULL, ATTN_DTYPE_FP16, ATTN_PASSED);
+    expect_dt(FAULT_CAUSAL_OFF_BY_ONE, "fp16 storage: a causal mask off by one fails", true, 0,
+              NULL, ATTN_DTYPE_FP16, ATTN_FAILED);
+    round_p = ATTN_DTYPE_FP32;
+    const attn_problem bf = { .dtype = ATTN_DTYPE_BF16, .kv_dtype = ATTN_DTYPE_FP32 };
+    const attn_problem hf = { .dtype = ATTN_DTYPE_FP16, .kv_dtype = ATTN_DTYPE_BF16 };
+    const attn_problem f32 = { 0 };
+    tap_ok(attn_tolerance_for(&bf) == &attn_tolerance_bf16 &&
+           attn_tolerance_for(&hf) == &attn_tolerance_bf16 &&
+           attn_tolerance_for(&f32) == &attn_tolerance_fp32 &&
+           attn_tolerance_bf16.base > 100 * attn_tolerance_fp32.base &&
+           attn_tolerance_fp16.base > 10 * attn_tolerance_fp32.base &&
+           attn_tolerance_bf16.base > 4 * attn_tolerance_fp16.base,
+           "a case is judged by its coarsest storage type; bf16 (base %.2e) > fp16 (%.2e) > "
+           "fp32 (%.2e)", attn_tolerance_bf16.base, attn_tolerance_fp16.base,
+           attn_tolerance_fp32.base);
 }
 
 static void expect(fault f, const char *what, bool causal, long check_rows, attn_verdict want)
@@ -269,6 +337,7 @@ int main(void)
     expect_kv(FAULT_ZEROS, "one key visible to half the rows: writing zeros fails", false, 0, one,
               ATTN_FAILED);
     nonfinite_checks();
+    class_checks();
     tiled_planted();
     return tap_done();
 }

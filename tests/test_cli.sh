@@ -92,7 +92,7 @@ refused 2 "--splits: '0' is not 'auto' or an integer in [1, 1024]" --splits 0
 refused 2 "--splits: '1025' is not 'auto' or an integer in [1, 1024]" --splits 1025
 refused 2 "--splits: 'many' is not 'auto'" --splits many
 printf 'schema,key,backend,verdict,reason,batch,heads,seq_q,seq_kv,d_k,d_v,causal,kv_len\n' >"$tmp/old.csv"
-refused 2 "not an attnbench CSV of schema 4 (its header differs)" --seq 8 --csv "$tmp/old.csv" --resume
+refused 2 "not an attnbench CSV of schema 5 (its header differs)" --seq 8 --csv "$tmp/old.csv" --resume
 if "$bin" --threads 2 --list >/dev/null 2>&1; then
     refused 2 "--pin: --threads 1024, but only" --pin --threads 1024
 else
@@ -191,6 +191,36 @@ esac
 # shellcheck disable=SC2086
 [ "$ok" = 1 ] && $repro --reps 1 --min-time 0.001 >"$tmp/out2" 2>&1 && grep -q "^mha  *24 PASSED" "$tmp/out2" || ok=0
 result "$ok" "arch: a row's repro reruns that model at that N alone, PASSED" "repro: $repro; $(cat "$tmp/out2" 2>/dev/null)"
+
+# Storage types: refusals, the name and repro, and the comparison table.
+refused 2 "--dtype: 'fp8' is not one of: fp32, bf16, fp16" --dtype fp8
+refused 2 "--dtype: bf16 is given twice" --dtype bf16,fp32,bf16
+refused 2 "--kv-dtype: '' is not one of" --kv-dtype=
+runs 0 "--dtype bf16 --kv-dtype fp16" --backend=naive --seq 8 --dk 8 --dtype bf16 --kv-dtype fp16 --reps 1
+runs 0 "bf16-storage" --backend=naive --seq 8 --dk 8 --dtype bf16 --reps 1
+"$bin" --backend=naive,tiled,blas --seq 40 --dk 24 --dtype fp32,bf16,fp16 --reps 1 --min-time 0.001 \
+    --csv "$tmp/dt.csv" >"$tmp/out" 2>"$tmp/err"
+code=$?
+ok=1
+[ "$code" = 0 ] || ok=0
+grep -q "^storage types against fp32" "$tmp/out" || ok=0
+for be in naive tiled; do
+    for dt in bf16 fp16; do
+        grep -Eq "^$be +$dt +$dt .*x " "$tmp/out" || ok=0
+        grep -q ",$be,PASSED,.*,$dt,$dt," "$tmp/dt.csv" || ok=0
+    done
+done
+grep -q "/dtype:bf16/threads:" "$tmp/dt.csv" || ok=0
+grep -q ",blas,SKIPPED,blas computes from fp32 storage only (this case stores Q in bf16)," \
+    "$tmp/dt.csv" || ok=0
+[ "$(grep -c ',PASSED,' "$tmp/dt.csv")" = 7 ] || ok=0
+result "$ok" "--dtype fp32,bf16,fp16: naive and tiled PASS each (CSV dtype columns, /dtype: in the key), blas only fp32 and SKIPS the others with why, the table of speedups over fp32" \
+    "exit $code: $(cat "$tmp/out") $(cat "$tmp/dt.csv")"
+repro=$(grep ',tiled,PASSED,.*,bf16,bf16,' "$tmp/dt.csv" | sed 's/.*,//')
+# shellcheck disable=SC2086
+ok=0
+case "$repro" in *"--dtype bf16"*) $repro --reps 1 >"$tmp/out2" 2>&1 && grep -q "^tiled  *PASSED" "$tmp/out2" && ok=1 ;; esac
+result "$ok" "a bf16 row's repro carries --dtype bf16 and reruns it, PASSED" "repro: $repro; $(cat "$tmp/out2" 2>/dev/null)"
 
 # Fault injection: every case's first allocation fails; each case is an
 # ERROR row, the sweep goes on, the CSV stays whole, the exit code is 4.

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/half.h"
 #include "kernels/kernels.h"
 #include "memory.h"
 #include "tap.h"
@@ -427,6 +428,407 @@ static bool check_pack_qt(const attn_kernels *kr, int nq, int dk, char *why, siz
     return ok;
 }
 
+/* ---- 16-bit storage ---------------------------------------------------------- */
+
+static uint16_t random_bf16(float lo, float hi)
+{
+    return attn_f32_to_bf16(uniform(lo, hi));
+}
+
+static uint16_t *halves(size_t n, float lo, float hi, bool bf16)
+{
+    uint16_t *x = attn_host_alloc(n * sizeof(uint16_t) + 64);
+    for (size_t i = 0; i < n; i++)
+        x[i] = bf16 ? random_bf16(lo, hi) : attn_f32_to_f16(uniform(lo, hi));
+    return x;
+}
+
+static uint32_t bits_at(const guarded *g, size_t i)
+{
+    uint32_t u;
+    memcpy(&u, &g->data[i], sizeof(u));
+    return u;
+}
+
+/* Exact: widening loses nothing; a few values are infinities and NaN. */
+static bool check_cvt_rows(const attn_kernels *kr, int rows, int cols, bool bf16, char *why,
+                           size_t len)
+{
+    const ptrdiff_t ss = cols + 5, ds = cols + PAD;
+    uint16_t *src = halves((size_t)rows * ss, -70000, 70000, bf16);
+    src[0] = bf16 ? 0x7fc0 : 0x7e00;                 /* NaN */
+    if (rows * ss > 2)
+        src[rows * ss - 2] = bf16 ? 0xff80 : 0xfc00;  /* -inf */
+    guarded got = guarded_new((size_t)rows * ds);
+    kr->cvt_rows(got.data, ds, src, ss, rows, cols, bf16);
+    bool ok = guarded_intact(&got, rows, cols, ds);
+    if (!ok)
+        snprintf(why, len, "wrote outside the %dx%d rows", rows, cols);
+    for (int r = 0; ok && r < rows; r++)
+        for (int c = 0; ok && c < cols; c++) {
+            const float want = attn_half_to_f32(src[r * ss + c], bf16);
+            const float have = got.data[r * ds + c];
+            if (!(have == want || (isnan(have) && isnan(want)))) {
+                snprintf(why, len, "%s [%d][%d] = %.9g, not %.9g", bf16 ? "bf16" : "fp16", r, c,
+                         have, want);
+                ok = false;
+            }
+        }
+    attn_host_free(src);
+    attn_host_free(got.base);
+    return ok;
+}
+
+/* pack_qt_bf16, pack_v_bf16, pack_p_bf16 against C: exact (the P weights
+ * are in [0, 1], some exactly 0, none subnormal: where the hardware's
+ * rounding flushes subnormals it agrees with C's). */
+static bool check_packs(const attn_kernels *kr, const attn_kernels *c, int n, int m, char *why,
+                        size_t len)
+{
+    const ptrdiff_t is = m + 3, os = n + PAD;
+    uint16_t *x = halves((size_t)n * is + 1, -4, 4, true);
+    float *pt = attn_host_alloc((size_t)n * (n + PAD) * sizeof(float) + 64);
+    for (ptrdiff_t i = 0; i < n * (n + PAD); i++)
+        pt[i] = i % 7 == 3 ? 0.0f : uniform(0, 1);
+    const int pn = (n + 1) / 2, pm = (m + 1) / 2;
+    bool ok = true;
+    for (int which = 0; ok && which < 3; which++) {
+        /* 0: Q [n][m] -> [ceil(m/2)][n]; 1: V [n][m] -> [ceil(n/2)][m];
+         * 2: P^T [n][n] -> [ceil(n/2)][n] */
+        const int rows = which == 0 ? pm : pn, cols = which == 1 ? m : n;
+        const ptrdiff_t gs = which == 1 ? m + PAD : os;
+        guarded ref = guarded_new((size_t)rows * gs), got = guarded_new((size_t)rows * gs);
+        const char *name = which == 0 ? "pack_qt_bf16" : which == 1 ? "pack_v_bf16" : "pack_p_bf16";
+        const attn_kernels *k[2] = { c, kr };
+        guarded *g[2] = { &ref, &got };
+        for (int v = 0; v < 2; v++) {
+            if (which == 0)
+                k[v]->pack_qt_bf16((uint32_t *)g[v]->data, gs, x, is, n, m);
+            else if (which == 1)
+                k[v]->pack_v_bf16((uint32_t *)g[v]->data, gs, x, is, n, m);
+            else
+                k[v]->pack_p_bf16((uint32_t *)g[v]->data, gs, pt, n + PAD, n, n);
+        }
+        ok = guarded_intact(&got, rows, cols, gs);
+        if (!ok)
+            snprintf(why, len, "%s wrote outside its %dx%d pairs (n %d, m %d)", name, rows, cols,
+                     n, m);
+        for (int r = 0; ok && r < rows; r++)
+            for (int col = 0; ok && col < cols; col++)
+                if (bits_at(&got, (size_t)(r * gs + col)) != bits_at(&ref, (size_t)(r * gs + col))) {
+                    snprintf(why, len, "%s [%d][%d] = %08x, C says %08x (n %d, m %d)", name, r,
+                             col, bits_at(&got, (size_t)(r * gs + col)),
+                             bits_at(&ref, (size_t)(r * gs + col)), n, m);
+                    ok = false;
+                }
+        attn_host_free(ref.base);
+        attn_host_free(got.base);
+    }
+    attn_host_free(x);
+    attn_host_free(pt);
+    return ok;
+}
+
+/* qk_bf16 against C, and (exact) against the sums in double: the products
+ * of bf16 values are exact in fp32, so both must be within fp32's
+ * summation error of the double sum, times the scale. */
+static bool check_qk_bf16(const attn_kernels *kr, const attn_kernels *c, int nk, int nq, int dk,
+                          char *why, size_t len)
+{
+    const ptrdiff_t ks = dk + 3, qs = dk + 1, ts = nq + PAD, ss = nq + PAD;
+    const float scale = 0.18033688f;
+    uint16_t *k = halves((size_t)nk * ks + 1, -2, 2, true), *q = halves((size_t)nq * qs + 1, -2, 2, true);
+    uint32_t *qt = attn_host_alloc((size_t)((dk + 1) / 2) * ts * sizeof(uint32_t));
+    c->pack_qt_bf16(qt, ts, q, qs, nq, dk);
+    guarded ref = guarded_new((size_t)nk * ss), got = guarded_new((size_t)nk * ss);
+    c->qk_bf16(ref.data, ss, k, ks, qt, ts, nk, nq, dk, scale);
+    kr->qk_bf16(got.data, ss, k, ks, qt, ts, nk, nq, dk, scale);
+    bool ok = guarded_intact(&got, nk, nq, ss);
+    if (!ok)
+        snprintf(why, len, "wrote outside the %dx%d tile", nk, nq);
+    for (int j = 0; ok && j < nk; j++)
+        for (int i = 0; ok && i < nq; i++) {
+            double exact = 0, mag = 0;
+            for (int x = 0; x < dk; x++) {
+                const double t = (double)attn_bf16_to_f32(k[j * ks + x]) *
+                                 attn_bf16_to_f32(q[i * qs + x]);
+                exact += t;
+                mag += fabs(t);
+            }
+            exact *= scale;
+            const double tol = (2.0 * dk + 2) * 0x1p-24 * mag * scale + 1e-30;
+            const float g = got.data[j * ss + i], r = ref.data[j * ss + i];
+            if (!close(g, r, tol) || fabs(g - exact) > tol) {
+                snprintf(why, len, "S[%d][%d] = %.9g, C says %.9g, exact %.9g (tol %.3g; dk %d)",
+                         j, i, g, r, exact, tol, dk);
+                ok = false;
+            }
+        }
+    attn_host_free(k);
+    attn_host_free(q);
+    attn_host_free(qt);
+    attn_host_free(ref.base);
+    attn_host_free(got.base);
+    return ok;
+}
+
+/* pv_bf16 against C, and against the double sum of bf16(P) x V. */
+static bool check_pv_bf16(const attn_kernels *kr, const attn_kernels *c, int nq, int nk, int dv,
+                          char *why, size_t len)
+{
+    const ptrdiff_t os = dv + PAD, ps = nq + PAD, vs = dv + 5;
+    float *pt = attn_host_alloc((size_t)(nk + 1) * ps * sizeof(float));
+    uint16_t *v = halves((size_t)(nk + 1) * vs, -3, 3, true);
+    float *alpha = attn_host_alloc((size_t)nq * sizeof(float));
+    const int pairs = (nk + 1) / 2;
+    uint32_t *pp = attn_host_alloc((size_t)pairs * ps * sizeof(uint32_t));
+    uint32_t *vp = attn_host_alloc((size_t)pairs * dv * sizeof(uint32_t) + 64);
+    guarded o0 = guarded_new((size_t)nq * os), ref = guarded_new((size_t)nq * os),
+            got = guarded_new((size_t)nq * os);
+    for (ptrdiff_t i = 0; i < (nk + 1) * ps; i++)
+        pt[i] = uniform(0, 1);
+    for (int i = 0; i < nq; i++) {
+        alpha[i] = i % 4 == 0 ? 0.0f : uniform(0, 1);
+        for (int x = 0; x < dv; x++)
+            o0.data[i * os + x] = uniform(-10, 10);
+    }
+    c->pack_p_bf16(pp, ps, pt, ps, nk, nq);
+    c->pack_v_bf16(vp, dv, v, vs, nk, dv);
+    copy_region(&ref, &o0);
+    copy_region(&got, &o0);
+    c->pv_bf16(ref.data, os, pp, ps, vp, dv, alpha, nq, nk, dv);
+    kr->pv_bf16(got.data, os, pp, ps, vp, dv, alpha, nq, nk, dv);
+    bool ok = guarded_intact(&got, nq, dv, os);
+    if (!ok)
+        snprintf(why, len, "wrote outside the %dx%d output tile", nq, dv);
+    for (int i = 0; ok && i < nq; i++)
+        for (int x = 0; ok && x < dv; x++) {
+            double exact = (double)(alpha[i] * o0.data[i * os + x]);
+            double mag = fabs(exact);
+            for (int j = 0; j < nk; j++) {
+                const double t = (double)attn_bf16_to_f32(attn_f32_to_bf16(pt[j * ps + i])) *
+                                 attn_bf16_to_f32(v[j * vs + x]);
+                exact += t;
+                mag += fabs(t);
+            }
+            const double tol = 2.0 * (nk + 2) * 0x1p-24 * mag + 1e-30;
+            const float g = got.data[i * os + x], r = ref.data[i * os + x];
+            if (!close(g, r, tol) || fabs(g - exact) > tol) {
+                snprintf(why, len, "O[%d][%d] = %.9g, C says %.9g, exact %.9g (tol %.3g; nk %d)",
+                         i, x, g, r, exact, tol, nk);
+                ok = false;
+            }
+        }
+    attn_host_free(pt);
+    attn_host_free(v);
+    attn_host_free(alpha);
+    attn_host_free(pp);
+    attn_host_free(vp);
+    attn_host_free(o0.base);
+    attn_host_free(ref.base);
+    attn_host_free(got.base);
+    return ok;
+}
+
+/* qk_rows16 and pv16 against C, and against the double sums of the
+ * widened values (exact in fp32: only the summation errs). */
+static bool check_rows16(const attn_kernels *kr, const attn_kernels *c, int nk, int nq, int d,
+                         bool bf16, char *why, size_t len)
+{
+    const ptrdiff_t ks = d + 3, qs = d + 5, ss = nq + PAD, os = d + PAD;
+    uint16_t *k = halves((size_t)nk * ks, -2, 2, bf16);
+    float *q = attn_host_alloc((size_t)nq * qs * sizeof(float));
+    float *pt = attn_host_alloc((size_t)nk * ss * sizeof(float));
+    float *alpha = attn_host_alloc((size_t)nq * sizeof(float));
+    for (ptrdiff_t i = 0; i < nq * qs; i++)
+        q[i] = uniform(-2, 2);
+    for (ptrdiff_t i = 0; i < nk * ss; i++)
+        pt[i] = uniform(0, 1);
+    for (int i = 0; i < nq; i++)
+        alpha[i] = i % 3 ? uniform(0, 1) : 0.0f;
+    guarded sr = guarded_new((size_t)nk * ss), sg = guarded_new((size_t)nk * ss);
+    guarded o0 = guarded_new((size_t)nq * os), orf = guarded_new((size_t)nq * os),
+            og = guarded_new((size_t)nq * os);
+    for (int i = 0; i < nq; i++)
+        for (int x = 0; x < d; x++)
+            o0.data[i * os + x] = uniform(-5, 5);
+    copy_region(&orf, &o0);
+    copy_region(&og, &o0);
+    c->qk_rows16(sr.data, ss, k, ks, q, qs, nk, nq, d, bf16);
+    kr->qk_rows16(sg.data, ss, k, ks, q, qs, nk, nq, d, bf16);
+    c->pv16(orf.data, os, pt, ss, k, ks, alpha, nq, nk, d, bf16);
+    kr->pv16(og.data, os, pt, ss, k, ks, alpha, nq, nk, d, bf16);
+    bool ok = guarded_intact(&sg, nk, nq, ss) && guarded_intact(&og, nq, d, os);
+    if (!ok)
+        snprintf(why, len, "wrote outside its tile (nk %d, nq %d, d %d)", nk, nq, d);
+    for (int j = 0; ok && j < nk; j++)
+        for (int i = 0; ok && i < nq; i++) {
+            double mag = 0, exact = 0;
+            for (int x = 0; x < d; x++) {
+                const double t = (double)attn_half_to_f32(k[j * ks + x], bf16) * q[i * qs + x];
+                exact += t;
+                mag += fabs(t);
+            }
+            const double tol = 2.0 * d * 0x1p-24 * mag + 1e-30;
+            const float g = sg.data[j * ss + i], r = sr.data[j * ss + i];
+            if (!close(g, r, 2 * tol) || !close(g, (float)exact, tol)) {
+                snprintf(why, len, "qk_rows16 %s S[%d][%d] = %.9g, C says %.9g, exact %.9g",
+                         bf16 ? "bf16" : "fp16", j, i, g, r, exact);
+                ok = false;
+            }
+        }
+    for (int i = 0; ok && i < nq; i++)
+        for (int x = 0; ok && x < d; x++) {
+            double exact = (double)(alpha[i] * o0.data[i * os + x]), mag = fabs(exact);
+            for (int j = 0; j < nk; j++) {
+                const double t = (double)pt[j * ss + i] * attn_half_to_f32(k[j * ks + x], bf16);
+                exact += t;
+                mag += fabs(t);
+            }
+            const double tol = 2.0 * (nk + 1) * 0x1p-24 * mag + 1e-30;
+            const float g = og.data[i * os + x], r = orf.data[i * os + x];
+            if (!close(g, r, tol) || !close(g, (float)exact, tol)) {
+                snprintf(why, len, "pv16 %s O[%d][%d] = %.9g, C says %.9g, exact %.9g",
+                         bf16 ? "bf16" : "fp16", i, x, g, r, exact);
+                ok = false;
+            }
+        }
+    attn_host_free(k);
+    attn_host_free(q);
+    attn_host_free(pt);
+    attn_host_free(alpha);
+    guarded *all[] = { &sr, &sg, &o0, &orf, &og };
+    for (int x = 0; x < 5; x++)
+        attn_host_free(all[x]->base);
+    return ok;
+}
+
+/* The bf16 kernels of one table over every tail. */
+static void test_bf16(const attn_kernels *kr, const attn_kernels *c)
+{
+    const char *name = attn_isa_name(kr->isa), *how = kr->bf16_dot ? "vdpbf16ps" : "C's";
+    char why[320] = "";
+    bool ok = true;
+    static const int ds[] = { 1, 2, 3, 16, 31, 64, 100, 128 };
+    for (int rows = 1; ok && rows <= 5; rows++)
+        for (size_t d = 0; ok && d < sizeof(ds) / sizeof(ds[0]); d++)
+            for (int bf16 = 0; ok && bf16 < 2; bf16++)
+                ok = check_cvt_rows(kr, rows, ds[d], bf16, why, sizeof(why));
+    if (!tap_ok(ok, "cvt_rows_%s widens bf16 and fp16 exactly (inf, NaN), every tail, guarded",
+                name))
+        tap_diag("%s", why);
+
+    ok = true;
+    static const int rds[] = { 1, 7, 16, 17, 64, 100, 128 };
+    for (int nk = 1; ok && nk <= 35; nk += nk < 18 ? 1 : 17)
+        for (int nq = 1; ok && nq <= 8; nq++)
+            for (size_t d = 0; ok && d < sizeof(rds) / sizeof(rds[0]); d++)
+                for (int bf16 = 0; ok && bf16 < 2; bf16++)
+                    ok = check_rows16(kr, c, nk, nq, rds[d], bf16, why, sizeof(why));
+    if (!tap_ok(ok, "qk_rows16_%s and pv16_%s (16-bit K, V widened as loaded) match C's and the "
+                "double sums, bf16 and fp16, every tail, guarded", name, name))
+        tap_diag("%s", why);
+
+    ok = true;
+    for (int n = 1; ok && n <= 35; n++)
+        for (size_t d = 0; ok && d < sizeof(ds) / sizeof(ds[0]); d++)
+            ok = check_packs(kr, c, n, ds[d], why, sizeof(why));
+    if (!tap_ok(ok, "pack_qt_bf16, pack_v_bf16, pack_p_bf16 (%s): pairs exactly as C's, odd "
+                "ends zero, P rounded to nearest even, guarded", name))
+        tap_diag("%s", why);
+
+    ok = true;
+    static const int qdks[] = { 1, 2, 3, 16, 33, 64, 128 };
+    for (int nk = 1; ok && nk <= 13; nk++)
+        for (int nq = 1; ok && nq <= 81; nq += nq < 20 ? 1 : 15)
+            for (size_t d = 0; ok && d < sizeof(qdks) / sizeof(qdks[0]); d++)
+                ok = check_qk_bf16(kr, c, nk, nq, qdks[d], why, sizeof(why));
+    for (int nq = 1; ok && nq <= 13; nq++)
+        for (int dv = 1; ok && dv <= 81; dv += dv < 20 ? 1 : 15)
+            for (int nk = 1; ok && nk <= 6; nk++)
+                ok = check_pv_bf16(kr, c, nq, nk, dv, why, sizeof(why));
+    if (!tap_ok(ok, "qk_bf16_%s and pv_bf16_%s (%s) match C's and the double sums of the bf16 "
+                "products, every tail and odd d or key count, guarded", name, name, how))
+        tap_diag("%s", why);
+}
+
+/* half.h, the definition the harness and every conversion rely on, checked
+ * against the arithmetic: widening by the formats' definitions, narrowing
+ * to the nearest representable value with ties to even. */
+static double fp16_value(uint16_t h)
+{
+    const int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    const double v = e ? ldexp(1024 + m, e - 25) : ldexp(m, -24);
+    return h & 0x8000 ? -v : v;
+}
+
+static bool check_half(char *why, size_t len)
+{
+    /* Every finite fp16 widens to its value and narrows back to itself. */
+    for (uint32_t h = 0; h < 0x10000; h++) {
+        if (((h >> 10) & 0x1f) == 0x1f)
+            continue;
+        const float f = attn_f16_to_f32((uint16_t)h);
+        if ((double)f != fp16_value((uint16_t)h) ||
+            (attn_f32_to_f16(f) != h && !(f == 0 && (attn_f32_to_f16(f) & 0x7fff) == 0))) {
+            snprintf(why, len, "fp16 %04x: widens to %.9g, back to %04x", h, f, attn_f32_to_f16(f));
+            return false;
+        }
+    }
+    /* Random floats of every magnitude in fp16's range narrow to the
+     * nearest value, ties (midpoints) to the even one. */
+    for (int t = 0; t < 200000; t++) {
+        const float x = ldexpf(uniform(1, 2), (int)(next32() % 42) - 26) * (t & 1 ? -1 : 1);
+        const uint16_t h = attn_f32_to_f16(x);
+        const double d = fabs(fp16_value(h) - x);
+        for (int s = -1; s <= 1; s += 2) {
+            const uint16_t n = (uint16_t)(h + s);
+            if (((n >> 10) & 0x1f) == 0x1f || ((h & 0x7fff) == 0 && s < 0) || (n & 0x8000) != (h & 0x8000))
+                continue;
+            const double dn = fabs(fp16_value(n) - x);
+            if (dn < d || (dn == d && (h & 1))) {
+                snprintf(why, len, "fp16(%.9g) = %04x, but %04x is nearer or even", x, h, n);
+                return false;
+            }
+        }
+    }
+    /* Midpoints: between 1 and 1 + 2^-10 (to 1), 1 + 2^-10 and 1 + 2^-9 (up). */
+    const float mids[4] = { 1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 65520.0f, 0x1p-25f };
+    const uint16_t fp16_want[4] = { 0x3c00, 0x3c02, 0x7c00, 0x0000 };
+    for (int i = 0; i < 4; i++)
+        if (attn_f32_to_f16(mids[i]) != fp16_want[i]) {
+            snprintf(why, len, "fp16(%.9g) = %04x, not %04x", mids[i], attn_f32_to_f16(mids[i]),
+                     fp16_want[i]);
+            return false;
+        }
+    const float bmid[3] = { 1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, 0x1.fffffep127f };
+    const uint16_t bf16_want[3] = { 0x3f80, 0x3f82, 0x7f80 };
+    for (int i = 0; i < 3; i++)
+        if (attn_f32_to_bf16(bmid[i]) != bf16_want[i]) {
+            snprintf(why, len, "bf16(%.9g) = %04x, not %04x", bmid[i], attn_f32_to_bf16(bmid[i]),
+                     bf16_want[i]);
+            return false;
+        }
+    if (!isnan(attn_bf16_to_f32(attn_f32_to_bf16(NAN))) || !isnan(attn_f16_to_f32(attn_f32_to_f16(NAN))) ||
+        attn_f16_to_f32(attn_f32_to_f16(-INFINITY)) != -INFINITY) {
+        snprintf(why, len, "NaN or -inf did not survive a round trip");
+        return false;
+    }
+    /* bf16 of random floats: within half an ulp of bf16 (8 bits of
+     * precision: 2^(e - 8) in the binade [2^e, 2^(e+1))). */
+    for (int t = 0; t < 100000; t++) {
+        const float x = ldexpf(uniform(1, 2), (int)(next32() % 200) - 100);
+        const double r = attn_bf16_to_f32(attn_f32_to_bf16(x));
+        int e;
+        frexp(x, &e);
+        if (fabs(r - x) > ldexp(1.0, e - 1 - 8)) {
+            snprintf(why, len, "bf16(%.9g) = %.9g, more than half an ulp away", x, r);
+            return false;
+        }
+    }
+    return true;
+}
+
 /* ---- driver ---------------------------------------------------------------------- */
 
 static void test_isa(const attn_kernels *kr, const attn_kernels *c)
@@ -562,9 +964,51 @@ static decl_softmax_rows_fn(softmax_rows_keeps_masked)
     free(copy);
 }
 
+/* ... a widening that reads every 16-bit value as fp16 ... */
+static decl_cvt_rows_fn(cvt_rows_always_fp16)
+{
+    (void)bf16;
+    attn_kernels_for(ATTN_ISA_C)->cvt_rows(dst, dst_stride, src, src_stride, rows, cols, 0);
+}
+
+/* ... a pv16 that reads bf16 V as fp16 ... */
+static decl_pv16_fn(pv16_always_fp16)
+{
+    (void)bf16;
+    attn_kernels_for(ATTN_ISA_C)->pv16(o, o_stride, pt, pt_stride, v, v_stride, alpha, nq, nk,
+                                       dv, 0);
+}
+
+/* ... a qk_bf16 that leaves out an odd dk's last d ... */
+static decl_qk_bf16_fn(qk_bf16_drops_odd_d)
+{
+    attn_kernels_for(ATTN_ISA_C)->qk_bf16(st, st_stride, k, k_stride, qt, qt_stride, nk, nq,
+                                          dk & 1 && dk > 1 ? dk - 1 : dk, scale);
+}
+
+/* ... a P packing that truncates instead of rounding ... */
+static decl_pack_p_bf16_fn(pack_p_truncates)
+{
+    for (int j = 0; j < nk; j += 2)
+        for (int i = 0; i < nq; i++) {
+            uint32_t a, b = 0;
+            memcpy(&a, &pt[j * pt_stride + i], 4);
+            if (j + 1 < nk)
+                memcpy(&b, &pt[(j + 1) * pt_stride + i], 4);
+            pp[j / 2 * pp_stride + i] = (a >> 16) | (b & 0xffff0000u);
+        }
+}
+
+/* ... and a pv_bf16 that stops one pair of keys short. */
+static decl_pv_bf16_fn(pv_bf16_short)
+{
+    attn_kernels_for(ATTN_ISA_C)->pv_bf16(o, o_stride, pp, pp_stride, vp, vp_stride, alpha, nq,
+                                          nk > 2 ? nk - 2 : nk, dv);
+}
+
 static void test_planted(const attn_kernels *c)
 {
-    char why[256];
+    char why[320];
     attn_kernels bad = *c;
     bad.qk = qk_drops_last_query;
     tap_ok(!check_qk(&bad, c, 7, 33, 16, why, sizeof(why)),
@@ -591,6 +1035,30 @@ static void test_planted(const attn_kernels *c)
     bad.softmax_rows = softmax_rows_keeps_masked;
     tap_ok(!check_softmax_rows(&bad, c, 4, 30, true, why, sizeof(why)),
            "the checker rejects a row softmax that leaves masked keys");
+    bad = *c;
+    bad.cvt_rows = cvt_rows_always_fp16;
+    tap_ok(!check_cvt_rows(&bad, 3, 17, true, why, sizeof(why)),
+           "the checker rejects a widening that reads bf16 as fp16");
+    bad = *c;
+    bad.pv16 = pv16_always_fp16;
+    tap_ok(!check_rows16(&bad, c, 9, 3, 20, true, why, sizeof(why)),
+           "the checker rejects a pv16 that reads bf16 V as fp16");
+    bad = *c;
+    bad.qk_bf16 = qk_bf16_drops_odd_d;
+    tap_ok(!check_qk_bf16(&bad, c, 7, 20, 33, why, sizeof(why)),
+           "the checker rejects a qk_bf16 that leaves out an odd dk's last d");
+    bad = *c;
+    bad.pack_p_bf16 = pack_p_truncates;
+    tap_ok(!check_packs(&bad, c, 9, 16, why, sizeof(why)),
+           "the checker rejects a P packing that truncates to bf16 instead of rounding");
+    bad = *c;
+    bad.pv_bf16 = pv_bf16_short;
+    tap_ok(!check_pv_bf16(&bad, c, 5, 5, 20, why, sizeof(why)),
+           "the checker rejects a pv_bf16 that stops a pair of keys short");
+    why[0] = '\0';
+    if (!tap_ok(check_half(why, sizeof(why)), "half.h: every fp16 widens exactly and narrows "
+                "back; fp16 and bf16 narrowing to nearest, ties to even, overflow to inf, NaN kept"))
+        tap_diag("%s", why);
 }
 
 /* ---- --bench ----------------------------------------------------------------------- */
@@ -731,7 +1199,7 @@ int main(int argc, char **argv)
     }
     const attn_kernels *c = attn_kernels_for(ATTN_ISA_C);
     const int isas = ATTN_ISA_COUNT - ATTN_ISA_C;
-    tap_plan(6 * (isas - 1) + 2 * isas + 7);
+    tap_plan(6 * (isas - 1) + 6 * isas + 13);
     test_planted(c);
     for (int isa = ATTN_ISA_C; isa < ATTN_ISA_COUNT; isa++) {
         const attn_kernels *kr = attn_kernels_for((attn_isa)isa);
@@ -740,12 +1208,15 @@ int main(int argc, char **argv)
             const char *why = "this CPU or build lacks it";
             tap_skip(why, "exp2_%s edge cases", name);
             tap_skip(why, "exp2_%s accuracy", name);
+            for (int t = 0; t < 4; t++)
+                tap_skip(why, "%s 16-bit kernel %d", name, t);
             if (isa != ATTN_ISA_C)
                 for (int t = 0; t < 6; t++)
                     tap_skip(why, "%s kernel %d against C", name, t);
             continue;
         }
         test_exp2(kr);
+        test_bf16(kr, c);
         if (isa != ATTN_ISA_C)
             test_isa(kr, c);
     }

@@ -76,6 +76,36 @@ def main():
         ok("fill=npy" in r.stdout and "--inputs " + d in r.stdout,
            f"{be}: the run says where its inputs came from (fill=npy, --inputs in the repro)")
 
+    # 16-bit files: float16 as fp16 storage (tiled), uint16 as bf16 bits (naive).
+    for be, kind in (("tiled", "fp16"), ("naive", "bf16")):
+        d = os.path.join(work, f"{kind}-in")
+        os.makedirs(d, exist_ok=True)
+        vals = []
+        for name, shape in (("q", (1, 2, 20, 8)), ("k", (1, 2, 24, 8)), ("v", (1, 2, 24, 8))):
+            x = rng.standard_normal(shape).astype(np.float32)
+            if kind == "fp16":
+                x = x.astype(np.float16)
+                vals.append(x.astype(np.float64))
+            else:
+                x = (x.view(np.uint32) >> 16).astype(np.uint16)
+                vals.append((x.astype(np.uint32) << 16).view(np.float32).astype(np.float64))
+            np.save(os.path.join(d, name + ".npy"), x)
+        out = os.path.join(work, f"{kind}-o.npy")
+        r = run(f"--backend={be}", "--batch", "1", "--heads", "2", "--seq", "20", "--seq-kv", "24",
+                "--dk", "8", "--inputs", d, "--dtype", kind, "--dump-output", out, "--reps", "1",
+                "--min-time", "0.001", "--causal")
+        want, _ = reference(np, *vals, True)
+        got = np.load(out) if os.path.exists(out) else None
+        err = float(np.abs(got - want).max()) if got is not None and got.shape == want.shape else None
+        ok(r.returncode == 0 and err is not None and err < 1e-5 and "--dtype " + kind in r.stdout,
+           f"{be}, {'float16' if kind == 'fp16' else 'uint16 (bf16 bits)'} inputs, --dtype {kind}: "
+           f"O matches numpy on the 16-bit values (max error {err}) {r.stderr.strip()}")
+    r = run("--backend=naive", "--batch", "1", "--heads", "2", "--seq", "20", "--seq-kv", "24",
+            "--dk", "8", "--inputs", os.path.join(work, "bf16-in"), "--reps", "0")
+    ok(r.returncode == 2 and "which attnbench reads as bf16 bits, but q is stored as fp32" in r.stderr
+       and len(r.stderr.strip().splitlines()) == 1,
+       f"uint16 inputs without --dtype bf16 are refused: exit {r.returncode}, {r.stderr.strip()}")
+
     # Weights: naive causal, local window 2.
     d = os.path.join(work, "w-in")
     q, k, v = inputs(d, 1, 2, 12, 12, 8, 8, np.float32)
@@ -109,7 +139,7 @@ def main():
     np.save(os.path.join(bad, "k.npy"), np.zeros((2, 3, 17, 8), np.int32))
     base = ["--backend=naive", "--batch", "2", "--heads", "3", "--seq", "17", "--dk", "8"]
     refusals = [
-        (base + ["--inputs", bad], 2, "dtype '<i4' is not float32 or float64"),
+        (base + ["--inputs", bad], 2, "dtype '<i4' is not float32, float64, float16 or uint16"),
         (["--backend=naive", "--batch", "2", "--heads", "3", "--seq", "16", "--dk", "8", "--inputs",
           os.path.join(work, "naive-in")], 2, "has shape (2, 3, 17, 8), the case needs (2, 3, 16, 8)"),
         (base + ["--inputs", os.path.join(work, "nowhere")], 2, "No such file"),

@@ -22,14 +22,14 @@ result "$(yes_if [ "$(rows "$tmp/full.csv")" = 8 ] && [ "$(dups "$tmp/full.csv")
     "the CSV holds 8 rows with distinct keys" "$(cat "$tmp/full.csv")"
 head -n 1 "$tmp/full.csv" | grep -q '^schema,key,backend,verdict,reason,batch,heads,kv_heads,seq_q,seq_kv,d_k,d_v,causal,'
 result "$(yes_if [ $? = 0 ])" "the CSV header names its columns, schema first" "$(head -n 1 "$tmp/full.csv")"
-result "$(yes_if [ "$(tail -n +2 "$tmp/full.csv" | cut -d, -f1,4 | sort -u)" = "4,PASSED" ])" \
+result "$(yes_if [ "$(tail -n +2 "$tmp/full.csv" | cut -d, -f1,4 | sort -u)" = "5,PASSED" ])" \
     "every row carries the schema version and its verdict"
 
 "$py" - "$tmp/full.json" >"$tmp/py" 2>&1 <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 ctx, bms = d["context"], d["benchmarks"]
-assert ctx["json_schema_version"] == 1, ctx
+assert ctx["json_schema_version"] == 2, ctx
 for k in ("date", "host_name", "executable", "num_cpus", "mhz_per_cpu", "caches",
           "library_build_type", "cpu_model", "git_revision", "compiler", "threads"):
     assert k in ctx, k

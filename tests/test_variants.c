@@ -77,7 +77,7 @@ static void hand_values(void)
     {
         const float q[] = { 0 }, k[] = { 0, 1 }, v[] = { 1, 4 };
         attn_problem p = { 1, 1, 1, 2, 1, 1, 1.0f, false, NULL, ATTN_KIND_LINEAR };
-        const attn_tensors in = { q, k, v, NULL };
+        const attn_tensors in = { .q = q, .k = k, .v = v };
         attn_ref d, r;
         variant_ref(&r, &d, &p, &in);
         tap_ok(fabs(r.out[0] - 3.0) < 1e-12, "linear reference: (1*1 + 2*4) / 3 = 3 (got %.17g)",
@@ -94,7 +94,7 @@ static void hand_values(void)
             v[e] = (float)e;
         }
         attn_problem p = { 1, 1, 6, 6, 2, 2, 0.5f, false, NULL, ATTN_KIND_LOCAL };
-        const attn_tensors in = { q, k, v, NULL };
+        const attn_tensors in = { .q = q, .k = k, .v = v };
         attn_ref d, r;
         variant_ref(&r, &d, &p, &in);
         double err = 0;
@@ -116,7 +116,7 @@ static void hand_values(void)
         attn_fill(q, sz.q, ATTN_FILL_NORMAL, 2, ATTN_TENSOR_Q, 1);
         attn_fill(k, sz.k, ATTN_FILL_NORMAL, 2, ATTN_TENSOR_K, 1);
         attn_fill(v, sz.v, ATTN_FILL_NORMAL, 2, ATTN_TENSOR_V, 1);
-        const attn_tensors in = { q, k, v, NULL };
+        const attn_tensors in = { .q = q, .k = k, .v = v };
         attn_ref d, r;
         variant_ref(&r, &d, &p, &in);
         double err = 0;
@@ -172,7 +172,7 @@ static void planted(void)
         attn_tracker tr;
         attn_tracker_init(&tr);
         const attn_config cfg = { .threads = 1, .alloc = &tr.iface, .device = -1 };
-        const attn_tensors t = { q, k, v, out.data };
+        const attn_tensors t = { .q = q, .k = k, .v = v, .o = out.data };
         void *st = NULL;
         if (be->prepare(&p, &cfg, &st) != ATTN_OK || be->bind(st, &t) != ATTN_OK ||
             be->run(st) != ATTN_OK)
@@ -184,7 +184,7 @@ static void planted(void)
         wrong.var = cases[c].wrong;
         wrong.causal = cases[c].causal != cases[c].wrong_causal ? cases[c].wrong_causal
                                                                 : cases[c].causal;
-        const attn_tensors in = { q, k, v, NULL };
+        const attn_tensors in = { .q = q, .k = k, .v = v };
         attn_ref d1, r1, d2, r2;
         variant_ref(&r1, &d1, &p, &in);
         variant_ref(&r2, &d2, &wrong, &in);

@@ -1,0 +1,301 @@
+/* AVX-512 with AVX512_BF16: the bf16 kernels on vdpbf16ps. This file alone
+ * is compiled with -mavx512bf16; nothing here runs unless the CPU reports
+ * it (kernels.c).
+ *
+ * vdpbf16ps adds two bf16 products per fp32 lane (pairs along the
+ * reduction), so one instruction does the work of two FMAs: the register
+ * tiles are those of the fp32 kernels (6 rows x 64 fp32 lanes in 24 zmm
+ * accumulators), each step now consuming a pair of d (Q.K^T) or of keys
+ * (P.V). Operands come as 32-bit pairs (kernels.h): a broadcast pair of K
+ * or P against vectors of 16 pairs of Q^T or V. */
+#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels.h"
+
+#define ROWS 6   /* broadcast rows per register tile */
+#define VECS 4   /* zmm per tile row: 64 fp32 lanes */
+
+#define INLINE static inline __attribute__((always_inline))
+
+INLINE __mmask16 lanes(int n)
+{
+    return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);
+}
+
+INLINE __m512 load_v(const float *p, int v, int NV, int FULL, __mmask16 tail)
+{
+    return v < NV - 1 || FULL ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(tail, p);
+}
+
+INLINE __m512i load_w(const uint32_t *p, int v, int NV, int FULL, __mmask16 tail)
+{
+    return v < NV - 1 || FULL ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi32(tail, p);
+}
+
+INLINE void store_v(float *p, int v, int NV, int FULL, __mmask16 tail, __m512 x)
+{
+    if (v < NV - 1 || FULL)
+        _mm512_storeu_ps(p, x);
+    else
+        _mm512_mask_storeu_ps(p, tail, x);
+}
+
+INLINE __m512 dot(__m512 acc, __m512i a, __m512i b)
+{
+    return _mm512_dpbf16_ps(acc, (__m512bh)a, (__m512bh)b);
+}
+
+/* The 32-bit pair of bf16 at p (any alignment). */
+INLINE uint32_t word(const uint16_t *p)
+{
+    uint32_t w;
+    memcpy(&w, p, sizeof(w));
+    return w;
+}
+
+INLINE void qk_tile(float *restrict st, ptrdiff_t ss, const uint16_t *restrict k, ptrdiff_t ks,
+                    const uint32_t *restrict qt, ptrdiff_t qs, int dk, float scale,
+                    const int R, const int NV, const int FULL, __mmask16 tail)
+{
+    __m512 acc[ROWS][VECS];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++)
+            acc[r][v] = _mm512_setzero_ps();
+    const int pairs = dk / 2;
+    for (int c = 0; c < pairs; c++) {
+        __m512i b[VECS];
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++)
+            b[v] = load_w(qt + c * qs + 16 * v, v, NV, FULL, tail);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) {
+            const __m512i a = _mm512_set1_epi32((int)word(k + r * ks + 2 * c));
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++)
+                acc[r][v] = dot(acc[r][v], a, b[v]);
+        }
+    }
+    if (dk & 1) {   /* the last d alone: its pair's other half is 0 */
+        __m512i b[VECS];
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++)
+            b[v] = load_w(qt + pairs * qs + 16 * v, v, NV, FULL, tail);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) {
+            const __m512i a = _mm512_set1_epi32((int)k[r * ks + dk - 1]);
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++)
+                acc[r][v] = dot(acc[r][v], a, b[v]);
+        }
+    }
+    const __m512 s = _mm512_set1_ps(scale);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++)
+            store_v(st + r * ss + 16 * v, v, NV, FULL, tail, _mm512_mul_ps(acc[r][v], s));
+}
+
+#define QK_TILE(R) do {                                                            \
+        switch (tail == 0xffff ? nv + 4 : nv) {                                    \
+        case 1: qk_tile(s, ss, kr, ks, q, qs, dk, scale, R, 1, 0, tail); break;    \
+        case 2: qk_tile(s, ss, kr, ks, q, qs, dk, scale, R, 2, 0, tail); break;    \
+        case 3: qk_tile(s, ss, kr, ks, q, qs, dk, scale, R, 3, 0, tail); break;    \
+        case 4: qk_tile(s, ss, kr, ks, q, qs, dk, scale, R, 4, 0, tail); break;    \
+        case 5: qk_tile(s, ss, kr, ks, q, qs, dk, scale, R, 1, 1, tail); break;    \
+        case 6: qk_tile(s, ss, kr, ks, q, qs, dk, scale, R, 2, 1, tail); break;    \
+        case 7: qk_tile(s, ss, kr, ks, q, qs, dk, scale, R, 3, 1, tail); break;    \
+        default: qk_tile(s, ss, kr, ks, q, qs, dk, scale, R, 4, 1, tail); break;   \
+        }                                                                          \
+    } while (0)
+
+static decl_qk_bf16_fn(qk_bf16_avx512)
+{
+    const ptrdiff_t ss = st_stride, ks = k_stride, qs = qt_stride;
+    for (int i0 = 0; i0 < nq; i0 += 16 * VECS) {
+        const int w = nq - i0 < 16 * VECS ? nq - i0 : 16 * VECS;
+        const int nv = (w + 15) / 16;
+        const __mmask16 tail = lanes(w - 16 * (nv - 1));
+        const uint32_t *q = qt + i0;
+        int j = 0;
+        for (; j + ROWS <= nk; j += ROWS) {
+            float *s = st + j * ss + i0;
+            const uint16_t *kr = k + j * ks;
+            QK_TILE(ROWS);
+        }
+        float *s = st + j * ss + i0;
+        const uint16_t *kr = k + j * ks;
+        switch (nk - j) {
+        case 1: QK_TILE(1); break;
+        case 2: QK_TILE(2); break;
+        case 3: QK_TILE(3); break;
+        case 4: QK_TILE(4); break;
+        case 5: QK_TILE(5); break;
+        default: break;
+        }
+    }
+}
+
+/* Two rows of 16 bf16 (a, b) as 16 pairs (a[x], b[x]). */
+INLINE __m512i interleave(__m256i a, __m256i b)
+{
+    return _mm512_or_si512(_mm512_cvtepu16_epi32(a),
+                           _mm512_slli_epi32(_mm512_cvtepu16_epi32(b), 16));
+}
+
+static decl_pack_v_bf16_fn(pack_v_bf16_avx512)
+{
+    for (int j = 0; j < nk; j += 2) {
+        const uint16_t *a = v + j * v_stride, *b = a + v_stride;
+        const int two = j + 1 < nk;
+        uint32_t *out = vp + j / 2 * vp_stride;
+        for (int c = 0; c < dv; c += 16) {
+            const __mmask16 m = lanes(dv - c);
+            const __m256i x = _mm256_maskz_loadu_epi16(m, a + c);
+            const __m256i y = two ? _mm256_maskz_loadu_epi16(m, b + c) : _mm256_setzero_si256();
+            _mm512_mask_storeu_epi32(out + c, m, interleave(x, y));
+        }
+    }
+}
+
+static decl_pack_p_bf16_fn(pack_p_bf16_avx512)
+{
+    for (int j = 0; j < nk; j += 2) {
+        const float *a = pt + j * pt_stride, *b = a + pt_stride;
+        const int two = j + 1 < nk;
+        uint32_t *out = pp + j / 2 * pp_stride;
+        for (int i = 0; i < nq; i += 16) {
+            const __mmask16 m = lanes(nq - i);
+            const __m256i x = (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, a + i));
+            const __m256i y = two ? (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, b + i))
+                                  : _mm256_setzero_si256();
+            _mm512_mask_storeu_epi32(out + i, m, interleave(x, y));
+        }
+    }
+}
+
+/* Q^T in pairs: each row of Q is a row of 32-bit pairs, so this is the
+ * 32-bit transpose of an nq x dk/2 matrix, one row of Q^T (16 queries) per
+ * gather. Once per query block, against the block's whole pass over the
+ * keys. An odd dk's last pair holds the last d and 0. */
+static decl_pack_qt_bf16_fn(pack_qt_bf16_avx512)
+{
+    const int pairs = dk / 2;
+    for (int i0 = 0; i0 < nq; i0 += 16) {
+        const int ni = nq - i0 < 16 ? nq - i0 : 16;
+        const __mmask16 rows = lanes(ni);
+        for (int c0 = 0; c0 < pairs; c0 += 16) {
+            const int nc = pairs - c0 < 16 ? pairs - c0 : 16;
+            /* column c of the 16 x 16 block, gathered from the rows */
+            const __m512i idx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8,
+                                                                    7, 6, 5, 4, 3, 2, 1, 0),
+                                                   _mm512_set1_epi32((int)(q_stride / 2)));
+            const uint16_t *base = q + i0 * q_stride + 2 * c0;
+            if (!(q_stride & 1)) {
+#pragma GCC unroll 4
+                for (int c = 0; c < 16; c++)
+                    if (c < nc)
+                        _mm512_mask_storeu_epi32(
+                            qt + (c0 + c) * qt_stride + i0, rows,
+                            _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), rows, idx,
+                                                        base + 2 * c, 4));
+            } else {
+                for (int c = 0; c < nc; c++)
+                    for (int i = 0; i < ni; i++)
+                        qt[(c0 + c) * qt_stride + i0 + i] = word(base + i * q_stride + 2 * c);
+            }
+        }
+        if (dk & 1)
+            for (int i = 0; i < ni; i++)
+                qt[pairs * qt_stride + i0 + i] = q[(i0 + i) * q_stride + dk - 1];
+    }
+}
+
+INLINE void pv_tile(float *restrict o, ptrdiff_t os, const uint32_t *restrict pp, ptrdiff_t ps,
+                    const uint32_t *restrict vp, ptrdiff_t vs, const float *restrict alpha,
+                    int nk, const int R, const int NV, const int FULL, __mmask16 tail)
+{
+    __m512 acc[ROWS][VECS];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+        const __m512 a = _mm512_set1_ps(alpha[r]);
+#pragma GCC unroll 4
+        for (int c = 0; c < NV; c++)
+            acc[r][c] = _mm512_mul_ps(a, load_v(o + r * os + 16 * c, c, NV, FULL, tail));
+    }
+    const int pairs = (nk + 1) / 2;
+    for (int j = 0; j < pairs; j++) {
+        __m512i b[VECS];
+#pragma GCC unroll 4
+        for (int c = 0; c < NV; c++)
+            b[c] = load_w(vp + j * vs + 16 * c, c, NV, FULL, tail);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) {
+            const __m512i p = _mm512_set1_epi32((int)pp[j * ps + r]);
+#pragma GCC unroll 4
+            for (int c = 0; c < NV; c++)
+                acc[r][c] = dot(acc[r][c], p, b[c]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < NV; c++)
+            store_v(o + r * os + 16 * c, c, NV, FULL, tail, acc[r][c]);
+}
+
+#define PV_TILE(R) do {                                                            \
+        switch (tail == 0xffff ? nv + 4 : nv) {                                    \
+        case 1: pv_tile(out, os, p, ps, vc, vs, a, nk, R, 1, 0, tail); break;      \
+        case 2: pv_tile(out, os, p, ps, vc, vs, a, nk, R, 2, 0, tail); break;      \
+        case 3: pv_tile(out, os, p, ps, vc, vs, a, nk, R, 3, 0, tail); break;      \
+        case 4: pv_tile(out, os, p, ps, vc, vs, a, nk, R, 4, 0, tail); break;      \
+        case 5: pv_tile(out, os, p, ps, vc, vs, a, nk, R, 1, 1, tail); break;      \
+        case 6: pv_tile(out, os, p, ps, vc, vs, a, nk, R, 2, 1, tail); break;      \
+        case 7: pv_tile(out, os, p, ps, vc, vs, a, nk, R, 3, 1, tail); break;      \
+        default: pv_tile(out, os, p, ps, vc, vs, a, nk, R, 4, 1, tail); break;     \
+        }                                                                          \
+    } while (0)
+
+static decl_pv_bf16_fn(pv_bf16_avx512)
+{
+    const ptrdiff_t os = o_stride, ps = pp_stride, vs = vp_stride;
+    for (int c0 = 0; c0 < dv; c0 += 16 * VECS) {
+        const int w = dv - c0 < 16 * VECS ? dv - c0 : 16 * VECS;
+        const int nv = (w + 15) / 16;
+        const __mmask16 tail = lanes(w - 16 * (nv - 1));
+        const uint32_t *vc = vp + c0;
+        int i = 0;
+        for (; i + ROWS <= nq; i += ROWS) {
+            float *out = o + i * os + c0;
+            const uint32_t *p = pp + i;
+            const float *a = alpha + i;
+            PV_TILE(ROWS);
+        }
+        float *out = o + i * os + c0;
+        const uint32_t *p = pp + i;
+        const float *a = alpha + i;
+        switch (nq - i) {
+        case 1: PV_TILE(1); break;
+        case 2: PV_TILE(2); break;
+        case 3: PV_TILE(3); break;
+        case 4: PV_TILE(4); break;
+        case 5: PV_TILE(5); break;
+        default: break;
+        }
+    }
+}
+
+void attn_kernels_init_avx512_bf16(attn_kernels *k)
+{
+    k->pack_qt_bf16 = pack_qt_bf16_avx512;
+    k->qk_bf16 = qk_bf16_avx512;
+    k->pack_v_bf16 = pack_v_bf16_avx512;
+    k->pack_p_bf16 = pack_p_bf16_avx512;
+    k->pv_bf16 = pv_bf16_avx512;
+    k->bf16_dot = 1;
+}

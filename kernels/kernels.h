@@ -135,7 +135,7 @@ typedef decl_exp2_fn(attn_exp2_fn);
 typedef enum attn_isa {
     ATTN_ISA_AUTO = 0,  /* not an ISA: the widest usable one (attn_kernels_for) */
     ATTN_ISA_C,
-    ATTN_ISA_AVX2,      /* AVX2 + FMA */
+    ATTN_ISA_AVX2,      /* AVX2 + FMA (+ F16C) */
     ATTN_ISA_AVX512,    /* AVX-512 F, BW, VL, DQ */
     ATTN_ISA_COUNT
 } attn_isa;

@@ -1,10 +1,12 @@
-/* AVX2 + FMA versions. This file alone is compiled with -mavx2 -mfma;
- * nothing here runs unless the CPU reports both.
+/* AVX2 + FMA versions (and F16C, which every AVX2 CPU has). This file alone
+ * is compiled with -mavx2 -mfma -mf16c; nothing here runs unless the CPU
+ * reports all three.
  *
  * With 16 ymm registers the tiles are 6 x 16: 12 accumulators, 2 vector
  * loads and one broadcast per step. Tails use maskload/maskstore lanes. */
 #include <immintrin.h>
 #include <math.h>
+#include <stdint.h>
 
 #include "kernels.h"
 
@@ -328,6 +330,34 @@ static decl_qk_rows_fn(qk_rows_avx2)
     }
 }
 
+/* 16-bit rows widened 8 at a time: bf16 by a shift into the upper half,
+ * fp16 by vcvtph2ps (F16C); the tail of a row through a small buffer. */
+static decl_cvt_rows_fn(cvt_rows_avx2)
+{
+    for (int r = 0; r < rows; r++) {
+        const uint16_t *s = src + r * src_stride;
+        float *d = dst + r * dst_stride;
+        int c = 0;
+        for (; c + 8 <= cols; c += 8) {
+            const __m128i h = _mm_loadu_si128((const __m128i *)(s + c));
+            const __m256 x = bf16 ? _mm256_castsi256_ps(_mm256_slli_epi32(
+                                        _mm256_cvtepu16_epi32(h), 16))
+                                  : _mm256_cvtph_ps(h);
+            _mm256_storeu_ps(d + c, x);
+        }
+        if (c < cols) {
+            uint16_t t[8] = { 0 };
+            for (int x = 0; x < cols - c; x++)
+                t[x] = s[c + x];
+            const __m128i h = _mm_loadu_si128((const __m128i *)t);
+            const __m256 x = bf16 ? _mm256_castsi256_ps(_mm256_slli_epi32(
+                                        _mm256_cvtepu16_epi32(h), 16))
+                                  : _mm256_cvtph_ps(h);
+            _mm256_maskstore_ps(d + c, lanes(cols - c), x);
+        }
+    }
+}
+
 void attn_kernels_init_avx2(attn_kernels *k)
 {
     k->isa = ATTN_ISA_AVX2;
@@ -337,4 +367,5 @@ void attn_kernels_init_avx2(attn_kernels *k)
     k->pv = pv_avx2;
     k->softmax_rows = softmax_rows_avx2;
     k->exp2 = exp2_avx2;
+    k->cvt_rows = cvt_rows_avx2;
 }

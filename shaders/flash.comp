@@ -1,5 +1,13 @@
 #version 450
 #extension GL_EXT_control_flow_attributes : require
+// Built twice: Q, K and V as float, and (-DSTORAGE16) as float16_t, fp16
+// storage read into fp32 (storageBuffer16BitAccess); the math is fp32.
+#ifdef STORAGE16
+#extension GL_EXT_shader_16bit_storage : require
+#define ELEM float16_t
+#else
+#define ELEM float
+#endif
 // Fused attention (FlashAttention): one workgroup per block of BR query rows
 // of one (batch, head). Per tile of BC keys the workgroup stages K and V in
 // shared memory, computes the BR x BC scores, updates each row's running max
@@ -32,9 +40,9 @@ const uint NV = (BC * DV4 + WG - 1) / WG;   // V vec4 loads per invocation and t
 const uint NS = (BR * BC + WG - 1) / WG;    // scores per invocation and tile
 const uint NO = (BR * DV4 + WG - 1) / WG;   // output vec4 per invocation
 
-layout(std430, binding = 0) readonly buffer Qb { float q[]; };
-layout(std430, binding = 1) readonly buffer Kb { float k[]; };
-layout(std430, binding = 2) readonly buffer Vb { float v[]; };
+layout(std430, binding = 0) readonly buffer Qb { ELEM q[]; };
+layout(std430, binding = 1) readonly buffer Kb { ELEM k[]; };
+layout(std430, binding = 2) readonly buffer Vb { ELEM v[]; };
 layout(std430, binding = 3) writeonly buffer Ob { float o[]; };
 layout(std430, binding = 4) readonly buffer Lb { int kv_len[]; };
 
@@ -67,7 +75,8 @@ vec4 load4(uint which, uint base, uint n, uint t)
     [[unroll]] for (uint e = 0; e < 4; e++) {
         const uint c = 4 * t + e;
         if (c < n)
-            x[e] = which == 0 ? q[base + c] : which == 1 ? k[base + c] : v[base + c];
+            x[e] = which == 0 ? float(q[base + c]) : which == 1 ? float(k[base + c])
+                                  : float(v[base + c]);
     }
     return x;
 }

@@ -1,5 +1,13 @@
 #version 450
 #extension GL_EXT_control_flow_attributes : require
+// Built twice: Q, K and V as float, and (-DSTORAGE16) as float16_t, fp16
+// storage read into fp32 (storageBuffer16BitAccess); the math is fp32.
+#ifdef STORAGE16
+#extension GL_EXT_shader_16bit_storage : require
+#define ELEM float16_t
+#else
+#define ELEM float
+#endif
 // Three-pass attention, pass 3: O = P.V for a chunk of heads, 16x16 output
 // tiles through shared memory. The key loop stops at the tile's last visible
 // key (P is zero past it).
@@ -7,7 +15,7 @@
 // over the keys in steps of 16 (see loop_iterations in vulkan.c).
 layout(local_size_x = 16, local_size_y = 16) in;
 
-layout(std430, binding = 2) readonly buffer Vb { float v[]; };
+layout(std430, binding = 2) readonly buffer Vb { ELEM v[]; };
 layout(std430, binding = 3) writeonly buffer Ob { float o[]; };
 layout(std430, binding = 4) readonly buffer Lb { int kv_len[]; };
 layout(std430, binding = 5) readonly buffer Sb { float sc[]; };
@@ -46,7 +54,7 @@ void main()
     [[dont_unroll]] for (uint j0 = 0; j0 < end_tile; j0 += 16) {
         const uint pj = j0 + tx, vj = j0 + ty;
         Ps[ty][tx] = i < pc.nq && pj < pc.nk ? sc[(hc * pc.nq + i) * pc.nk + pj] : 0.0;
-        Vs[ty][tx] = vj < pc.nk && c < pc.dv ? v[(kvh * pc.nk + vj) * pc.dv + c] : 0.0;
+        Vs[ty][tx] = vj < pc.nk && c < pc.dv ? float(v[(kvh * pc.nk + vj) * pc.dv + c]) : 0.0;
         barrier();
         // Keys this row cannot see are left out by the condition, not
         // multiplied by their 0, so a NaN or Inf in their V stays out of the

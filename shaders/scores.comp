@@ -1,5 +1,13 @@
 #version 450
 #extension GL_EXT_control_flow_attributes : require
+// Built twice: Q, K and V as float, and (-DSTORAGE16) as float16_t, fp16
+// storage read into fp32 (storageBuffer16BitAccess); the math is fp32.
+#ifdef STORAGE16
+#extension GL_EXT_shader_16bit_storage : require
+#define ELEM float16_t
+#else
+#define ELEM float
+#endif
 // Three-pass attention, pass 1: S = scale * Q.K^T for a chunk of heads,
 // 16x16 output tiles through shared memory, masked entries -inf. Tiles that
 // lie wholly past the visible keys skip the products.
@@ -7,8 +15,8 @@
 // over d in steps of 16 (see loop_iterations in vulkan.c).
 layout(local_size_x = 16, local_size_y = 16) in;
 
-layout(std430, binding = 0) readonly buffer Qb { float q[]; };
-layout(std430, binding = 1) readonly buffer Kb { float k[]; };
+layout(std430, binding = 0) readonly buffer Qb { ELEM q[]; };
+layout(std430, binding = 1) readonly buffer Kb { ELEM k[]; };
 layout(std430, binding = 4) readonly buffer Lb { int kv_len[]; };
 layout(std430, binding = 5) writeonly buffer Sb { float sc[]; };
 
@@ -41,9 +49,9 @@ void main()
     if (int(j0) < end_tile) {
         [[dont_unroll]] for (uint d0 = 0; d0 < pc.dk; d0 += 16) {
             const uint d = d0 + tx;
-            Qs[ty][tx] = i < pc.nq && d < pc.dk ? q[(bh * pc.nq + i) * pc.dk + d] : 0.0;
+            Qs[ty][tx] = i < pc.nq && d < pc.dk ? float(q[(bh * pc.nq + i) * pc.dk + d]) : 0.0;
             const uint kj = j0 + ty;
-            Ks[ty][tx] = kj < pc.nk && d < pc.dk ? k[(kvh * pc.nk + kj) * pc.dk + d] : 0.0;
+            Ks[ty][tx] = kj < pc.nk && d < pc.dk ? float(k[(kvh * pc.nk + kj) * pc.dk + d]) : 0.0;
             barrier();
             [[unroll]] for (uint t = 0; t < 16; t++)
                 acc += Qs[ty][t] * Ks[tx][t];

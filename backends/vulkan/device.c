@@ -310,8 +310,21 @@ attn_status attn_vk_open_device(int index, char *why, size_t len)
         .queueCount = 1,
         .pQueuePriorities = &prio,
     };
+    /* fp16 storage buffers (the 16-bit shaders), enabled where the device has them. */
+    VkPhysicalDevice16BitStorageFeatures s16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
+    };
+    VkPhysicalDeviceFeatures2 f2 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+                                     .pNext = &s16 };
+    vkGetPhysicalDeviceFeatures2(pd, &f2);
+    attn_vk_g.storage16 = s16.storageBuffer16BitAccess == VK_TRUE;
+    const VkPhysicalDevice16BitStorageFeatures want16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
+        .storageBuffer16BitAccess = VK_TRUE,
+    };
     const VkDeviceCreateInfo dci = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+        .pNext = attn_vk_g.storage16 ? &want16 : NULL,
         .queueCreateInfoCount = 1,
         .pQueueCreateInfos = &qci,
     };

@@ -25,6 +25,18 @@ size_t attn_vk_elems(const attn_problem *p, int which)
     }
 }
 
+size_t attn_vk_bytes(const attn_problem *p, int which)
+{
+    size_t es = sizeof(float);
+    if (which == B_Q)
+        es = attn_dtype_size(p->dtype);
+    else if (which == B_K || which == B_V)
+        es = attn_dtype_size(p->kv_dtype);
+    else if (which == B_L)
+        es = sizeof(int);
+    return attn_vk_elems(p, which) * es;
+}
+
 /* Mesa's llvmpipe (lavapipe) counts the iterations of all loops of one
  * shader invocation together and, past 65535, ends every loop after its
  * current iteration (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS): the shader
@@ -89,7 +101,7 @@ attn_status attn_vk_plan(const attn_problem *p, bool fused, uint32_t *br, uint32
     const uint64_t range = lim->maxStorageBufferRange;
     static const char *const names[] = { "Q", "K", "V", "O" };
     for (int i = B_Q; i <= B_O; i++) {
-        const uint64_t bytes = (uint64_t)attn_vk_elems(p, i) * sizeof(float);
+        const uint64_t bytes = (uint64_t)attn_vk_bytes(p, i);
         if (bytes > range) {
             snprintf(why, len, "vulkan: %s is %llu bytes, over this device's "
                      "maxStorageBufferRange of %llu", names[i], (unsigned long long)bytes,
@@ -178,9 +190,20 @@ attn_status attn_vk_plan(const attn_problem *p, bool fused, uint32_t *br, uint32
 static attn_status vk_supports_common(const attn_problem *p, const attn_config *cfg, bool fused,
                                       char *why, size_t len)
 {
+    const char *name = fused ? "vulkan" : "vulkan-3pass";
+    if (p->dtype != p->kv_dtype) {
+        snprintf(why, len, "%s: its shaders take Q and K/V in one type (this case: Q %s, K/V %s)",
+                 name, attn_dtype_name(p->dtype), attn_dtype_name(p->kv_dtype));
+        return ATTN_EUNSUPPORTED;
+    }
     attn_status st = attn_vk_open_device(cfg->device, why, len);
     if (st != ATTN_OK)
         return st;
+    if (p->dtype == ATTN_DTYPE_FP16 && !attn_vk_g.storage16) {
+        snprintf(why, len, "%s: %s lacks storageBuffer16BitAccess, which fp16 storage needs",
+                 name, attn_vk_g.props.deviceName);
+        return ATTN_EUNSUPPORTED;
+    }
     uint32_t br, bc, wg;
     int chunk;
     return attn_vk_plan(p, fused, &br, &bc, &wg, &chunk, why, len);

@@ -34,6 +34,7 @@ typedef struct vk_global {
     VkPhysicalDeviceProperties props;
     VkPhysicalDeviceDriverProperties driver;
     VkPhysicalDeviceMemoryProperties mem;
+    bool storage16;                 /* storageBuffer16BitAccess, enabled on the device */
 } vk_global;
 
 /* The process-wide instance and open device (device.c), under its lock. */
@@ -53,8 +54,10 @@ attn_status attn_vk_probe(char *why, size_t len);
 
 /* The device buffers of a case. */
 enum { B_Q, B_K, B_V, B_O, B_L, B_S, NBUF };
-/* Elements of buffer `which` (B_Q .. B_L) for p. */
+/* Elements of buffer `which` (B_Q .. B_L) for p, and their bytes (Q, K, V
+ * at their storage width: fp32, or fp16 read by the 16-bit shaders). */
 size_t attn_vk_elems(const attn_problem *p, int which);
+size_t attn_vk_bytes(const attn_problem *p, int which);
 
 /* How the open device runs p: the fused kernel's rows per workgroup,
  * keys per tile and invocations, or the 3-pass kernels' heads per score

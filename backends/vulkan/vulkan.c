@@ -11,6 +11,12 @@
  * (upload, run, download) recorded in prepare. bind uploads, run submits the
  * recorded dispatches and waits, read downloads.
  *
+ * fp16 storage (--dtype fp16, Q and K/V alike): the buffers hold fp16 and
+ * the shaders built with -DSTORAGE16 read them as float16_t (the device's
+ * storageBuffer16BitAccess, enabled when it has it; refused otherwise) and
+ * compute in fp32: half the bytes to upload and to read. Vulkan has no bf16
+ * type: bf16 cases are refused with that reason.
+ *
  * Validation: with ATTN_VK_VALIDATION=1 in the environment the instance
  * enables VK_LAYER_KHRONOS_validation with synchronization validation and a
  * debug-utils messenger; every error it reports is printed to stderr and
@@ -42,6 +48,17 @@ static const uint32_t softmax_spv[] =
 ;
 static const uint32_t pv_spv[] =
 #include "pv.spv.h"
+;
+/* The same shaders reading Q, K and V as fp16 (-DSTORAGE16). GLSL has no
+ * bf16 type: bf16 cases are refused by the registry (dtypes below). */
+static const uint32_t flash16_spv[] =
+#include "flash16.spv.h"
+;
+static const uint32_t scores16_spv[] =
+#include "scores16.spv.h"
+;
+static const uint32_t pv16_spv[] =
+#include "pv16.spv.h"
 ;
 
 /* ---- one case ------------------------------------------------------------ */
@@ -308,13 +325,14 @@ static VkResult submit(vk_state *s, VkCommandBuffer cb)
 static VkResult build(vk_state *s)
 {
     const attn_problem *p = &s->p;
+    const bool half = p->dtype == ATTN_DTYPE_FP16;   /* Q, K and V alike (supports) */
     VkResult r;
     const VkBufferUsageFlags use = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
                                    VK_BUFFER_USAGE_TRANSFER_DST_BIT |
                                    VK_BUFFER_USAGE_TRANSFER_SRC_BIT;
     const VkMemoryPropertyFlags local = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
     for (int i = B_Q; i <= B_L; i++)
-        if ((r = buf_create(s, &s->b[i], attn_vk_elems(p, i) * sizeof(float), use, local, 0)) != VK_SUCCESS)
+        if ((r = buf_create(s, &s->b[i], attn_vk_bytes(p, i), use, local, 0)) != VK_SUCCESS)
             return r;
     if (!s->fused) {
         const VkDeviceSize sbytes = (VkDeviceSize)s->chunk * p->seq_q * p->seq_kv * sizeof(float);
@@ -400,12 +418,19 @@ static VkResult build(vk_state *s)
             { 0, 0, 4 }, { 1, 4, 4 }, { 2, 8, 4 }, { 3, 12, 4 }, { 4, 16, 4 },
         };
         const VkSpecializationInfo spec = { 5, me, sizeof(sc), sc };
-        if ((r = make_pipeline(s, P_FLASH, flash_spv, sizeof(flash_spv), &spec)) != VK_SUCCESS)
+        r = half ? make_pipeline(s, P_FLASH, flash16_spv, sizeof(flash16_spv), &spec)
+                 : make_pipeline(s, P_FLASH, flash_spv, sizeof(flash_spv), &spec);
+        if (r != VK_SUCCESS)
             return r;
     } else {
-        if ((r = make_pipeline(s, P_SCORES, scores_spv, sizeof(scores_spv), NULL)) != VK_SUCCESS ||
-            (r = make_pipeline(s, P_SOFTMAX, softmax_spv, sizeof(softmax_spv), NULL)) != VK_SUCCESS ||
-            (r = make_pipeline(s, P_PV, pv_spv, sizeof(pv_spv), NULL)) != VK_SUCCESS)
+        r = half ? make_pipeline(s, P_SCORES, scores16_spv, sizeof(scores16_spv), NULL)
+                 : make_pipeline(s, P_SCORES, scores_spv, sizeof(scores_spv), NULL);
+        if (r == VK_SUCCESS)
+            r = make_pipeline(s, P_SOFTMAX, softmax_spv, sizeof(softmax_spv), NULL);
+        if (r == VK_SUCCESS)
+            r = half ? make_pipeline(s, P_PV, pv16_spv, sizeof(pv16_spv), NULL)
+                     : make_pipeline(s, P_PV, pv_spv, sizeof(pv_spv), NULL);
+        if (r != VK_SUCCESS)
             return r;
     }
 
@@ -506,9 +531,13 @@ static attn_status vk_bind(void *state, const attn_tensors *t)
 {
     vk_state *s = state;
     const unsigned long mark = attn_vk_validation_errors();
-    memcpy((char *)s->mapped + s->off[0], t->q, s->b[B_Q].bytes);
-    memcpy((char *)s->mapped + s->off[1], t->k, s->b[B_K].bytes);
-    memcpy((char *)s->mapped + s->off[2], t->v, s->b[B_V].bytes);
+    const bool half = s->p.dtype == ATTN_DTYPE_FP16;
+    memcpy((char *)s->mapped + s->off[0], half ? (const void *)t->q16 : (const void *)t->q,
+           s->b[B_Q].bytes);
+    memcpy((char *)s->mapped + s->off[1], half ? (const void *)t->k16 : (const void *)t->k,
+           s->b[B_K].bytes);
+    memcpy((char *)s->mapped + s->off[2], half ? (const void *)t->v16 : (const void *)t->v,
+           s->b[B_V].bytes);
     s->o = t->o;
     return checked(attn_vk_status(submit(s, s->up)), mark);
 }
@@ -576,6 +605,7 @@ static const char *vk_version(void)
 }
 
 #define VK_COMMON                                                              \
+    .dtypes = ATTN_DTYPE_BIT(ATTN_DTYPE_FP16),                                  \
     .probe = attn_vk_probe, .bind = vk_bind,                                         \
     .run = vk_run, .read = vk_read, .release = vk_release,                      \
     .workspace = vk_workspace, .device_bytes = vk_device_bytes,                 \

@@ -34,7 +34,9 @@
  * instruction), P rounded to bf16 before P.V as FlashAttention does, the
  * scores, the softmax and every sum in fp32. Decoding tiles (at most
  * ROWS_MAX columns) read 16-bit K and V in place, widened to fp32 in
- * registers as they stream by (qk_rows16, pv16): half the bytes of fp32.
+ * registers as they stream by (qk_rows16, pv16), or for bf16 Q and K with
+ * AVX512_BF16 Q.K^T on the dot products (qk_rows_bf16): half the bytes of
+ * fp32.
  * Otherwise (fp16, mixed types, or no AVX512_BF16) each K/V tile and each
  * block of Q is widened to fp32 once, exactly, and the fp32 kernels run on
  * it. */
@@ -81,6 +83,7 @@ typedef enum tiled_path {
 
 typedef struct tiled_plan {
     tiled_path path;
+    bool rows_dot;       /* PATH_ROWS16 with bf16 Q and K on bf16 dot products */
     int br, bc;          /* queries of each head per block, keys per tile */
     int group;           /* G: query heads per K/V head, one work item together */
     int cols;            /* G * br: the columns of a tile */
@@ -243,6 +246,8 @@ static tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg)
         t.path = PATH_BF16;
     else if (p->kv_dtype != ATTN_DTYPE_FP32)
         t.path = PATH_WIDEN;
+    t.rows_dot = t.path == PATH_ROWS16 && p->dtype == ATTN_DTYPE_BF16 &&
+                 p->kv_dtype == ATTN_DTYPE_BF16 && kn && kn->bf16_dot;
     t.blocks = (long)p->batch * attn_kv_heads(p) * ((p->seq_q + t.br - 1) / t.br);
     t.splits = cfg->splits > 0 ? cfg->splits : auto_splits(t.blocks, p->seq_kv);
     /* Split blocks and decoding tiles (qk_rows) are one block per item. */
@@ -548,6 +553,13 @@ static void load_q(const tiled_state *s, const scratch *w, const block *k)
     const int dk = p->d_k, brp = s->plan.brp, nc = s->plan.group * k->nq;
     const bool q16 = p->dtype != ATTN_DTYPE_FP32, bf16 = p->dtype == ATTN_DTYPE_BF16;
     const float qscale = s->qscale;
+    if (s->plan.rows_dot) {
+        /* bf16 rows as they are: qk_rows_bf16 scales its sums. */
+        for (int c = 0; c < nc; c++)
+            memcpy((uint16_t *)w->qr + (size_t)c * dk, s->h.t.q16 + column_row(p, k, c) * dk,
+                   (size_t)dk * sizeof(uint16_t));
+        return;
+    }
     if (s->plan.path != PATH_BF16 && nc <= ROWS_MAX) {
         for (int c = 0; c < nc; c++) {
             const size_t row = column_row(p, k, c);
@@ -654,7 +666,10 @@ static void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, con
                     wu->end[c] = attn_visible_end(p, k[u].b, k[u].i0 + c % k[u].nq) - j0;
                 end = wu->end;
             }
-            if (t->path == PATH_ROWS16)
+            if (t->rows_dot)
+                kn->qk_rows_bf16(st, brp, x.kh, dk, (const uint16_t *)wu->qr, dk, n, nc, dk,
+                                 s->qscale);
+            else if (t->path == PATH_ROWS16)
                 kn->qk_rows16(st, brp, x.kh, dk, wu->qr, dk, n, nc, dk, bf16);
             else if (t->path != PATH_BF16 && nc <= ROWS_MAX)
                 kn->qk_rows(st, brp, x.kb, dk, wu->qr, dk, n, nc, dk);

@@ -100,6 +100,13 @@
     const uint16_t *restrict k, ptrdiff_t k_stride, const uint32_t *restrict qt, \
     ptrdiff_t qt_stride, int nk, int nq, int dk, float scale)
 
+/* The scores of qk_rows (decoding tiles of a few queries) from bf16 K and
+ * Q rows, both unscaled, as dot products of pairs along d:
+ * S^T[j][i] = scale * sum_c k[j][c] * q[i][c] for j < nk, i < nq. */
+#define decl_qk_rows_bf16_fn(name) void (name)(float *restrict st, ptrdiff_t st_stride, \
+    const uint16_t *restrict k, ptrdiff_t k_stride, const uint16_t *restrict q, \
+    ptrdiff_t q_stride, int nk, int nq, int dk, float scale)
+
 /* pack_v_bf16: vp[j2][c] = (v[2 j2][c], v[2 j2 + 1][c]) for j2 < ceil(nk / 2),
  * c < dv: V's rows interleaved in pairs of keys. pack_p_bf16: the same of
  * fp32 weights P^T [nk][nq], each rounded to bf16 (to nearest even):
@@ -122,6 +129,7 @@ typedef decl_qk_rows16_fn(attn_qk_rows16_fn);
 typedef decl_pv16_fn(attn_pv16_fn);
 typedef decl_pack_qt_bf16_fn(attn_pack_qt_bf16_fn);
 typedef decl_qk_bf16_fn(attn_qk_bf16_fn);
+typedef decl_qk_rows_bf16_fn(attn_qk_rows_bf16_fn);
 typedef decl_pack_v_bf16_fn(attn_pack_v_bf16_fn);
 typedef decl_pack_p_bf16_fn(attn_pack_p_bf16_fn);
 typedef decl_pv_bf16_fn(attn_pv_bf16_fn);
@@ -154,6 +162,7 @@ typedef struct attn_kernels {
     attn_pv16_fn *pv16;
     attn_pack_qt_bf16_fn *pack_qt_bf16;
     attn_qk_bf16_fn *qk_bf16;
+    attn_qk_rows_bf16_fn *qk_rows_bf16;
     attn_pack_v_bf16_fn *pack_v_bf16;
     attn_pack_p_bf16_fn *pack_p_bf16;
     attn_pv_bf16_fn *pv_bf16;

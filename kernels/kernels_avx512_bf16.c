@@ -13,33 +13,14 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "kernels_avx512.h"
 
 #define ROWS 6   /* broadcast rows per register tile */
 #define VECS 4   /* zmm per tile row: 64 fp32 lanes */
 
-#define INLINE static inline __attribute__((always_inline))
-
-INLINE __mmask16 lanes(int n)
-{
-    return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);
-}
-
-INLINE __m512 load_v(const float *p, int v, int NV, int FULL, __mmask16 tail)
-{
-    return v < NV - 1 || FULL ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(tail, p);
-}
-
 INLINE __m512i load_w(const uint32_t *p, int v, int NV, int FULL, __mmask16 tail)
 {
     return v < NV - 1 || FULL ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi32(tail, p);
-}
-
-INLINE void store_v(float *p, int v, int NV, int FULL, __mmask16 tail, __m512 x)
-{
-    if (v < NV - 1 || FULL)
-        _mm512_storeu_ps(p, x);
-    else
-        _mm512_mask_storeu_ps(p, tail, x);
 }
 
 INLINE __m512 dot(__m512 acc, __m512i a, __m512i b)
@@ -136,6 +117,68 @@ static decl_qk_bf16_fn(qk_bf16_avx512)
         case 4: QK_TILE(4); break;
         case 5: QK_TILE(5); break;
         default: break;
+        }
+    }
+}
+
+/* Decoding: 4 keys x 4 queries at a time, 32 values of d per step, each
+ * pair of d one dot-product lane (K and Q rows are already pairs along d:
+ * no packing), 16 accumulators summed by the tree, scaled, scattered. A
+ * key row is loaded once for the 4 queries, and nothing is widened: half
+ * the instructions of the widening kernel (qk_rows16) for Q.K^T. */
+INLINE void rows_keys4(float *restrict st, ptrdiff_t ss, const uint16_t *restrict k,
+                       ptrdiff_t ks, const uint16_t *restrict q, ptrdiff_t qs, int dk,
+                       float scale, const int NK, const int NQ, int pf)
+{
+    __m512 acc[16];
+#pragma GCC unroll 16
+    for (int a = 0; a < 16; a++)
+        acc[a] = _mm512_setzero_ps();
+    for (int c = 0; c < dk; c += 32) {
+        const __mmask32 t = dk - c >= 32 ? 0xffffffffu : (__mmask32)((1u << (dk - c)) - 1);
+        __m512i qv[4];
+#pragma GCC unroll 4
+        for (int i = 0; i < NQ; i++)
+            qv[i] = _mm512_maskz_loadu_epi16(t, q + i * qs + c);
+#pragma GCC unroll 4
+        for (int r = 0; r < NK; r++) {
+            const uint16_t *kr = k + r * ks + c;
+            if (pf)   /* 2 PF_KEYS rows ahead: the fp32 kernels' distance in bytes */
+                _mm_prefetch((const char *)((uintptr_t)kr + (uintptr_t)(2 * PF_KEYS * ks * 2)),
+                             _MM_HINT_T2);
+            const __m512i kv = _mm512_maskz_loadu_epi16(t, kr);
+#pragma GCC unroll 4
+            for (int i = 0; i < NQ; i++)
+                acc[r * 4 + i] = dot(acc[r * 4 + i], kv, qv[i]);
+        }
+    }
+    scatter_4x4(st, ss, _mm512_mul_ps(sum16(acc), _mm512_set1_ps(scale)), NK, NQ);
+}
+
+#define ROWS_KEYS4(NK) do {                                                        \
+        switch (nqq) {                                                             \
+        case 1: rows_keys4(s, ss, kr, ks, qq, qs, dk, scale, NK, 1, pf); break;    \
+        case 2: rows_keys4(s, ss, kr, ks, qq, qs, dk, scale, NK, 2, pf); break;    \
+        case 3: rows_keys4(s, ss, kr, ks, qq, qs, dk, scale, NK, 3, pf); break;    \
+        default: rows_keys4(s, ss, kr, ks, qq, qs, dk, scale, NK, 4, pf); break;   \
+        }                                                                          \
+    } while (0)
+
+static decl_qk_rows_bf16_fn(qk_rows_bf16_avx512)
+{
+    const ptrdiff_t ss = st_stride, ks = k_stride, qs = q_stride;
+    for (int i = 0; i < nq; i += 4) {
+        const int nqq = nq - i < 4 ? nq - i : 4, pf = i == 0;
+        const uint16_t *qq = q + i * qs;
+        for (int j = 0; j < nk; j += 4) {
+            float *s = st + j * ss + i;
+            const uint16_t *kr = k + j * ks;
+            switch (nk - j < 4 ? nk - j : 4) {
+            case 1: ROWS_KEYS4(1); break;
+            case 2: ROWS_KEYS4(2); break;
+            case 3: ROWS_KEYS4(3); break;
+            default: ROWS_KEYS4(4); break;
+            }
         }
     }
 }
@@ -294,6 +337,7 @@ void attn_kernels_init_avx512_bf16(attn_kernels *k)
 {
     k->pack_qt_bf16 = pack_qt_bf16_avx512;
     k->qk_bf16 = qk_bf16_avx512;
+    k->qk_rows_bf16 = qk_rows_bf16_avx512;
     k->pack_v_bf16 = pack_v_bf16_avx512;
     k->pack_p_bf16 = pack_p_bf16_avx512;
     k->pv_bf16 = pv_bf16_avx512;

@@ -220,6 +220,19 @@ static decl_qk_bf16_fn(qk_bf16_c)
     }
 }
 
+static decl_qk_rows_bf16_fn(qk_rows_bf16_c)
+{
+    for (int j = 0; j < nk; j++)
+        for (int i = 0; i < nq; i++) {
+            const uint16_t *kr = k + j * k_stride, *qr = q + i * q_stride;
+            float s = 0.0f;
+            for (int c = 0; c < dk; c += 2)
+                s = dot2(s, pair(kr[c], c + 1 < dk ? kr[c + 1] : 0),
+                         pair(qr[c], c + 1 < dk ? qr[c + 1] : 0));
+            st[j * st_stride + i] = s * scale;
+        }
+}
+
 static decl_pack_v_bf16_fn(pack_v_bf16_c)
 {
     for (int j = 0; j < nk; j += 2)
@@ -267,6 +280,7 @@ void attn_kernels_init_c(attn_kernels *k)
     k->pv16 = pv16_c;
     k->pack_qt_bf16 = pack_qt_bf16_c;
     k->qk_bf16 = qk_bf16_c;
+    k->qk_rows_bf16 = qk_rows_bf16_c;
     k->pack_v_bf16 = pack_v_bf16_c;
     k->pack_p_bf16 = pack_p_bf16_c;
     k->pv_bf16 = pv_bf16_c;

@@ -572,6 +572,44 @@ static bool check_qk_bf16(const attn_kernels *kr, const attn_kernels *c, int nk,
     return ok;
 }
 
+/* qk_rows_bf16 (decoding) against C and the double sums, like qk_bf16. */
+static bool check_qk_rows_bf16(const attn_kernels *kr, const attn_kernels *c, int nk, int nq,
+                               int dk, char *why, size_t len)
+{
+    const ptrdiff_t ks = dk + 3, qs = dk + 5, ss = nq + PAD;
+    const float scale = 0.18033688f;
+    uint16_t *k = halves((size_t)nk * ks + 1, -2, 2, true), *q = halves((size_t)nq * qs + 1, -2, 2, true);
+    guarded ref = guarded_new((size_t)nk * ss), got = guarded_new((size_t)nk * ss);
+    c->qk_rows_bf16(ref.data, ss, k, ks, q, qs, nk, nq, dk, scale);
+    kr->qk_rows_bf16(got.data, ss, k, ks, q, qs, nk, nq, dk, scale);
+    bool ok = guarded_intact(&got, nk, nq, ss);
+    if (!ok)
+        snprintf(why, len, "qk_rows_bf16 wrote outside the %dx%d tile", nk, nq);
+    for (int j = 0; ok && j < nk; j++)
+        for (int i = 0; ok && i < nq; i++) {
+            double exact = 0, mag = 0;
+            for (int x = 0; x < dk; x++) {
+                const double t = (double)attn_bf16_to_f32(k[j * ks + x]) *
+                                 attn_bf16_to_f32(q[i * qs + x]);
+                exact += t;
+                mag += fabs(t);
+            }
+            exact *= scale;
+            const double tol = (2.0 * dk + 2) * 0x1p-24 * mag * scale + 1e-30;
+            const float g = got.data[j * ss + i], r = ref.data[j * ss + i];
+            if (!close(g, r, 2 * tol) || fabs(g - exact) > tol) {
+                snprintf(why, len, "qk_rows_bf16 S[%d][%d] = %.9g, C says %.9g, exact %.9g "
+                         "(tol %.3g; dk %d)", j, i, g, r, exact, tol, dk);
+                ok = false;
+            }
+        }
+    attn_host_free(k);
+    attn_host_free(q);
+    attn_host_free(ref.base);
+    attn_host_free(got.base);
+    return ok;
+}
+
 /* pv_bf16 against C, and against the double sum of bf16(P) x V. */
 static bool check_pv_bf16(const attn_kernels *kr, const attn_kernels *c, int nq, int nk, int dv,
                           char *why, size_t len)
@@ -747,8 +785,14 @@ static void test_bf16(const attn_kernels *kr, const attn_kernels *c)
         for (int dv = 1; ok && dv <= 81; dv += dv < 20 ? 1 : 15)
             for (int nk = 1; ok && nk <= 6; nk++)
                 ok = check_pv_bf16(kr, c, nq, nk, dv, why, sizeof(why));
-    if (!tap_ok(ok, "qk_bf16_%s and pv_bf16_%s (%s) match C's and the double sums of the bf16 "
-                "products, every tail and odd d or key count, guarded", name, name, how))
+    static const int rdks[] = { 1, 2, 3, 31, 32, 33, 64, 100, 128 };
+    for (int nk = 1; ok && nk <= 21; nk++)
+        for (int nq = 1; ok && nq <= 9; nq++)
+            for (size_t d = 0; ok && d < sizeof(rdks) / sizeof(rdks[0]); d++)
+                ok = check_qk_rows_bf16(kr, c, nk, nq, rdks[d], why, sizeof(why));
+    if (!tap_ok(ok, "qk_bf16_%s, qk_rows_bf16_%s and pv_bf16_%s (%s) match C's and the double "
+                "sums of the bf16 products, every tail and odd d or key count, guarded", name,
+                name, name, how))
         tap_diag("%s", why);
 }
 
@@ -986,6 +1030,14 @@ static decl_qk_bf16_fn(qk_bf16_drops_odd_d)
                                           dk & 1 && dk > 1 ? dk - 1 : dk, scale);
 }
 
+/* ... a decoding qk_rows_bf16 that leaves the scale out ... */
+static decl_qk_rows_bf16_fn(qk_rows_bf16_unscaled)
+{
+    (void)scale;
+    attn_kernels_for(ATTN_ISA_C)->qk_rows_bf16(st, st_stride, k, k_stride, q, q_stride, nk, nq,
+                                               dk, 1.0f);
+}
+
 /* ... a P packing that truncates instead of rounding ... */
 static decl_pack_p_bf16_fn(pack_p_truncates)
 {
@@ -1047,6 +1099,10 @@ static void test_planted(const attn_kernels *c)
     bad.qk_bf16 = qk_bf16_drops_odd_d;
     tap_ok(!check_qk_bf16(&bad, c, 7, 20, 33, why, sizeof(why)),
            "the checker rejects a qk_bf16 that leaves out an odd dk's last d");
+    bad = *c;
+    bad.qk_rows_bf16 = qk_rows_bf16_unscaled;
+    tap_ok(!check_qk_rows_bf16(&bad, c, 5, 4, 64, why, sizeof(why)),
+           "the checker rejects a qk_rows_bf16 that leaves the scale out");
     bad = *c;
     bad.pack_p_bf16 = pack_p_truncates;
     tap_ok(!check_packs(&bad, c, 9, 16, why, sizeof(why)),
@@ -1199,7 +1255,7 @@ int main(int argc, char **argv)
     }
     const attn_kernels *c = attn_kernels_for(ATTN_ISA_C);
     const int isas = ATTN_ISA_COUNT - ATTN_ISA_C;
-    tap_plan(6 * (isas - 1) + 6 * isas + 13);
+    tap_plan(6 * (isas - 1) + 6 * isas + 14);
     test_planted(c);
     for (int isa = ATTN_ISA_C; isa < ATTN_ISA_COUNT; isa++) {
         const attn_kernels *kr = attn_kernels_for((attn_isa)isa);

@@ -1,0 +1,78 @@
+/* What the AVX-512 kernel files share (kernels_avx512.c and, with
+ * AVX512_BF16, kernels_avx512_bf16.c): lane masks, the loads and stores of
+ * a tile row's vectors, and the tree that sums 16 accumulators into one
+ * vector. Included only by files compiled with the AVX-512 flags. */
+#ifndef ATTN_KERNELS_AVX512_H
+#define ATTN_KERNELS_AVX512_H
+
+#include <immintrin.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define INLINE static inline __attribute__((always_inline))
+
+INLINE __mmask16 lanes(int n)
+{
+    return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);
+}
+
+/* Vector v of a tile row of NV vectors: the last one may be partial. FULL
+ * (a constant) says it is not, so the common case has no masked accesses. */
+INLINE __m512 load_v(const float *p, int v, int NV, int FULL, __mmask16 tail)
+{
+    return v < NV - 1 || FULL ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(tail, p);
+}
+
+INLINE void store_v(float *p, int v, int NV, int FULL, __mmask16 tail, __m512 x)
+{
+    if (v < NV - 1 || FULL)
+        _mm512_storeu_ps(p, x);
+    else
+        _mm512_mask_storeu_ps(p, tail, x);
+}
+
+/* One vector of the horizontal sums of 16 accumulators, by a transpose-
+ * and-add tree (4 levels, 15 adds). The tree leaves the sum of accumulator
+ * SLOT(x) in lane x. */
+#define SLOT(r) ((int[4]){ 0, 2, 1, 3 }[(r) % 4] + (int[4]){ 0, 8, 4, 12 }[(r) / 4])
+
+INLINE __m512 sum16(__m512 a[16])
+{
+    __m512 b[8], c[4], d[2];
+    for (int r = 0; r < 8; r++)
+        b[r] = _mm512_add_ps(_mm512_shuffle_f32x4(a[r], a[r + 8], 0x44),
+                             _mm512_shuffle_f32x4(a[r], a[r + 8], 0xee));
+    for (int r = 0; r < 4; r++)
+        c[r] = _mm512_add_ps(_mm512_shuffle_f32x4(b[r], b[r + 4], 0x88),
+                             _mm512_shuffle_f32x4(b[r], b[r + 4], 0xdd));
+    for (int r = 0; r < 2; r++)
+        d[r] = _mm512_add_ps(_mm512_shuffle_ps(c[r], c[r + 2], 0x44),
+                             _mm512_shuffle_ps(c[r], c[r + 2], 0xee));
+    return _mm512_add_ps(_mm512_shuffle_ps(d[0], d[1], 0x88), _mm512_shuffle_ps(d[0], d[1], 0xdd));
+}
+
+/* The 16 lanes of sum16 over accumulators indexed key * 4 + query (4 keys
+ * by 4 queries) scattered to S^T[key][query] (stride ss), the lanes of
+ * keys >= nk or queries >= nq left out. */
+INLINE void scatter_4x4(float *st, ptrdiff_t ss, __m512 sums, int nk, int nq)
+{
+    static const int32_t slot[16] = { 0, 2, 1, 3, 8, 10, 9, 11, 4, 6, 5, 7, 12, 14, 13, 15 };
+    const __m512i sl = _mm512_loadu_si512(slot);
+    const __m512i key = _mm512_srli_epi32(sl, 2), qry = _mm512_and_si512(sl, _mm512_set1_epi32(3));
+    const __m512i idx = _mm512_add_epi32(_mm512_mullo_epi32(key, _mm512_set1_epi32((int)ss)), qry);
+    const __mmask16 ok = _mm512_cmplt_epi32_mask(key, _mm512_set1_epi32(nk)) &
+                         _mm512_cmplt_epi32_mask(qry, _mm512_set1_epi32(nq));
+    _mm512_mask_i32scatter_ps(st, ok, idx, sums, 4);
+}
+
+/* Keys stream from memory once in decoding: the row PF_KEYS ahead of the
+ * one in hand is prefetched towards L2, one prefetch per cache line, so
+ * that misses stay in flight while the arithmetic runs (a prefetch never
+ * faults: rows past the end of K are harmless). Measured on the 2-core
+ * EPYC VM, decoding H = 32, Hkv = 8 and 32, d = 128, Nk = 32K, 48-key
+ * tiles: this with the tiled backend's prefetch of the next tile moved
+ * 31-48 GB/s, either alone 18-33, against 25-34 with 192-key tiles (hint
+ * T0 was slower still: L1's miss buffers bound it). */
+#define PF_KEYS 192
+
+#endif

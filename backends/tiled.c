@@ -840,7 +840,9 @@ static attn_status tiled_run(void *state)
 static const char *tiled_version(void)
 {
     static char buf[64];
-    snprintf(buf, sizeof(buf), "%s kernels", attn_isa_name(attn_kernels_best()->isa));
+    const attn_kernels *k = attn_kernels_best();
+    snprintf(buf, sizeof(buf), "%s kernels%s", attn_isa_name(k->isa),
+             k->bf16_dot ? " + bf16 dot products" : "");
     return buf;
 }
 

@@ -24,6 +24,21 @@ attn_isa attn_isa_from_name(const char *name)
     return ATTN_ISA_COUNT;
 }
 
+#if ATTN_HAVE_X86_KERNELS
+#include <cpuid.h>
+
+/* Bit `bit` of register `reg` (0 eax .. 3 edx) of CPUID leaf, subleaf: for
+ * the flags not every compiler's __builtin_cpu_supports knows (clang 14
+ * lacks "f16c"). */
+static int cpuid_bit(unsigned leaf, unsigned sub, int reg, int bit)
+{
+    unsigned r[4];
+    if (!__get_cpuid_count(leaf, sub, &r[0], &r[1], &r[2], &r[3]))
+        return 0;
+    return (int)((r[reg] >> bit) & 1u);
+}
+#endif
+
 int attn_isa_usable(attn_isa isa)
 {
     switch (isa) {
@@ -34,7 +49,7 @@ int attn_isa_usable(attn_isa isa)
     case ATTN_ISA_AVX2:
         __builtin_cpu_init();
         return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-               __builtin_cpu_supports("f16c");
+               cpuid_bit(1, 0, 2, 29);   /* F16C: leaf 1, ecx bit 29 */
     case ATTN_ISA_AVX512:
         __builtin_cpu_init();
         return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -45,3 +60,12 @@ int attn_isa_usable(attn_isa isa)
     }
 }
 
+int attn_cpu_bf16_dot(void)
+{
+#if ATTN_HAVE_X86_KERNELS && ATTN_HAVE_BF16_KERNELS
+    /* AVX512_BF16: leaf 7 subleaf 1, eax bit 5 */
+    return attn_isa_usable(ATTN_ISA_AVX512) && cpuid_bit(7, 1, 0, 5);
+#else
+    return 0;
+#endif
+}

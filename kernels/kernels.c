@@ -25,15 +25,6 @@ static void kernels_init(void)
 #endif
 }
 
-int attn_cpu_bf16_dot(void)
-{
-#if ATTN_HAVE_X86_KERNELS && ATTN_HAVE_BF16_KERNELS
-    __builtin_cpu_init();
-    return attn_isa_usable(ATTN_ISA_AVX512) && __builtin_cpu_supports("avx512bf16");
-#else
-    return 0;
-#endif
-}
 
 const attn_kernels *attn_kernels_for(attn_isa isa)
 {

@@ -16,7 +16,8 @@
 static const char header[] =
     "schema,key,backend,verdict,reason,batch,heads,kv_heads,seq_q,seq_kv,d_k,d_v,causal,kv_len,"
     "dtype,kv_dtype,scale,fill,seed,threads,splits,kind,window,globals,random_blocks,block,"
-    "features,proj,rows_checked,rows_total,max_abs,max_rel,nmse,tol,tol_class,approx_max_abs,approx_nmse,reps,iterations,"
+    "features,proj,rows_checked,rows_total,max_abs,max_rel,nmse,tol,tol_class,approx_max_abs,"
+    "approx_nmse,reps,iterations,"
     "real_median_s,real_min_s,real_mean_s,real_stddev_s,real_cv,cpu_median_s,cpu_mean_s,"
     "device_median_s,device_min_s,device_cv,upload_s,download_s,"
     "flops,flops_dense,gflops,gflops_dense,peak_gflops,pct_peak,bytes,gbs,peak_gbs,pct_bw,"

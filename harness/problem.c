@@ -148,7 +148,8 @@ double attn_problem_bytes(const attn_problem *p)
         keys += keys_read(p, b, map);
     free(map);
     const double queries = (double)p->batch * p->heads * p->seq_q;
-    return queries * (wq * p->d_k + wo * p->d_v) + wkv * keys * attn_kv_heads(p) * (p->d_k + p->d_v);
+    return queries * (wq * p->d_k + wo * p->d_v) +
+           wkv * keys * attn_kv_heads(p) * (p->d_k + p->d_v);
 }
 
 /* Appends to buf like snprintf, never past len; returns the new end. */

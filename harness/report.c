@@ -269,6 +269,7 @@ void attn_report_dtypes(FILE *f, const attn_result *res, size_t n)
         attn_format_bytes(kv, sizeof(kv), (double)r->kv_bytes);
         fprintf(f, "%-14s %-5s %-5s %12s %12s %8s %10s %10s %10s  %s%s%s\n", r->be->name,
                 attn_dtype_name(r->p.dtype), attn_dtype_name(r->p.kv_dtype), med, bmed, sp, kv,
-                ma, nm, shape, timed_ok(r) ? "" : "  ", timed_ok(r) ? "" : attn_verdict_str(r->verdict));
+                ma, nm, shape, timed_ok(r) ? "" : "  ",
+                timed_ok(r) ? "" : attn_verdict_str(r->verdict));
     }
 }

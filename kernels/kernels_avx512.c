@@ -281,14 +281,16 @@ INLINE void qk_keys4(float *restrict st, ptrdiff_t ss, const uint16_t *restrict 
         __m512 qv[4];
 #pragma GCC unroll 4
         for (int i = 0; i < NQ; i++)
-            qv[i] = full ? _mm512_loadu_ps(q + i * qs + c) : _mm512_maskz_loadu_ps(t, q + i * qs + c);
+            qv[i] = full ? _mm512_loadu_ps(q + i * qs + c)
+                         : _mm512_maskz_loadu_ps(t, q + i * qs + c);
 #pragma GCC unroll 4
         for (int r = 0; r < NK; r++) {
             const ptrdiff_t at = r * ks + c;
             /* one prefetch per 64 bytes (32 values) on the first query group */
             if (pf && !(c & 31))
                 _mm_prefetch(addr_any(NULL, kh, at + PF_ROWS(ST) * ks, ST), _MM_HINT_T2);
-            const __m512 kv = full ? load_any(NULL, kh, at, ST) : maskz_load_any(t, NULL, kh, at, ST);
+            const __m512 kv = full ? load_any(NULL, kh, at, ST)
+                                   : maskz_load_any(t, NULL, kh, at, ST);
 #pragma GCC unroll 4
             for (int i = 0; i < NQ; i++)
                 acc[r * 4 + i] = _mm512_fmadd_ps(kv, qv[i], acc[r * 4 + i]);

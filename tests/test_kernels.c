@@ -515,7 +515,8 @@ static bool check_packs(const attn_kernels *kr, const attn_kernels *c, int n, in
                      n, m);
         for (int r = 0; ok && r < rows; r++)
             for (int col = 0; ok && col < cols; col++)
-                if (bits_at(&got, (size_t)(r * gs + col)) != bits_at(&ref, (size_t)(r * gs + col))) {
+                if (bits_at(&got, (size_t)(r * gs + col)) !=
+                    bits_at(&ref, (size_t)(r * gs + col))) {
                     snprintf(why, len, "%s [%d][%d] = %08x, C says %08x (n %d, m %d)", name, r,
                              col, bits_at(&got, (size_t)(r * gs + col)),
                              bits_at(&ref, (size_t)(r * gs + col)), n, m);
@@ -538,7 +539,8 @@ static bool check_qk_bf16(const attn_kernels *kr, const attn_kernels *c, int nk,
 {
     const ptrdiff_t ks = dk + 3, qs = dk + 1, ts = nq + PAD, ss = nq + PAD;
     const float scale = 0.18033688f;
-    uint16_t *k = halves((size_t)nk * ks + 1, -2, 2, true), *q = halves((size_t)nq * qs + 1, -2, 2, true);
+    uint16_t *k = halves((size_t)nk * ks + 1, -2, 2, true);
+    uint16_t *q = halves((size_t)nq * qs + 1, -2, 2, true);
     uint32_t *qt = attn_host_alloc((size_t)((dk + 1) / 2) * ts * sizeof(uint32_t));
     c->pack_qt_bf16(qt, ts, q, qs, nq, dk);
     guarded ref = guarded_new((size_t)nk * ss), got = guarded_new((size_t)nk * ss);
@@ -797,7 +799,8 @@ static bool check_half(char *why, size_t len)
         const double d = fabs(fp16_value(h) - x);
         for (int s = -1; s <= 1; s += 2) {
             const uint16_t n = (uint16_t)(h + s);
-            if (((n >> 10) & 0x1f) == 0x1f || ((h & 0x7fff) == 0 && s < 0) || (n & 0x8000) != (h & 0x8000))
+            if (((n >> 10) & 0x1f) == 0x1f || ((h & 0x7fff) == 0 && s < 0) ||
+                (n & 0x8000) != (h & 0x8000))
                 continue;
             const double dn = fabs(fp16_value(n) - x);
             if (dn < d || (dn == d && (h & 1))) {
@@ -823,7 +826,8 @@ static bool check_half(char *why, size_t len)
                      bf16_want[i]);
             return false;
         }
-    if (!isnan(attn_bf16_to_f32(attn_f32_to_bf16(NAN))) || !isnan(attn_f16_to_f32(attn_f32_to_f16(NAN))) ||
+    if (!isnan(attn_bf16_to_f32(attn_f32_to_bf16(NAN))) ||
+        !isnan(attn_f16_to_f32(attn_f32_to_f16(NAN))) ||
         attn_f16_to_f32(attn_f32_to_f16(-INFINITY)) != -INFINITY) {
         snprintf(why, len, "NaN or -inf did not survive a round trip");
         return false;
@@ -1083,7 +1087,8 @@ static void test_planted(const attn_kernels *c)
            "the checker rejects a pv_bf16 that stops a pair of keys short");
     why[0] = '\0';
     if (!tap_ok(check_half(why, sizeof(why)), "half.h: every fp16 widens exactly and narrows "
-                "back; fp16 and bf16 narrowing to nearest, ties to even, overflow to inf, NaN kept"))
+                "back; fp16 and bf16 narrowing to nearest, ties to even, overflow to inf, NaN "
+                "kept"))
         tap_diag("%s", why);
 }
 

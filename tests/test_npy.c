@@ -91,7 +91,8 @@ int main(void)
 
     /* Malformed files. */
     handmade("be.npy", 1, "{'descr': '>f4', 'fortran_order': False, 'shape': (4,), }", fv, sizeof(fv));
-    refused("be.npy", "dtype '>f4' is not float32, float64, float16 or uint16 (bf16 bits) little-endian");
+    refused("be.npy", "dtype '>f4' is not float32, float64, float16 or uint16 (bf16 bits) "
+                      "little-endian");
     handmade("int.npy", 1, "{'descr': '<i4', 'fortran_order': False, 'shape': (4,), }", fv, sizeof(fv));
     refused("int.npy", "dtype '<i4'");
     handmade("fortran.npy", 1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", fv, sizeof(fv));

@@ -102,7 +102,6 @@ typedef struct vk_state {
     uint32_t br, bc, wg;            /* fused: rows per workgroup, keys per tile, invocations */
     char device[1024];
     bool is_cpu;
-    const float *q, *k, *v;
     float *o;
 } vk_state;
 

@@ -184,11 +184,9 @@ INLINE const char *addr_any(const float *x, const uint16_t *xh, ptrdiff_t at, co
 }
 
 /* n keys (1..16) of one query; FULLN (a constant) says n == 16; PF that
- * the rows PF_KEYS ahead are prefetched (the first query's pass). K is
- * fp32 (k) or 16-bit (kh), as ST says. */
-INLINE void qk_rows_16(float *restrict st, ptrdiff_t ss, const float *restrict k,
-                       const uint16_t *restrict kh, ptrdiff_t ks, const float *restrict q,
-                       int dk, int n, const int FULLN, int pf, const int ST)
+ * the rows PF_KEYS ahead are prefetched (the first query's pass). */
+INLINE void qk_rows_16(float *restrict st, ptrdiff_t ss, const float *restrict k, ptrdiff_t ks,
+                       const float *restrict q, int dk, int n, const int FULLN, int pf)
 {
     __m512 acc[16];
 #pragma GCC unroll 16
@@ -203,17 +201,16 @@ INLINE void qk_rows_16(float *restrict st, ptrdiff_t ss, const float *restrict k
 #pragma GCC unroll 16
         for (int r = 0; r < 16; r++)
             if (FULLN || r < n) {
-                const ptrdiff_t at = r * ks + c;
-                /* one prefetch per 64 bytes: 16 fp32 or 32 16-bit values */
+                const float *kr = k + r * ks + c;
                 if (pf)
 #pragma GCC unroll 4
-                    for (int x = 0; x < 64; x += ST == ST_F32 ? 16 : 32)
-                        _mm_prefetch(addr_any(k, kh, at + x + PF_ROWS(ST) * ks, ST), _MM_HINT_T2);
+                    for (int x = 0; x < 64; x += 16)
+                        _mm_prefetch(addr_any(kr, NULL, x + PF_KEYS * ks, ST_F32), _MM_HINT_T2);
                 __m512 a = acc[SLOT(r)];
-                a = _mm512_fmadd_ps(load_any(k, kh, at, ST), q0, a);
-                a = _mm512_fmadd_ps(load_any(k, kh, at + 16, ST), q1, a);
-                a = _mm512_fmadd_ps(load_any(k, kh, at + 32, ST), q2, a);
-                acc[SLOT(r)] = _mm512_fmadd_ps(load_any(k, kh, at + 48, ST), q3, a);
+                a = _mm512_fmadd_ps(_mm512_loadu_ps(kr), q0, a);
+                a = _mm512_fmadd_ps(_mm512_loadu_ps(kr + 16), q1, a);
+                a = _mm512_fmadd_ps(_mm512_loadu_ps(kr + 32), q2, a);
+                acc[SLOT(r)] = _mm512_fmadd_ps(_mm512_loadu_ps(kr + 48), q3, a);
             }
     }
     for (; c + 16 <= dk; c += 16) {
@@ -221,7 +218,7 @@ INLINE void qk_rows_16(float *restrict st, ptrdiff_t ss, const float *restrict k
 #pragma GCC unroll 16
         for (int r = 0; r < 16; r++)
             if (FULLN || r < n)
-                acc[SLOT(r)] = _mm512_fmadd_ps(load_any(k, kh, r * ks + c, ST), qv, acc[SLOT(r)]);
+                acc[SLOT(r)] = _mm512_fmadd_ps(_mm512_loadu_ps(k + r * ks + c), qv, acc[SLOT(r)]);
     }
     if (c < dk) {
         const __mmask16 t = lanes(dk - c);
@@ -229,7 +226,7 @@ INLINE void qk_rows_16(float *restrict st, ptrdiff_t ss, const float *restrict k
 #pragma GCC unroll 16
         for (int r = 0; r < 16; r++)
             if (FULLN || r < n)
-                acc[SLOT(r)] = _mm512_fmadd_ps(maskz_load_any(t, k, kh, r * ks + c, ST), qv,
+                acc[SLOT(r)] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(t, k + r * ks + c), qv,
                                                acc[SLOT(r)]);
     }
     const __m512i idx = _mm512_mullo_epi32(
@@ -238,26 +235,17 @@ INLINE void qk_rows_16(float *restrict st, ptrdiff_t ss, const float *restrict k
     _mm512_mask_i32scatter_ps(st, FULLN ? (__mmask16)0xffff : lanes(n), idx, sum16(acc), 4);
 }
 
-INLINE void qk_rows_any(float *restrict st, ptrdiff_t st_stride, const float *restrict k,
-                        const uint16_t *restrict kh, ptrdiff_t k_stride, const float *restrict q,
-                        ptrdiff_t q_stride, int nk, int nq, int dk, const int ST)
+static decl_qk_rows_fn(qk_rows_avx512)
 {
     int j = 0;
     for (; j + 16 <= nk; j += 16)
         for (int i = 0; i < nq; i++)
-            qk_rows_16(st + j * st_stride + i, st_stride, ST ? NULL : k + j * k_stride,
-                       ST ? kh + j * k_stride : NULL, k_stride, q + i * q_stride, dk, 16, 1,
-                       i == 0, ST);
+            qk_rows_16(st + j * st_stride + i, st_stride, k + j * k_stride, k_stride,
+                       q + i * q_stride, dk, 16, 1, i == 0);
     if (j < nk)
         for (int i = 0; i < nq; i++)
-            qk_rows_16(st + j * st_stride + i, st_stride, ST ? NULL : k + j * k_stride,
-                       ST ? kh + j * k_stride : NULL, k_stride, q + i * q_stride, dk, nk - j, 0,
-                       i == 0, ST);
-}
-
-static decl_qk_rows_fn(qk_rows_avx512)
-{
-    qk_rows_any(st, st_stride, k, NULL, k_stride, q, q_stride, nk, nq, dk, ST_F32);
+            qk_rows_16(st + j * st_stride + i, st_stride, k + j * k_stride, k_stride,
+                       q + i * q_stride, dk, nk - j, 0, i == 0);
 }
 
 /* 16-bit K: 4 keys x 4 queries at a time, so each row of K is widened once

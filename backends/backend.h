@@ -182,6 +182,15 @@ static inline void attn_free(const attn_allocator *a, void *ptr)
     a->free(a->ctx, ptr);
 }
 
+/* Scale-out backends (ring): what one rank did in a run, averaged over the
+ * runs since bind. */
+typedef struct attn_rank_stats {
+    double compute_s;      /* computing on the blocks in hand */
+    double comm_s;         /* waiting for the next block: communication not hidden */
+    uint64_t sent_bytes;   /* bytes it sent to the next rank */
+    uint64_t workspace;    /* bytes it allocated: its peak (all of it in prepare) */
+} attn_rank_stats;
+
 /* One implementation. The handle (state) is always the first argument.
  * prepare does every allocation and all planning; run is the timed region,
  * repeatable, and allocates nothing; read leaves O in out (a copy for host
@@ -227,6 +236,12 @@ typedef struct attn_backend {
      * a key is not visible), computed after bind the way run computes them;
      * for the visualization (--dump-weights), never timed. */
     attn_status (*weights)(void *state, float *out);                      /* optional */
+    /* Scale-out backends. The processes it runs on, as attnbench was
+     * launched (mpirun -n P). */
+    int         (*world)(void);                                           /* optional */
+    /* Each rank's figures for the runs since bind, into out[0..max);
+     * returns the number of ranks (which may exceed max). */
+    int         (*ranks)(void *state, attn_rank_stats *out, int max);     /* optional */
 } attn_backend;
 
 size_t attn_backend_count(void);
@@ -261,5 +276,10 @@ bool attn_backend_same_devices(const attn_backend *a, const attn_backend *b);
  * (ATTN_EUNSUPPORTED when it cannot). */
 bool attn_backend_has_weights(const attn_backend *be);
 attn_status attn_backend_weights(const attn_backend *be, void *state, float *out);
+/* The processes be runs on: 1 unless it is a scale-out backend launched
+ * on more (mpirun -n P). */
+int attn_backend_world(const attn_backend *be);
+/* Each rank's figures (as the ranks slot); 0 for a single-process backend. */
+int attn_backend_ranks(const attn_backend *be, void *state, attn_rank_stats *out, int max);
 
 #endif

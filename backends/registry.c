@@ -168,3 +168,13 @@ attn_status attn_backend_weights(const attn_backend *be, void *state, float *out
 {
     return be->weights ? be->weights(state, out) : ATTN_EUNSUPPORTED;
 }
+
+int attn_backend_world(const attn_backend *be)
+{
+    return be->world ? be->world() : 1;
+}
+
+int attn_backend_ranks(const attn_backend *be, void *state, attn_rank_stats *out, int max)
+{
+    return be->ranks ? be->ranks(state, out, max) : 0;
+}

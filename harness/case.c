@@ -1,5 +1,6 @@
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "case.h"
@@ -106,6 +107,28 @@ static void check_and_time(attn_result *r, const attn_backend *be, void *state,
     }
 }
 
+/* A scale-out backend's per-rank figures, kept beside its case. */
+static void rank_figures(attn_result *r, const attn_backend *be, void *state)
+{
+    const int world = attn_backend_world(be);
+    if (world < 1 || !be->ranks)
+        return;
+    attn_rank_stats *all = calloc((size_t)world, sizeof(*all));
+    const int n = all ? attn_backend_ranks(be, state, all, world) : 0;
+    r->ranks = n;
+    for (int i = 0; i < n && i < world; i++) {
+        const attn_rank_stats *x = &all[i];
+        if (i < ATTN_RANK_ROWS)
+            r->rank[i] = *x;
+        attn_rank_stats *m = &r->rank_max;
+        m->compute_s = x->compute_s > m->compute_s ? x->compute_s : m->compute_s;
+        m->comm_s = x->comm_s > m->comm_s ? x->comm_s : m->comm_s;
+        m->sent_bytes = x->sent_bytes > m->sent_bytes ? x->sent_bytes : m->sent_bytes;
+        m->workspace = x->workspace > m->workspace ? x->workspace : m->workspace;
+    }
+    free(all);
+}
+
 /* prepare, bind, check and time, release: the part whose memory is measured. */
 /* With keep, the prepared state is handed back (NULL if prepare failed)
  * instead of released: for --dump-weights after the measurements. */
@@ -137,6 +160,7 @@ static void drive(attn_result *r, const attn_backend *be, const attn_config *cfg
         verdict(r, status_verdict(st), "bind: %s", attn_status_str(st));
     else
         check_and_time(r, be, state, ref, s, out, first, tr);
+    rank_figures(r, be, state);
     if (keep)
         *keep = state;
     else
@@ -173,6 +197,7 @@ static void case_init(attn_result *r, const attn_backend *be, const attn_problem
 {
     memset(r, 0, sizeof(*r));
     r->be = be;
+    r->case_index = r->cases = -1;
     r->p = *p;
     r->flops = attn_problem_flops(p);
     r->flops_dense = attn_problem_flops_dense(p);

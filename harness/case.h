@@ -33,6 +33,8 @@ static inline bool attn_verdict_ran(attn_verdict v)
     return attn_verdict_ok(v) || v == ATTN_FAILED;
 }
 
+#define ATTN_RANK_ROWS 64
+
 typedef struct attn_result {
     const attn_backend *be;
     attn_problem p;         /* p.kv_len points at the caller's array */
@@ -66,6 +68,15 @@ typedef struct attn_result {
     double flops;           /* visible score entries only */
     double flops_dense;     /* every score entry */
     double bytes;           /* the least bytes moved (attn_problem_bytes): for GB/s */
+    /* Scale-out backends (ranks > 0): each rank's figures, the first
+     * ATTN_RANK_ROWS of them, and the largest of each over all ranks;
+     * means over the checked and the timed runs. */
+    int ranks;
+    attn_rank_stats rank[ATTN_RANK_ROWS];
+    attn_rank_stats rank_max;
+    /* Its index in the whole sweep's order, and the sweep's case count
+     * (--shard runs those with index = I mod N); -1 outside a sweep. */
+    long case_index, cases;
     char name[256];         /* attn_case_name() */
     char repro[768];
 } attn_result;

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 
 #include "cli.h"
 #include "config.h"
+#include "ring.h"
 #include "variant.h"
 
 enum {
@@ -24,7 +26,7 @@ typedef enum opt_id {
     O_FEATURES, O_PROJ, O_CSV, O_JSON, O_RESUME, O_PEAK, O_LIST, O_HELP, O_VERSION,
     O_INPUTS, O_DUMP_OUTPUT, O_DUMP_WEIGHTS, O_CASE_TIMEOUT, O_ISA, O_DUMP_INPUTS,
     O_CHECK_OUTPUT, O_PEER, O_PEER_TIMES, O_PEER_SKIP, O_KV_HEADS, O_SPLITS, O_DTYPE,
-    O_KV_DTYPE,
+    O_KV_DTYPE, O_SHARD,
 } opt_id;
 
 #define ARG_NONE ATTN_ARG_NONE
@@ -56,7 +58,7 @@ static const attn_option options[] = {
     { "peer", O_PEER, ARG_REQUIRED },         { "peer-times", O_PEER_TIMES, ARG_REQUIRED },
     { "peer-skip", O_PEER_SKIP, ARG_REQUIRED }, { "kv-heads", O_KV_HEADS, ARG_REQUIRED },
     { "splits", O_SPLITS, ARG_REQUIRED },     { "dtype", O_DTYPE, ARG_REQUIRED },
-    { "kv-dtype", O_KV_DTYPE, ARG_REQUIRED },
+    { "kv-dtype", O_KV_DTYPE, ARG_REQUIRED }, { "shard", O_SHARD, ARG_REQUIRED },
 };
 
 int attn_error(int code, const char *fmt, ...)
@@ -396,11 +398,51 @@ done:
     return rc;
 }
 
+/* --shard I/N, or --shard slurm: a Slurm job array's task (its
+ * SLURM_ARRAY_TASK_ID less SLURM_ARRAY_TASK_MIN, of SLURM_ARRAY_TASK_COUNT). */
+static int parse_shard(attn_opts *o, const char *name, const char *val)
+{
+    long i, n;
+    char *end;
+    if (!strcmp(val, "slurm")) {
+        const char *id = getenv("SLURM_ARRAY_TASK_ID"), *count = getenv("SLURM_ARRAY_TASK_COUNT");
+        const char *min = getenv("SLURM_ARRAY_TASK_MIN");
+        if (!id || !count)
+            return usage_error("--%s slurm: SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT are "
+                               "not set (run it as a task of a Slurm job array: sbatch --array)",
+                               name);
+        char *e1, *e2, *e3 = "";
+        i = strtol(id, &e1, 10) - (min ? strtol(min, &e3, 10) : 0);
+        n = strtol(count, &e2, 10);
+        if (*e1 || *e2 || *e3 || !*id || !*count)
+            return usage_error("--%s slurm: SLURM_ARRAY_TASK_ID=%s, SLURM_ARRAY_TASK_MIN=%s, "
+                               "SLURM_ARRAY_TASK_COUNT=%s are not numbers", name, id,
+                               min ? min : "(unset)", count);
+    } else {
+        i = strtol(val, &end, 10);
+        if (end == val || *end != '/' || !end[1])
+            return usage_error("--%s: '%s' is not I/N (this process runs the cases whose "
+                               "index is I mod N) or slurm", name, val);
+        const char *d = end + 1;
+        n = strtol(d, &end, 10);
+        if (*end)
+            return usage_error("--%s: '%s' is not I/N or slurm", name, val);
+    }
+    if (n < 1 || n > 1000000 || i < 0 || i >= n)
+        return usage_error("--%s: shard %ld of %ld: need 0 <= I < N <= 1000000", name, i, n);
+    o->shard = (int)i;
+    o->shards = (int)n;
+    return -1;
+}
+
+/* The CPUs this process may run on (under mpirun, its rank's binding). */
 static int default_threads(void)
 {
     if (!ATTN_HAVE_OPENMP)
         return 1;
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t set;
+    long n = sched_getaffinity(0, sizeof(set), &set) ? sysconf(_SC_NPROCESSORS_ONLN)
+                                                     : CPU_COUNT(&set);
     return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int)n;
 }
 
@@ -481,6 +523,7 @@ static int apply(void *ctx, int opt, const char *name, const char *val)
         if ((rc = attn_opt_real(name, val, 1e-6, 3600, &x)) < 0)
             o->setup.timer.min_time = x;
         return rc;
+    case O_SHARD: return parse_shard(o, name, val);
     case O_CASE_TIMEOUT:
         if ((rc = attn_opt_real(name, val, 1e-3, 1e6, &x)) < 0)
             o->case_timeout = x;
@@ -548,6 +591,12 @@ static int finish(attn_opts *o)
         return rc;
     if (o->resume && !o->csv)
         return usage_error("--resume needs --csv FILE (the sweep to continue)");
+    if (o->shards && !o->csv)
+        return usage_error("--shard needs --csv FILE (each shard writes its own; attnbench "
+                           "merge joins them)");
+    if (o->case_timeout > 0 && attn_ring_size() > 1)
+        return usage_error("--case-timeout runs each case in a child process, and MPI processes "
+                           "cannot fork: drop it under mpirun");
     if (o->check_output && !o->peer)
         return usage_error("--check-output needs --peer NAME (whose output it is)");
     if (o->peer && !o->check_output == !o->peer_skip)
@@ -698,7 +747,8 @@ void attn_cli_usage(FILE *f, const char *prog)
     fprintf(f,
 "  --fill KIND      normal (default): N(0,1); extreme: integer Q, K in [-100,100], logits to ~1e4\n"
 "  --seed S         input seed (default 1); inputs do not depend on --threads\n"
-"  --threads T      threads for every threading runtime in the build, 1..%d (default: cores)\n"
+"  --threads T      threads for every threading runtime in the build, 1..%d (default: the CPUs\n"
+"                   this process may run on)\n"
 "  --pin            pin the process to the first T allowed cores\n"
 "  --warmup W       untimed runs before timing, at least (default 1); warm-up also lasts\n"
 "                   at least --min-time\n"
@@ -753,6 +803,9 @@ void attn_cli_usage(FILE *f, const char *prog)
             ATTN_DEFAULT_BLOCK, ATTN_DEFAULT_FEATURES, ATTN_DEFAULT_PROJ);
     fputs("  --csv FILE       append one row per finished case to FILE (flushed to disk at once)\n"
 "  --resume         with --csv: skip the cases FILE already holds, append the rest\n"
+"  --shard I/N      with --csv: run only the cases whose index in the sweep is I mod N\n"
+"                   (0 <= I < N); --shard slurm: I and N from a Slurm job array's task.\n"
+"                   attnbench merge OUT.csv SHARD.csv... joins the shards' CSVs\n"
 "  --json FILE      write Google-Benchmark-shaped JSON (rewritten after every case)\n"
 "  --peak           measure this machine's fp32 FMA peak and memory bandwidth, keep it\n"
 "                   beside the executable for % of peak, and exit\n"

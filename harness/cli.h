@@ -44,6 +44,8 @@ typedef struct attn_opts {
     const char *dump_inputs;    /* --dump-inputs DIR: write the case's Q, K, V, run nothing */
     const char *check_output;   /* --check-output FILE.npy: a peer's O, checked and reported */
     const char *peer, *peer_times, *peer_skip;   /* --peer NAME, --peer-times, --peer-skip */
+    int shard, shards;          /* --shard I/N: the cases with index = I mod N; shards 0:
+                                   all */
     bool resume, pin, peak;
     bool list, help, version;
 } attn_opts;

@@ -22,7 +22,13 @@ static const char header[] =
     "device_median_s,device_min_s,device_cv,upload_s,download_s,"
     "flops,flops_dense,gflops,gflops_dense,peak_gflops,pct_peak,bytes,gbs,peak_gbs,pct_bw,"
     "workspace_bytes,workspace_predicted_bytes,rss_peak_bytes,device_bytes,score_matrix_bytes,"
-    "kv_bytes,device,repro";
+    "kv_bytes,ranks,rank_compute_s,rank_comm_s,rank_sent_bytes,rank_workspace_bytes,case_index,"
+    "cases,device,repro";
+
+const char *attn_csv_header(void)
+{
+    return header;
+}
 
 #define fail(...) attn_error(ATTN_EXIT_USAGE, __VA_ARGS__)
 
@@ -231,6 +237,15 @@ int attn_csv_append(attn_csv *c, const attn_result *r, const attn_setup *s, cons
     attn_csv_bytes(&l, ran && r->rss_known, r->rss_peak);
     attn_csv_bytes(&l, r->device_known, r->device_bytes);
     attn_csv_put(&l, ",%zu,%zu", r->score_bytes, r->kv_bytes);
+    /* Scale-out backends: the largest of each figure over the ranks. */
+    const bool ranked = r->ranks > 0 && ran;
+    attn_csv_num(&l, r->ranks > 0, r->ranks);
+    attn_csv_num(&l, ranked, r->rank_max.compute_s);
+    attn_csv_num(&l, ranked, r->rank_max.comm_s);
+    attn_csv_bytes(&l, ranked, r->rank_max.sent_bytes);
+    attn_csv_bytes(&l, ranked, r->rank_max.workspace);
+    attn_csv_num(&l, r->case_index >= 0, (double)r->case_index);
+    attn_csv_num(&l, r->cases >= 0, (double)r->cases);
     attn_csv_text(&l, r->device[0] ? r->device : "host");
     attn_csv_text(&l, r->repro);
     attn_csv_put(&l, "\n");

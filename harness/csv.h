@@ -6,7 +6,7 @@
 #include "case.h"
 #include "peak.h"
 
-#define ATTN_CSV_SCHEMA 5
+#define ATTN_CSV_SCHEMA 6
 
 typedef struct attn_csv {
     int fd;
@@ -20,6 +20,8 @@ typedef struct attn_csv {
  * rows' keys are remembered, and a torn last row is cut off. Returns -1 on
  * success, else an exit code after one line on stderr. */
 int attn_csv_open(attn_csv *c, const char *path, bool resume);
+/* The header line of this schema, without its newline. */
+const char *attn_csv_header(void);
 bool attn_csv_has(const attn_csv *c, const char *key);
 /* Returns -1 on success, else ATTN_EXIT_ERROR after one line on stderr. */
 /* peak: the machine's measured peak, NULL when unknown. */

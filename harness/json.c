@@ -68,7 +68,7 @@ static void context(FILE *f, const attn_machine *m, const attn_setup *s, const c
     fprintf(f, "\n    ],\n    \"load_avg\": [%g, %g, %g],\n", m->load[0], m->load[1], m->load[2]);
     fprintf(f, "    \"library_build_type\": \"%s\",\n",
             strcmp(attn_build_type(), "debug") ? "release" : "debug");
-    fputs("    \"json_schema_version\": 2,\n    \"attnbench_version\": ", f);
+    fputs("    \"json_schema_version\": 3,\n    \"attnbench_version\": ", f);
     put_str(f, ATTN_VERSION);
     fputs(",\n    \"git_revision\": ", f);
     put_str(f, attn_git_revision());
@@ -136,6 +136,17 @@ static void counters(FILE *f, const void *ctx, double seconds)
     }
     attn_json_field_num(f, "score_matrix_bytes", (double)r->score_bytes);
     attn_json_field_num(f, "kv_bytes", (double)r->kv_bytes);
+    if (r->ranks > 0 && attn_verdict_ran(r->verdict)) {
+        attn_json_field_num(f, "ranks", r->ranks);
+        attn_json_field_num(f, "rank_compute_s", r->rank_max.compute_s);
+        attn_json_field_num(f, "rank_comm_s", r->rank_max.comm_s);
+        attn_json_field_num(f, "rank_sent_bytes", (double)r->rank_max.sent_bytes);
+        attn_json_field_num(f, "rank_workspace_bytes", (double)r->rank_max.workspace);
+    }
+    if (r->case_index >= 0) {
+        attn_json_field_num(f, "case_index", (double)r->case_index);
+        attn_json_field_num(f, "cases", (double)r->cases);
+    }
     attn_json_field_str(f, "dtype", attn_dtype_name(r->p.dtype));
     attn_json_field_str(f, "kv_dtype", attn_dtype_name(r->p.kv_dtype));
     if (r->approx_known) {

@@ -14,7 +14,9 @@
 #include "cli.h"
 #include "config.h"
 #include "machine.h"
+#include "merge.h"
 #include "peer.h"
+#include "ring.h"
 #include "sweep.h"
 
 static void list_backends(FILE *f)
@@ -123,6 +125,8 @@ static int measure_peak(const attn_machine *m, int threads)
     return ATTN_EXIT_OK;
 }
 
+static int attnbench(int argc, char **argv);
+
 static int run(const attn_opts *o, const char *prog)
 {
     char pinned[96] = "";
@@ -148,11 +152,30 @@ static int run(const attn_opts *o, const char *prog)
     return rc;
 }
 
+/* Under mpirun every rank starts here: ranks above 0 serve the ring
+ * backend's cases (backends/ring.c), rank 0 is attnbench. */
 int main(int argc, char **argv)
+{
+    int rc = attn_ring_init(&argc, &argv);
+    if (rc >= 0)
+        return rc;
+    if (attn_ring_rank() > 0) {
+        rc = attn_ring_serve();
+        attn_ring_finish();
+        return rc;
+    }
+    rc = attnbench(argc, argv);
+    attn_ring_finish();
+    return rc;
+}
+
+static int attnbench(int argc, char **argv)
 {
     const char *prog = argc > 0 && argv[0] ? argv[0] : "attnbench";
     if (argc > 1 && !strcmp(argv[1], "arch"))
         return arch_main(argc - 1, argv + 1, prog);
+    if (argc > 1 && !strcmp(argv[1], "merge"))
+        return attn_merge_main(argc - 1, argv + 1);
     attn_opts o;
     int rc = attn_cli_parse(&o, argc, argv);
     if (rc < 0) {

@@ -221,7 +221,11 @@ void attn_problem_describe(const attn_problem *p, char *buf, size_t len)
 void attn_repro(char *buf, size_t len, const char *prog, const char *backend,
                 const attn_problem *p, const attn_setup *s)
 {
-    size_t at = cat(buf, len, 0,
+    /* A scale-out backend's case runs under the launcher that made it. */
+    const attn_backend *be = attn_backend_find(backend);
+    const int ranks = be ? attn_backend_world(be) : 1;
+    size_t at = ranks > 1 ? cat(buf, len, 0, "mpirun -n %d ", ranks) : 0;
+    at = cat(buf, len, at,
                     "%s --backend=%s --batch %d --heads %d --seq %d --seq-kv %d --dk %d --dv %d",
                     prog, backend, p->batch, p->heads, p->seq_q, p->seq_kv, p->d_k, p->d_v);
     if (attn_kv_heads(p) != p->heads)
@@ -283,7 +287,10 @@ void attn_case_name(char *buf, size_t len, const char *backend, const attn_probl
         at = cat(buf, len, at, "/device:%d", s->device);
     if (s->isa != ATTN_ISA_AUTO)
         at = cat(buf, len, at, "/isa:%s", attn_isa_name(s->isa));
-    cat_variant(buf, len, at, p, "/w:%d", "/g:%d/r:%d/bs:%d", "/m:%d", "/p:%d");
+    at = cat_variant(buf, len, at, p, "/w:%d", "/g:%d/r:%d/bs:%d", "/m:%d", "/p:%d");
+    const attn_backend *be = attn_backend_find(backend);
+    if (be && attn_backend_world(be) > 1)
+        cat(buf, len, at, "/ranks:%d", attn_backend_world(be));
 }
 
 void attn_case_key(char *buf, size_t len, const char *backend, const attn_problem *p,

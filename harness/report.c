@@ -116,6 +116,24 @@ void attn_report_details(FILE *f, const attn_result *r)
                    "score matrix would be %s; K and V %s (%d K/V heads); least traffic %s\n",
                 peak, pred, rss, score, kv, attn_kv_heads(&r->p), least);
     }
+    if (r->ranks > 0 && attn_verdict_ran(r->verdict)) {
+        char sent[32], ws[32];
+        fprintf(f, "  ranks: %d, each run's figures per rank (mean over the runs); the time above "
+                   "is the slowest rank's\n", r->ranks);
+        for (int i = 0; i < r->ranks && i < ATTN_RANK_ROWS; i++) {
+            const attn_rank_stats *x = &r->rank[i];
+            char c[32], w[32];
+            attn_format_bytes(sent, sizeof(sent), (double)x->sent_bytes);
+            attn_format_bytes(ws, sizeof(ws), (double)x->workspace);
+            format_time(c, sizeof(c), x->compute_s);
+            format_time(w, sizeof(w), x->comm_s);
+            fprintf(f, "    rank %d: compute %s, waiting for K/V %s, sent %s, workspace %s\n", i, c,
+                    w, sent, ws);
+        }
+        if (r->ranks > ATTN_RANK_ROWS)
+            fprintf(f, "    (ranks %d to %d not listed; the CSV has the largest figures)\n",
+                    ATTN_RANK_ROWS, r->ranks - 1);
+    }
     if (r->device[0]) {
         char dev[32] = "unknown";
         if (r->device_known)

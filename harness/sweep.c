@@ -30,7 +30,23 @@ typedef struct sweep {
     bool progress;              /* a progress line on a terminal */
     int rc;                     /* first output error, -1 if none */
     attn_inputs *ready;         /* the one shape's inputs, made by attn_sweep_check */
+    size_t per_shape;           /* the backends each shape runs (wanted) */
+    size_t cases;               /* the whole sweep's cases: shapes x per_shape */
+    size_t si;                  /* the shape in hand */
+    long *pos;                  /* [nbackends]: each wanted backend's place in a shape */
 } sweep;
+
+/* Where case (shape w->si, backend) stands in the whole sweep's order. */
+static long case_index(const sweep *w, size_t backend)
+{
+    return (long)(w->si * w->per_shape) + w->pos[backend];
+}
+
+static void place(const sweep *w, attn_result *r, size_t backend)
+{
+    r->case_index = case_index(w, backend);
+    r->cases = (long)w->cases;
+}
 
 static void format_hms(char *buf, size_t len, double s)
 {
@@ -127,6 +143,7 @@ static void skip_all(sink *out, const bool *todo, const attn_problem *p, const c
     for (size_t i = 0; i < w->o->nbackends; i++) {
         if (todo[i]) {
             attn_case_skip(&r, w->o->backends[i], p, &w->o->setup, w->prog, why);
+            place(w, &r, i);
             finished(out, (int)i, &r, 0);
         }
     }
@@ -172,6 +189,7 @@ static void shape_work(sink *out, const attn_problem *p, const bool *todo, bool 
         progress(w, o->backends[i]->name);
         announce(out, (int)i);
         attn_case_run(&r, o->backends[i], p, &t, &in->ref, s, w->prog);
+        place(w, &r, i);
         if (!strcmp(r.be->name, "naive") && attn_verdict_ok(r.verdict) && r.timing.reps)
             naive = r.timing.real_stats.median;
         finished(out, (int)i, &r, naive);
@@ -204,6 +222,7 @@ static void iso_lost(void *ctx, size_t backend, attn_verdict v, const char *why)
     isolated *x = ctx;
     attn_result r;
     attn_case_skip(&r, x->w->o->backends[backend], x->p, &x->w->o->setup, x->w->prog, why);
+    place(x->w, &r, backend);
     r.verdict = v;
     emit(x->w, &r, 0);
 }
@@ -238,6 +257,8 @@ static void run_shape(sweep *w, const attn_problem *p)
         char key[512];
         attn_case_key(key, sizeof(key), o->backends[i]->name, p, s);
         if (!wanted(w, o->backends[i]))
+            continue;
+        if (o->shards && case_index(w, i) % o->shards != o->shard)
             continue;
         if (o->resume && attn_csv_has(&w->csv, key)) {
             w->resumed++;
@@ -324,21 +345,33 @@ int attn_sweep_run(const attn_opts *o, const attn_machine *m, const char *prog,
     sweep w = { .o = o, .m = m, .prog = prog, .csv = { .fd = -1 }, .rc = -1,
                 .ready = ready && ready->made ? ready : NULL };
     const size_t shapes = attn_shapes_count(o);
-    size_t per_shape = 0;
+    w.pos = calloc(o->nbackends ? o->nbackends : 1, sizeof(long));
+    if (!w.pos) {
+        fprintf(stderr, "attnbench: out of memory\n");
+        return ATTN_EXIT_ERROR;
+    }
     for (size_t i = 0; i < o->nbackends; i++)
-        per_shape += wanted(&w, o->backends[i]);
-    w.total = shapes * per_shape;
+        w.pos[i] = wanted(&w, o->backends[i]) ? (long)w.per_shape++ : -1;
+    w.cases = shapes * w.per_shape;
+    w.total = w.cases;
+    /* --shard I/N: the indices I, I + N, ... */
+    if (o->shards)
+        w.total = w.cases > (size_t)o->shard ? (w.cases - (size_t)o->shard + (size_t)o->shards - 1) /
+                                                   (size_t)o->shards
+                                             : 0;
     w.stream = shapes > 1;
     w.progress = w.stream && isatty(STDERR_FILENO);
     int *kv = calloc((size_t)attn_shapes_max_batch(o), sizeof(int));
     if (!kv) {
         fprintf(stderr, "attnbench: out of memory\n");
+        free(w.pos);
         return ATTN_EXIT_ERROR;
     }
     if (o->csv) {
         int rc = attn_csv_open(&w.csv, o->csv, o->resume);
         if (rc >= 0) {
             free(kv);
+            free(w.pos);
             return rc;
         }
         if (o->resume && o->json)
@@ -350,10 +383,15 @@ int attn_sweep_run(const attn_opts *o, const attn_machine *m, const char *prog,
     }
 
     attn_report_header(stdout, m, &o->setup, shapes, w.total);
+    if (o->shards)
+        printf("shard %d of %d (--shard %d/%d): %zu of the sweep's %zu cases, those whose index "
+               "is %d mod %d\n", o->shard, o->shards, o->shard, o->shards, w.total, w.cases,
+               o->shard, o->shards);
     w.t0 = attn_now();
     for (size_t si = 0; si < shapes; si++) {
         attn_problem p;
         attn_shapes_problem(o, si, &p, kv);
+        w.si = si;
         if (!w.stream) {
             char shape[512];
             attn_problem_describe(&p, shape, sizeof(shape));
@@ -381,6 +419,7 @@ int attn_sweep_run(const attn_opts *o, const attn_machine *m, const char *prog,
     attn_csv_close(&w.csv);
     free(w.prior_json);
     free(w.res);
+    free(w.pos);
     free(kv);
     return rc;
 }

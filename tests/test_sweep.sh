@@ -18,18 +18,18 @@ args="--backend=naive --seq 8:64:x2 --heads 1,2 --dk 8 --reps 3 --min-time 0.001
 "$bin" $args --csv "$tmp/full.csv" --json "$tmp/full.json" >"$tmp/out" 2>"$tmp/err"
 code=$?
 result "$(yes_if [ $code = 0 ])" "a sweep of 8 cases writes CSV and JSON" "exit $code: $(cat "$tmp/err")"
-result "$(yes_if [ "$(rows "$tmp/full.csv")" = 8 ] && [ "$(dups "$tmp/full.csv")" = 0 ])" \
+result "$(if [ "$(rows "$tmp/full.csv")" = 8 ] && [ "$(dups "$tmp/full.csv")" = 0 ]; then echo 1; else echo 0; fi)" \
     "the CSV holds 8 rows with distinct keys" "$(cat "$tmp/full.csv")"
 head -n 1 "$tmp/full.csv" | grep -q '^schema,key,backend,verdict,reason,batch,heads,kv_heads,seq_q,seq_kv,d_k,d_v,causal,'
 result "$(yes_if [ $? = 0 ])" "the CSV header names its columns, schema first" "$(head -n 1 "$tmp/full.csv")"
-result "$(yes_if [ "$(tail -n +2 "$tmp/full.csv" | cut -d, -f1,4 | sort -u)" = "5,PASSED" ])" \
+result "$(yes_if [ "$(tail -n +2 "$tmp/full.csv" | cut -d, -f1,4 | sort -u)" = "6,PASSED" ])" \
     "every row carries the schema version and its verdict"
 
 "$py" - "$tmp/full.json" >"$tmp/py" 2>&1 <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 ctx, bms = d["context"], d["benchmarks"]
-assert ctx["json_schema_version"] == 2, ctx
+assert ctx["json_schema_version"] == 3, ctx
 for k in ("date", "host_name", "executable", "num_cpus", "mhz_per_cpu", "caches",
           "library_build_type", "cpu_model", "git_revision", "compiler", "threads"):
     assert k in ctx, k
@@ -88,7 +88,7 @@ printf '1,attn/naive/b:1/h:2/sq:64/skv:64/dk:8/dv:8/caus' >>"$tmp/part.csv"
 code=$?
 result "$(yes_if [ $code = 0 ] && grep -q 'torn last row' "$tmp/err" && grep -q '5 cases run.*3 already in' "$tmp/out")" \
     "--resume cuts off a torn row and runs only the 5 missing cases" "exit $code: $(cat "$tmp/err") $(tail -n 2 "$tmp/out")"
-result "$(yes_if [ "$(keys "$tmp/part.csv")" = "$(keys "$tmp/full.csv")" ] && [ "$(dups "$tmp/part.csv")" = 0 ])" \
+result "$(if [ "$(keys "$tmp/part.csv")" = "$(keys "$tmp/full.csv")" ] && [ "$(dups "$tmp/part.csv")" = 0 ]; then echo 1; else echo 0; fi)" \
     "the resumed CSV has every case once" "$(cat "$tmp/part.csv")"
 
 # Killed between the JSON and the CSV: the JSON holds all 8 cases, the CSV 3.
@@ -127,14 +127,14 @@ interrupt TERM
 after_term=$(rows "$tmp/kill.csv")
 interrupt KILL
 after_kill=$(rows "$tmp/kill.csv")
-result "$(yes_if [ "$after_term" -ge 2 ] && [ "$after_term" -lt "$after_kill" ] && [ "$after_kill" -lt 12 ])" \
+result "$(if [ "$after_term" -ge 2 ] && [ "$after_term" -lt "$after_kill" ] && [ "$after_kill" -lt 12 ]; then echo 1; else echo 0; fi)" \
     "SIGTERM and SIGKILL each stopped the sweep part-way ($after_term, then $after_kill of 12 rows)"
 "$py" -c 'import json, sys; json.load(open(sys.argv[1]))' "$tmp/kill.json" 2>"$tmp/py"
 result "$(yes_if [ $? = 0 ])" "the JSON of an interrupted run is still valid JSON" "$(cat "$tmp/py")"
 "$bin" $big --csv "$tmp/kill.csv" --json "$tmp/kill.json" --resume >"$tmp/out" 2>"$tmp/err"
 code=$?
-bad=$(tail -n +2 "$tmp/kill.csv" | grep -cv '^1,attn/naive/')
-result "$(yes_if [ $code = 0 ] && [ "$(rows "$tmp/kill.csv")" = 12 ] && [ "$(dups "$tmp/kill.csv")" = 0 ] && [ "$bad" = 0 ])" \
+bad=$(tail -n +2 "$tmp/kill.csv" | grep -cv '^6,attn/naive/')
+result "$(if [ $code = 0 ] && [ "$(rows "$tmp/kill.csv")" = 12 ] && [ "$(dups "$tmp/kill.csv")" = 0 ] && [ "$bad" = 0 ]; then echo 1; else echo 0; fi)" \
     "after SIGTERM and SIGKILL, --resume completes the 12 cases with no duplicate or torn row" \
     "exit $code, $(rows "$tmp/kill.csv") rows, $(dups "$tmp/kill.csv") duplicated, $bad malformed: $(cat "$tmp/err")"
 
@@ -147,5 +147,50 @@ assert len(names) == 12 and len(set(names)) == 12, names
 print("json ok")
 PY
 result "$(yes_if grep -q 'json ok' "$tmp/py")" "the resumed JSON holds each of the 12 cases once" "$(cat "$tmp/py")"
+
+# --shard I/N and attnbench merge: three shards of the sweep above, run as
+# separate processes, merge into the unsharded run's set of keys.
+sargs="--backend=naive,tiled --seq 8:32:x2 --heads 1,2 --dk 8 --reps 2 --min-time 0.001"
+"$bin" $sargs --csv "$tmp/all.csv" >/dev/null 2>&1
+for i in 0 1 2; do
+    "$bin" $sargs --shard $i/3 --csv "$tmp/shard$i.csv" >"$tmp/shard$i.out" 2>&1 &
+done
+wait
+"$bin" merge "$tmp/merged.csv" "$tmp/shard0.csv" "$tmp/shard1.csv" "$tmp/shard2.csv" >"$tmp/out" 2>"$tmp/err"
+code=$?
+result "$(if [ $code = 0 ] && [ "$(rows "$tmp/all.csv")" = 12 ] && [ "$(keys "$tmp/merged.csv")" = "$(keys "$tmp/all.csv")" ]; then echo 1; else echo 0; fi)" \
+    "three shards merge into the unsharded sweep's 12 keys" "exit $code: $(cat "$tmp/out" "$tmp/err" "$tmp/shard0.out")"
+result "$(if [ "$(rows "$tmp/shard0.csv")" = 4 ] && [ "$(rows "$tmp/shard1.csv")" = 4 ] && grep -q 'shard 1 of 3' "$tmp/shard1.out"; then echo 1; else echo 0; fi)" \
+    "each shard ran its third of the cases and said which" "$(cat "$tmp/shard1.out")"
+SLURM_ARRAY_TASK_ID=5 SLURM_ARRAY_TASK_MIN=4 SLURM_ARRAY_TASK_COUNT=3 \
+    "$bin" $sargs --shard slurm --csv "$tmp/slurm.csv" >/dev/null 2>&1
+result "$(yes_if [ "$(keys "$tmp/slurm.csv")" = "$(keys "$tmp/shard1.csv")" ])" \
+    "--shard slurm takes task 5 of an array starting at 4 as shard 1 of 3"
+"$bin" merge "$tmp/part2.csv" "$tmp/shard0.csv" "$tmp/shard2.csv" >"$tmp/out" 2>"$tmp/err"
+code=$?
+result "$(if [ $code = 4 ] && grep -q '4 of the sweep.s 12 cases are in none of the files: index 1, 4, 7, 10' "$tmp/err" && [ "$(rows "$tmp/part2.csv")" = 8 ]; then echo 1; else echo 0; fi)" \
+    "merge without shard 1 writes the 8 cases it has and lists the 4 missing (exit 4)" "exit $code: $(cat "$tmp/err")"
+"$bin" merge "$tmp/dup.csv" "$tmp/all.csv" "$tmp/shard0.csv" >"$tmp/out" 2>"$tmp/err"
+code=$?
+result "$(if [ $code = 2 ] && grep -q 'with different results' "$tmp/err" && [ ! -e "$tmp/dup.csv" ]; then echo 1; else echo 0; fi)" \
+    "merge refuses one case with two different results, and writes nothing" "exit $code: $(cat "$tmp/err")"
+"$bin" merge "$tmp/same.csv" "$tmp/shard0.csv" "$tmp/shard0.csv" "$tmp/shard1.csv" "$tmp/shard2.csv" >"$tmp/out" 2>"$tmp/err"
+code=$?
+result "$(if [ $code = 0 ] && [ "$(keys "$tmp/same.csv")" = "$(keys "$tmp/all.csv")" ]; then echo 1; else echo 0; fi)" \
+    "a shard given twice merges once" "exit $code: $(cat "$tmp/err")"
+{ head -n 1 "$tmp/shard0.csv" | sed 's/,cases,/,runs,/'; tail -n +2 "$tmp/shard1.csv"; } >"$tmp/other.csv"
+"$bin" merge "$tmp/mixed.csv" "$tmp/shard0.csv" "$tmp/other.csv" >"$tmp/out" 2>"$tmp/err"
+code=$?
+result "$(if [ $code = 2 ] && grep -q 'not an attnbench CSV of schema' "$tmp/err" && [ ! -e "$tmp/mixed.csv" ]; then echo 1; else echo 0; fi)" \
+    "merge refuses a CSV of another schema" "exit $code: $(cat "$tmp/err")"
+"$bin" --backend=naive --seq 8 --heads 1 --dk 8 --reps 2 --min-time 0.001 --shard 0/2 --csv "$tmp/other2.csv" >/dev/null 2>&1
+"$bin" merge "$tmp/mixed2.csv" "$tmp/shard0.csv" "$tmp/other2.csv" >"$tmp/out" 2>"$tmp/err"
+code=$?
+result "$(if [ $code = 2 ] && grep -q 'not shards of one sweep' "$tmp/err"; then echo 1; else echo 0; fi)" \
+    "merge refuses shards of different sweeps" "exit $code: $(cat "$tmp/err")"
+"$bin" merge "$tmp/merged.csv" "$tmp/shard0.csv" >"$tmp/out" 2>"$tmp/err"
+code=$?
+result "$(if [ $code = 2 ] && grep -q 'the file exists' "$tmp/err"; then echo 1; else echo 0; fi)" \
+    "merge never overwrites its output" "exit $code: $(cat "$tmp/err")"
 
 echo "1..$n"

@@ -412,7 +412,8 @@ static attn_status local_run(ring_state *s)
     const attn_problem *p = &s->h.p;
     const int dv = p->d_v;
     const size_t bh = (size_t)p->batch * p->heads;
-    memset(s->o, 0, bh * s->nq * dv * sizeof(float));
+    if (s->nq)
+        memset(s->o, 0, bh * s->nq * dv * sizeof(float));
     for (long it = 0; it < s->items; it++) {
         float *m = s->ml + (size_t)it * 2 * s->brp;
         for (int c = 0; c < s->brp; c++) {
@@ -567,6 +568,8 @@ static attn_status ring_prepare(const attn_problem *p, const attn_config *cfg, v
 /* Rank 0's rows [r0, r0 + n) of each head of x into its own slice y. */
 static void copy_rows(float *y, const float *x, size_t heads, int rows, int r0, int n, int d)
 {
+    if (!n)
+        return;
     for (size_t hh = 0; hh < heads; hh++)
         memcpy(y + hh * n * d, x + (hh * rows + r0) * d, (size_t)n * d * sizeof(float));
 }
@@ -642,7 +645,7 @@ static attn_status ring_read(void *state, float *out)
         }
     }
 #endif
-    for (size_t hh = 0; hh < bh; hh++)
+    for (size_t hh = 0; hh < bh && s->nq; hh++)
         memcpy(out + (hh * p->seq_q + s->q0) * dv, s->o + hh * s->nq * dv,
                (size_t)s->nq * dv * sizeof(float));
     return ATTN_OK;

@@ -10,7 +10,6 @@
 
 #include "cli.h"
 #include "config.h"
-#include "ring.h"
 #include "variant.h"
 
 enum {
@@ -594,9 +593,6 @@ static int finish(attn_opts *o)
     if (o->shards && !o->csv)
         return usage_error("--shard needs --csv FILE (each shard writes its own; attnbench "
                            "merge joins them)");
-    if (o->case_timeout > 0 && attn_ring_size() > 1)
-        return usage_error("--case-timeout runs each case in a child process, and MPI processes "
-                           "cannot fork: drop it under mpirun");
     if (o->check_output && !o->peer)
         return usage_error("--check-output needs --peer NAME (whose output it is)");
     if (o->peer && !o->check_output == !o->peer_skip)

@@ -139,6 +139,9 @@ static int run(const attn_opts *o, const char *prog)
         attn_machine_capture(&m, o->setup.threads, pinned);
         return measure_peak(&m, o->setup.threads);
     }
+    if (o->case_timeout > 0 && attn_ring_size() > 1)
+        return attn_error(ATTN_EXIT_USAGE, "--case-timeout runs each case in a child process, "
+                          "and MPI processes cannot fork: drop it under mpirun");
     attn_inputs ready;
     if ((rc = attn_sweep_check(o, &ready)) >= 0) {
         /* refused */

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Tables of results/scaleout/ (scripts/results-scaleout): strong and weak
+scaling of the ring backend beside tiled, from strong.csv and weak.csv
+(attnbench --csv, schema 6), and each rank's figures from the logs.
+
+usage: scaleout_tables.py DIR  (markdown on stdout)"""
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import csvload  # noqa: E402
+
+PROG = "scaleout_tables.py"
+NEED = ["backend", "verdict", "seq_q", "causal", "threads", "real_median_s", "gflops",
+        "pct_peak", "ranks", "rank_compute_s", "rank_comm_s", "rank_sent_bytes",
+        "rank_workspace_bytes", "score_matrix_bytes", "kv_bytes", "nmse"]
+
+
+def mib(x):
+    return f"{float(x) / 2**20:.1f} MiB"
+
+
+def ms(x):
+    return f"{float(x) * 1e3:.0f} ms"
+
+
+def label(r):
+    if r["backend"] == "ring":
+        p = int(r["ranks"] or 1)
+        return f"ring, {p} rank{'s' if p > 1 else ''}"
+    return f"tiled, {r['threads']} thread{'s' if r['threads'] != '1' else ''}"
+
+
+def table(rows, title, base_of, ratio):
+    print(f"### {title}\n")
+    print(f"| N | causal | run on | median | GFLOP/s | % peak | {ratio} | compute (slowest rank) "
+          "| waiting for K/V (most) | sent per rank | workspace per rank | NMSE |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        if r["verdict"] != "PASSED":
+            print(f"| {r['seq_q']} | {'yes' if r['causal'] == '1' else 'no'} | {label(r)} | "
+                  f"{r['verdict']} | | | | | | | | |")
+            continue
+        base = base_of(r)
+        if not base:
+            sp = ""
+        elif ratio == "speedup":
+            sp = f"{float(base) / float(r['real_median_s']):.2f}x"
+        else:
+            sp = f"{float(r['real_median_s']) / float(base):.2f}x"
+        ring = r["backend"] == "ring"
+        print(f"| {r['seq_q']} | {'yes' if r['causal'] == '1' else 'no'} | {label(r)} | "
+              f"{ms(r['real_median_s'])} | {float(r['gflops']):.1f} | "
+              f"{float(r['pct_peak']):.0f}% | {sp} | "
+              f"{ms(r['rank_compute_s']) if ring else ''} | "
+              f"{ms(r['rank_comm_s']) if ring else ''} | "
+              f"{mib(r['rank_sent_bytes']) if ring else ''} | "
+              f"{mib(r['rank_workspace_bytes']) if ring else ''} | {float(r['nmse']):.1e} |")
+    print()
+
+
+def per_rank(path):
+    """(case line, [rank lines]) of each ring case in a log."""
+    out, case, ranks = [], None, None
+    for line in open(path):
+        if line.startswith("case: "):
+            case = line[6:].strip()
+        elif line.startswith("  ranks: "):
+            ranks = []
+            out.append((case, ranks))
+        elif ranks is not None and re.match(r"    rank \d+: ", line):
+            ranks.append(line.strip())
+        else:
+            ranks = None
+    return out
+
+
+def main():
+    if len(sys.argv) != 2:
+        csvload.die(PROG, "usage: scaleout_tables.py DIR")
+    d = sys.argv[1]
+    hint = "run scripts/results-scaleout"
+    strong = csvload.read_csv(os.path.join(d, "strong.csv"), NEED, PROG,
+                              "an attnbench CSV (schema 6)", hint)
+    weak = csvload.read_csv(os.path.join(d, "weak.csv"), NEED, PROG,
+                            "an attnbench CSV (schema 6)", hint)
+    key = lambda r: (r["causal"], r["backend"] != "ring", int(r["ranks"] or 0),  # noqa: E731
+                     int(r["threads"]))
+    strong.sort(key=key)
+    weak.sort(key=lambda r: (r["causal"], int(r["seq_q"])))
+
+    def ring1(rows, causal, n=None):
+        for r in rows:
+            if r["backend"] == "ring" and r["ranks"] == "1" and r["causal"] == causal and \
+                    r["verdict"] == "PASSED" and (n is None or r["seq_q"] == n):
+                return r["real_median_s"]
+        return None
+
+    print("## Strong scaling: N = 16384 on 1, 2 and 4 ranks (speedup over ring on 1 rank)\n")
+    table(strong, "B = 1, H = 4, d = 128", lambda r: ring1(strong, r["causal"]), "speedup")
+    print("## Weak scaling: N / P = 4096 (time against ring's at N = 4096 on 1 rank: each "
+          "rank's work grows as P, so P is ideal)\n")
+    table(weak, "B = 1, H = 4, d = 128", lambda r: ring1(weak, r["causal"], "4096"),
+          "time / 1 rank's")
+    print("## Each rank (means over the runs of the case)\n")
+    for name in ("strong", "weak"):
+        path = os.path.join(d, name + ".log")
+        if not os.path.exists(path):
+            continue
+        for case, ranks in per_rank(path):
+            if len(ranks) < 2:
+                continue
+            print(f"{name}: {case}\n")
+            for line in ranks:
+                print(f"    {line}")
+            print()
+
+
+if __name__ == "__main__":
+    main()

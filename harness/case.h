@@ -4,6 +4,7 @@
 #define ATTN_CASE_H
 
 #include "check.h"
+#include "peak.h"
 #include "problem.h"
 #include "reference.h"
 #include "timer.h"
@@ -80,6 +81,14 @@ typedef struct attn_result {
     char name[256];         /* attn_case_name() */
     char repro[768];
 } attn_result;
+
+/* The peak that applies to r's case: the machine's for its storage types
+ * (attn_peak_gflops), once per rank for a scale-out backend (each rank
+ * runs on cores of its own, on this machine's kind of CPU). */
+static inline double attn_case_peak_gflops(const attn_result *r, const attn_peak *pk)
+{
+    return attn_peak_gflops(pk, &r->p) * (r->ranks > 1 ? r->ranks : 1);
+}
 
 /* The verdict of r->check (just filled): FAILED with its why, MISTRUSTED,
  * or PASSED; r->checked is set. */

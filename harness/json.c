@@ -118,7 +118,7 @@ static void counters(FILE *f, const void *ctx, double seconds)
         attn_json_field_num(f, "GBps", r->bytes / seconds * 1e-9);
         if (m->peak_known) {
             attn_json_field_num(f, "pct_peak", 100.0 * r->flops / seconds * 1e-9 /
-                                               attn_peak_gflops(&m->peak, &r->p));
+                                               attn_case_peak_gflops(r, &m->peak));
             attn_json_field_num(f, "pct_bw", 100.0 * r->bytes / seconds * 1e-9 / m->peak.triad);
         }
     }

@@ -63,7 +63,7 @@ void attn_report_row(FILE *f, const attn_result *r, double naive, const attn_pea
         snprintf(gf, sizeof(gf), "%.2f", gflops);
         snprintf(gb, sizeof(gb), "%.2f", gbs);
         if (peak) {
-            snprintf(pk, sizeof(pk), "%.1f", 100.0 * gflops / attn_peak_gflops(peak, &r->p));
+            snprintf(pk, sizeof(pk), "%.1f", 100.0 * gflops / attn_case_peak_gflops(r, peak));
             snprintf(bw, sizeof(bw), "%.0f", 100.0 * gbs / peak->triad);
         }
         if (naive > 0)

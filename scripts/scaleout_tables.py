@@ -13,7 +13,7 @@ import csvload  # noqa: E402
 
 PROG = "scaleout_tables.py"
 NEED = ["backend", "verdict", "seq_q", "causal", "threads", "real_median_s", "gflops",
-        "pct_peak", "ranks", "rank_compute_s", "rank_comm_s", "rank_sent_bytes",
+        "ranks", "rank_compute_s", "rank_comm_s", "rank_sent_bytes",
         "rank_workspace_bytes", "score_matrix_bytes", "kv_bytes", "nmse"]
 
 
@@ -32,9 +32,28 @@ def label(r):
     return f"tiled, {r['threads']} thread{'s' if r['threads'] != '1' else ''}"
 
 
+def peaks(d):
+    """The 1-thread fp32 FMA peak and the core count of peak.log."""
+    text = open(os.path.join(d, "peak.log")).read()
+    m = re.search(r"fp32 FMA: ([0-9.]+) GFLOP/s on 1 thread, [0-9.]+ GFLOP/s on (\d+) threads",
+                  text)
+    if not m:
+        csvload.die(PROG, f"{d}/peak.log: no fp32 FMA peak line")
+    return float(m.group(1)), int(m.group(2))
+
+
+PEAK1, CORES = None, None
+
+
+def cores_used(r):
+    """The cores a case ran on: ranks x threads, at most the machine's."""
+    n = int(r["ranks"] or 1) * int(r["threads"])
+    return min(n, CORES)
+
+
 def table(rows, title, base_of, ratio):
     print(f"### {title}\n")
-    print(f"| N | causal | run on | median | GFLOP/s | % peak | {ratio} | compute (slowest rank) "
+    print(f"| N | causal | run on | median | GFLOP/s | % peak of its cores | {ratio} | compute (slowest rank) "
           "| waiting for K/V (most) | sent per rank | workspace per rank | NMSE |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
@@ -52,7 +71,7 @@ def table(rows, title, base_of, ratio):
         ring = r["backend"] == "ring"
         print(f"| {r['seq_q']} | {'yes' if r['causal'] == '1' else 'no'} | {label(r)} | "
               f"{ms(r['real_median_s'])} | {float(r['gflops']):.1f} | "
-              f"{float(r['pct_peak']):.0f}% | {sp} | "
+              f"{100 * float(r['gflops']) / (PEAK1 * cores_used(r)):.0f}% | {sp} | "
               f"{ms(r['rank_compute_s']) if ring else ''} | "
               f"{ms(r['rank_comm_s']) if ring else ''} | "
               f"{mib(r['rank_sent_bytes']) if ring else ''} | "
@@ -80,6 +99,8 @@ def main():
     if len(sys.argv) != 2:
         csvload.die(PROG, "usage: scaleout_tables.py DIR")
     d = sys.argv[1]
+    global PEAK1, CORES
+    PEAK1, CORES = peaks(d)
     hint = "run scripts/results-scaleout"
     strong = csvload.read_csv(os.path.join(d, "strong.csv"), NEED, PROG,
                               "an attnbench CSV (schema 6)", hint)
@@ -97,6 +118,8 @@ def main():
                 return r["real_median_s"]
         return None
 
+    print(f"Peak: {PEAK1:.1f} GFLOP/s per core (fp32 FMA, 1 thread, peak.log), {CORES} cores; "
+          "each case's % is of the cores it ran on (ranks x threads, at most the machine's).\n")
     print("## Strong scaling: N = 16384 on 1, 2 and 4 ranks (speedup over ring on 1 rank)\n")
     table(strong, "B = 1, H = 4, d = 128", lambda r: ring1(strong, r["causal"]), "speedup")
     print("## Weak scaling: N / P = 4096 (time against ring's at N = 4096 on 1 rank: each "

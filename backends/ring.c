@@ -907,9 +907,8 @@ int attn_ring_serve(void)
             break;
         }
         case OP_STATS: {
-            if (!s)
-                break;
-            const attn_rank_stats mine = own_stats(s);
+            /* Rank 0 gathers from every rank: take part even without a case. */
+            const attn_rank_stats mine = s ? own_stats(s) : (attn_rank_stats){ 0 };
             MPI_Gather(&mine, (int)sizeof(mine), MPI_BYTE, NULL, 0, MPI_BYTE, 0, MPI_COMM_WORLD);
             break;
         }

@@ -134,7 +134,7 @@ def main():
         for case, ranks in per_rank(path):
             if len(ranks) < 2:
                 continue
-            print(f"{name}: {case}\n")
+            print(f"{name}, {len(ranks)} ranks: {case}\n")
             for line in ranks:
                 print(f"    {line}")
             print()

@@ -303,7 +303,8 @@ static int local_end(const attn_problem *p, int b, int i, int k0, int nk)
 
 /* Work item `it` (one block of queries of one head) against the K/V block
  * blk of keys [k0, k0 + nk): the online-softmax step of every key tile it
- * sees. fresh: the first block of the ring (no earlier state to rescale). */
+ * sees. no_rescale: the planted bug (the accumulator of the earlier blocks
+ * kept as it is when this block raises the max). */
 static void block_item(const ring_state *s, int tid, const float *blk, int k0, int nk, long it,
                        bool no_rescale)
 {
@@ -782,6 +783,16 @@ int attn_ring_init(int *argc, char ***argv)
     (void)argv;
 #endif
     return -1;
+}
+
+int attn_ring_main(int *argc, char ***argv)
+{
+    int rc = attn_ring_init(argc, argv);
+    if (rc >= 0 || world.rank == 0)
+        return rc;
+    rc = attn_ring_serve();
+    attn_ring_finish();
+    return rc;
 }
 
 void attn_ring_finish(void)

@@ -22,6 +22,11 @@ int attn_ring_rank(void);
  * ATTN_EXIT_ERROR if a case of this rank ended in ERROR, else 0. */
 int attn_ring_serve(void);
 
+/* What main does first: attn_ring_init, then on ranks above 0
+ * attn_ring_serve and attn_ring_finish. Returns -1 on rank 0 (and without
+ * MPI): go on, and call attn_ring_finish at the end; else the exit code. */
+int attn_ring_main(int *argc, char ***argv);
+
 /* Rank 0: sends the other ranks home; every rank: ends MPI. Safe to call
  * without MPI. */
 void attn_ring_finish(void);

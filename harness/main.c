@@ -159,14 +159,9 @@ static int run(const attn_opts *o, const char *prog)
  * backend's cases (backends/ring.c), rank 0 is attnbench. */
 int main(int argc, char **argv)
 {
-    int rc = attn_ring_init(&argc, &argv);
+    int rc = attn_ring_main(&argc, &argv);
     if (rc >= 0)
         return rc;
-    if (attn_ring_rank() > 0) {
-        rc = attn_ring_serve();
-        attn_ring_finish();
-        return rc;
-    }
     rc = attnbench(argc, argv);
     attn_ring_finish();
     return rc;

@@ -91,14 +91,9 @@ static void planted(const attn_backend *be, int bug, const char *what, int ranks
 
 int main(int argc, char **argv)
 {
-    int rc = attn_ring_init(&argc, &argv);
+    int rc = attn_ring_main(&argc, &argv);
     if (rc >= 0)
         return rc;
-    if (attn_ring_rank() > 0) {
-        rc = attn_ring_serve();
-        attn_ring_finish();
-        return rc;
-    }
     const int ranks = attn_ring_size();
     const attn_backend *be = attn_backend_find("ring");
     const ring_case grid[] = {

@@ -1,29 +1,31 @@
 /* ring: sequence-parallel attention over MPI, as in Liu et al. 2023,
  * "Ring Attention with Blockwise Transformers".
  *
- * P ranks (mpirun -n P). Rank r owns a contiguous slice of the queries,
- * [q0, q0 + nq) of every head, and of the keys and values, [k0, k0 + nk)
- * of every K/V head (slice(): N / P each, the first N mod P ranks one
- * more; a rank may own none). In P steps every K/V block visits every
- * rank: at step s rank r computes on the block of rank (r - s) mod P while
- * it sends that block on to rank r + 1 and receives the next from r - 1
- * (MPI_Isend / MPI_Irecv, progressed between work items, waited for after
- * the compute). Each rank keeps, for each of its queries, the running max
- * m, sum l and unnormalized accumulator of the online softmax across the
- * steps, so a block merges by the log-sum-exp rule as it arrives:
+ * P ranks (mpirun -n P). Each sequence is cut in 2P chunks (N / 2P rows,
+ * the first N mod 2P one more; a chunk may be empty), and rank r owns
+ * chunks r and 2P - 1 - r of the queries of every head and of the keys and
+ * values of every K/V head (zigzag()): its queries and its K/V block. In P
+ * steps every K/V block visits every rank: at step s rank r computes on
+ * the block of rank (r - s) mod P while it sends that block on to rank
+ * r + 1 and receives the next from r - 1 (MPI_Isend / MPI_Irecv,
+ * progressed between work items, waited for after the compute). Each rank
+ * keeps, for each of its queries, the running max m, sum l and
+ * unnormalized accumulator of the online softmax across the steps, so a
+ * block merges by the log-sum-exp rule as it arrives:
  *   m' = max(m, rowmax), acc = acc 2^(m - m') + P.V, l = l 2^(m - m') + rowsum,
  * computed by the tiled backend's kernels (kernels/: pack_qt, qk, softmax,
- * pv) in query blocks of 64 and key tiles of 96. After the last step
- * O = acc / l. Workspace per rank: its Q, O and statistics, and three K/V
- * blocks (its own, the one in hand, the one arriving): O((N/P) d), never
- * N^2.
+ * pv) in query blocks of 64 (never across the two chunks) and key tiles of
+ * 96. After the last step O = acc / l. Workspace per rank: its Q, O and
+ * statistics, and three K/V blocks (its own, the one in hand, the one
+ * arriving): O((N/P) d), never N^2.
  *
- * Causal: a block wholly past a query block's last visible key is not
+ * Causal: a chunk wholly past a query block's last visible key is not
  * computed (it still passes on), and the diagonal tiles are masked per
- * query. With contiguous slices the work is unbalanced: rank r computes
- * about r + 1/2 blocks of the P, so the last rank sets the time, about
- * 2P/(P+1) times the balanced share. The zig-zag assignment (each rank the
- * i-th and the (2P-1-i)-th of 2P slices) evens it out; it is not done here.
+ * query. Contiguous slices (rank r owning the r-th of P) would leave rank
+ * r about r + 1/2 blocks of work, the last rank about 2P/(P+1) times the
+ * balanced share; with the zig-zag chunks every rank pairs an early chunk
+ * with a late one and the work is even (for Nq = Nk; with Nq != Nk the
+ * diagonal is offset and the balance is approximate).
  *
  * The harness runs on rank 0 alone. Every verb of this backend there first
  * sends its command to the other ranks, which serve them (attn_ring_serve)
@@ -86,12 +88,44 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Rank r's share of n rows: [*start, *start + *count). */
-static void slice(int n, int ranks, int r, int *start, int *count)
+/* Chunk c of n rows cut in `chunks`: [*start, *start + *count). */
+static void slice(int n, int chunks, int c, int *start, int *count)
 {
-    const int base = n / ranks, extra = n % ranks;
-    *count = base + (r < extra);
-    *start = r * base + (r < extra ? r : extra);
+    const int base = n / chunks, extra = n % chunks;
+    *count = base + (c < extra);
+    *start = c * base + (c < extra ? c : extra);
+}
+
+/* A rank's rows, zig-zag: of the 2P chunks of a sequence, rank r owns
+ * chunks r and 2P - 1 - r, so that under a causal mask every rank has one
+ * chunk near the start and one near the end, and the same work. Locally
+ * they are one run of rows, chunk r's first. */
+typedef struct span2 {
+    int start[2], count[2];
+} span2;
+
+static span2 zigzag(int n, int ranks, int r)
+{
+    span2 z;
+    slice(n, 2 * ranks, r, &z.start[0], &z.count[0]);
+    slice(n, 2 * ranks, 2 * ranks - 1 - r, &z.start[1], &z.count[1]);
+    return z;
+}
+
+static int span_rows(const span2 *z)
+{
+    return z->count[0] + z->count[1];
+}
+
+/* The most rows any rank owns. */
+static int most_rows(int n, int ranks)
+{
+    int most = 0;
+    for (int r = 0; r < ranks; r++) {
+        const span2 z = zigzag(n, ranks, r);
+        most = span_rows(&z) > most ? span_rows(&z) : most;
+    }
+    return most;
 }
 
 static size_t round_up(size_t n, size_t to)
@@ -102,17 +136,19 @@ static size_t round_up(size_t n, size_t to)
 typedef struct ring_state {
     attn_host h;             /* the whole problem; on rank 0 the bound tensors */
     int rank, size;
-    int q0, nq, k0, nk;      /* this rank's queries and keys */
-    int kmax;                /* keys of the largest slice */
+    span2 qs, ks;            /* this rank's queries and keys */
+    int nq, nk;              /* how many: span_rows of each */
+    int kmax;                /* keys of the largest block */
     int br, bc, brp;         /* queries per block, keys per tile, br rounded to 16 */
-    int nqb;                 /* query blocks per head */
-    long items;              /* B * H * nqb */
+    int nqb[2];              /* query blocks of each of the rank's two chunks, per head */
+    long items;              /* B * H * (nqb[0] + nqb[1]) */
     float qscale;            /* scale * log2(e) */
     float *q;                /* [B*H][nq][dk] */
     float *o;                /* [B*H][nq][dv]: the accumulator, then O */
     float *qt;               /* [items][dk][brp]: Q^T packed and scaled, at bind */
     float *ml;               /* [items][2][brp]: m, l */
-    float *kv[3];            /* K [B*Hkv][n][dk] then V [B*Hkv][n][dv]: own, two in flight */
+    float *kv[3];            /* K [B*Hkv][n][dk] then V [B*Hkv][n][dv], n the block's keys:
+                                own, two in flight */
     unsigned char *scratch;  /* [threads][thread_bytes]: S^T [bc][brp], alpha [brp], end [brp] */
     size_t thread_bytes;
     size_t allocated;        /* bytes taken through the allocator */
@@ -132,11 +168,12 @@ static size_t kv_floats(const attn_problem *p, int n)
     return (size_t)p->batch * attn_kv_heads(p) * (size_t)n * (size_t)(p->d_k + p->d_v);
 }
 
-static ring_sizes sizes_for(const attn_problem *p, int nq, int kmax, int br, int bc)
+static ring_sizes sizes_for(const attn_problem *p, const span2 *qs, int kmax, int br, int bc)
 {
     const int brp = (int)round_up((size_t)br, 16);
-    const size_t bh = (size_t)p->batch * p->heads;
-    const size_t items = bh * (size_t)((nq + br - 1) / br);
+    const size_t bh = (size_t)p->batch * p->heads, nq = (size_t)span_rows(qs);
+    const size_t items = bh * (size_t)((qs->count[0] + br - 1) / br +
+                                       (qs->count[1] + br - 1) / br);
     ring_sizes z;
     z.state = attn_host_workspace(sizeof(ring_state), p);
     z.q = round_up(bh * nq * p->d_k * sizeof(float), ALIGN);
@@ -150,26 +187,26 @@ static ring_sizes sizes_for(const attn_problem *p, int nq, int kmax, int br, int
     return z;
 }
 
-static int block_rows(const attn_problem *p, int nq)
+/* Queries per block: RING_BR, or the longer chunk when it is shorter. */
+static int block_rows(const span2 *qs)
 {
-    (void)p;
-    return nq < RING_BR ? (nq > 0 ? nq : 1) : RING_BR;
+    const int n = qs->count[0] > qs->count[1] ? qs->count[0] : qs->count[1];
+    return n < RING_BR ? (n > 0 ? n : 1) : RING_BR;
 }
 
 static size_t ring_bytes(const attn_problem *p, const attn_config *cfg, int rank, int ranks)
 {
-    int q0, nq, k0, kmax;
-    slice(p->seq_q, ranks, rank, &q0, &nq);
-    slice(p->seq_kv, ranks, 0, &k0, &kmax);
-    const int br = cfg->tile_q > 0 ? cfg->tile_q : block_rows(p, nq);
+    const span2 qs = zigzag(p->seq_q, ranks, rank);
+    const int kmax = most_rows(p->seq_kv, ranks);
+    const int br = cfg->tile_q > 0 ? cfg->tile_q : block_rows(&qs);
     const int bc = cfg->tile_kv > 0 ? cfg->tile_kv : RING_BC;
-    const ring_sizes z = sizes_for(p, nq, kmax, br, bc);
+    const ring_sizes z = sizes_for(p, &qs, kmax, br, bc);
     const int blocks = ranks > 1 ? 3 : 1;
     return z.state + z.q + z.o + z.qt + z.ml + (size_t)blocks * z.kv +
            (size_t)cfg->threads * z.thread;
 }
 
-/* Rank 0's: the largest slices are the first ranks'. */
+/* Rank 0's (the harness's allocator sees rank 0's alone). */
 static size_t ring_workspace(const attn_problem *p, const attn_config *cfg)
 {
     return ring_bytes(p, cfg, 0, world.size);
@@ -178,9 +215,7 @@ static size_t ring_workspace(const attn_problem *p, const attn_config *cfg)
 static attn_status ring_supports(const attn_problem *p, const attn_config *cfg, char *why,
                                  size_t len)
 {
-    int q0, nq, k0, kmax;
-    slice(p->seq_q, world.size, 0, &q0, &nq);
-    slice(p->seq_kv, world.size, 0, &k0, &kmax);
+    const int nq = most_rows(p->seq_q, world.size), kmax = most_rows(p->seq_kv, world.size);
     /* MPI counts are ints. */
     if (kv_floats(p, kmax) > INT_MAX ||
         (size_t)p->batch * p->heads * nq * (size_t)(p->d_k > p->d_v ? p->d_k : p->d_v) > INT_MAX) {
@@ -251,17 +286,19 @@ static attn_status local_prepare(const attn_problem *p, const attn_config *cfg, 
     s->rank = world.rank;
     s->size = world.size;
     s->plant = plant;
-    slice(p->seq_q, s->size, s->rank, &s->q0, &s->nq);
-    slice(p->seq_kv, s->size, s->rank, &s->k0, &s->nk);
-    int k0;
-    slice(p->seq_kv, s->size, 0, &k0, &s->kmax);
-    s->br = cfg->tile_q > 0 ? cfg->tile_q : block_rows(p, s->nq);
+    s->qs = zigzag(p->seq_q, s->size, s->rank);
+    s->ks = zigzag(p->seq_kv, s->size, s->rank);
+    s->nq = span_rows(&s->qs);
+    s->nk = span_rows(&s->ks);
+    s->kmax = most_rows(p->seq_kv, s->size);
+    s->br = cfg->tile_q > 0 ? cfg->tile_q : block_rows(&s->qs);
     s->bc = cfg->tile_kv > 0 ? cfg->tile_kv : RING_BC;
     s->brp = (int)round_up((size_t)s->br, 16);
-    s->nqb = (s->nq + s->br - 1) / s->br;
-    s->items = (long)p->batch * p->heads * s->nqb;
+    for (int u = 0; u < 2; u++)
+        s->nqb[u] = (s->qs.count[u] + s->br - 1) / s->br;
+    s->items = (long)p->batch * p->heads * (s->nqb[0] + s->nqb[1]);
     s->qscale = (float)((double)p->scale * ATTN_LOG2E);
-    const ring_sizes z = sizes_for(p, s->nq, s->kmax, s->br, s->bc);
+    const ring_sizes z = sizes_for(p, &s->qs, s->kmax, s->br, s->bc);
     s->thread_bytes = z.thread;
     bool ok = true;
     s->q = take(s, z.q, &ok);
@@ -279,17 +316,33 @@ static attn_status local_prepare(const attn_problem *p, const attn_config *cfg, 
     return ATTN_OK;
 }
 
+/* Work item `it`: a block of n queries of flat head bh, the global ones
+ * [gi, gi + n), rows [row, row + n) of the rank's own. A block never
+ * straddles the rank's two chunks. */
+typedef struct item {
+    long bh;
+    int gi, row, n;
+} item;
+
+static item item_of(const ring_state *s, long it)
+{
+    const long per = s->nqb[0] + s->nqb[1], k = it % per;
+    const int u = k >= s->nqb[0];
+    const int i0 = (int)(u ? k - s->nqb[0] : k) * s->br;
+    const int n = s->qs.count[u] - i0 < s->br ? s->qs.count[u] - i0 : s->br;
+    return (item){ .bh = it / per, .gi = s->qs.start[u] + i0,
+                   .row = (u ? s->qs.count[0] : 0) + i0, .n = n };
+}
+
 /* Q^T of every query block, once per bind. */
 static void pack_q(ring_state *s)
 {
     const attn_problem *p = &s->h.p;
     const int dk = p->d_k;
     for (long it = 0; it < s->items; it++) {
-        const long bh = it / s->nqb;
-        const int i0 = (int)(it % s->nqb) * s->br;
-        const int n = s->nq - i0 < s->br ? s->nq - i0 : s->br;
+        const item x = item_of(s, it);
         s->h.k->pack_qt(s->qt + (size_t)it * dk * s->brp, s->brp,
-                        s->q + ((size_t)bh * s->nq + i0) * dk, dk, n, dk, s->qscale);
+                        s->q + ((size_t)x.bh * s->nq + x.row) * dk, dk, x.n, dk, s->qscale);
     }
 }
 
@@ -302,72 +355,71 @@ static int local_end(const attn_problem *p, int b, int i, int k0, int nk)
 }
 
 /* Work item `it` (one block of queries of one head) against the K/V block
- * blk of keys [k0, k0 + nk): the online-softmax step of every key tile it
- * sees. no_rescale: the planted bug (the accumulator of the earlier blocks
- * kept as it is when this block raises the max). */
-static void block_item(const ring_state *s, int tid, const float *blk, int k0, int nk, long it,
+ * blk, whose keys are the chunks ks of the sequence: the online-softmax
+ * step of every key tile of each chunk it sees. no_rescale: the planted bug
+ * (the accumulator of the earlier blocks kept as it is when this block
+ * raises the max). */
+static void block_item(const ring_state *s, int tid, const float *blk, const span2 *ks, long it,
                        bool no_rescale)
 {
     const attn_problem *p = &s->h.p;
     const attn_kernels *kn = s->h.k;
     const int dk = p->d_k, dv = p->d_v, brp = s->brp;
-    const long bh = it / s->nqb;
-    const int b = (int)(bh / p->heads), h = (int)(bh % p->heads);
-    const int i0 = (int)(it % s->nqb) * s->br;
-    const int n_q = s->nq - i0 < s->br ? s->nq - i0 : s->br;
-    const int gi = s->q0 + i0;
-    const int lo = local_end(p, b, gi, k0, nk), hi = local_end(p, b, gi + n_q - 1, k0, nk);
-    if (hi == 0)
-        return;
-    const size_t g = attn_kv_head(p, b, h);
+    const item x = item_of(s, it);
+    const int b = (int)(x.bh / p->heads), h = (int)(x.bh % p->heads);
+    const size_t g = attn_kv_head(p, b, h), ntot = (size_t)span_rows(ks);
     const size_t heads_kv = (size_t)p->batch * attn_kv_heads(p);
-    const float *kk = blk + g * nk * dk;
-    const float *vv = blk + heads_kv * nk * dk + g * nk * dv;
     unsigned char *sc = s->scratch + (size_t)tid * s->thread_bytes;
     float *st = (float *)sc;
     float *alpha = (float *)(sc + round_up((size_t)s->bc * brp * sizeof(float), ALIGN));
     int *end = (int *)((unsigned char *)alpha + round_up((size_t)brp * sizeof(float), ALIGN));
     const float *qt = s->qt + (size_t)it * dk * brp;
     float *m = s->ml + (size_t)it * 2 * brp, *l = m + brp;
-    float *acc = s->o + ((size_t)bh * s->nq + i0) * dv;
-    for (int j0 = 0; j0 < hi; j0 += s->bc) {
-        const int n = hi - j0 < s->bc ? hi - j0 : s->bc;
-        const int *e = NULL;
-        int emax = n;
-        if (j0 + n > lo) {
-            emax = 0;
-            for (int c = 0; c < n_q; c++) {
-                end[c] = local_end(p, b, gi + c, k0, nk) - j0;
-                emax = end[c] > emax ? end[c] : emax;
+    float *acc = s->o + ((size_t)x.bh * s->nq + x.row) * dv;
+    for (int v = 0, off = 0; v < 2; off += ks->count[v], v++) {
+        const int k0 = ks->start[v], nk = ks->count[v];
+        const int lo = local_end(p, b, x.gi, k0, nk), hi = local_end(p, b, x.gi + x.n - 1, k0, nk);
+        const float *kk = blk + (g * ntot + (size_t)off) * dk;
+        const float *vv = blk + heads_kv * ntot * dk + (g * ntot + (size_t)off) * dv;
+        for (int j0 = 0; j0 < hi; j0 += s->bc) {
+            const int n = hi - j0 < s->bc ? hi - j0 : s->bc;
+            const int *e = NULL;
+            int emax = n;
+            if (j0 + n > lo) {
+                emax = 0;
+                for (int c = 0; c < x.n; c++) {
+                    end[c] = local_end(p, b, x.gi + c, k0, nk) - j0;
+                    emax = end[c] > emax ? end[c] : emax;
+                }
+                emax = emax < n ? emax : n;
+                e = end;
             }
-            emax = emax < n ? emax : n;
-            e = end;
-        }
-        kn->qk(st, brp, kk + (size_t)j0 * dk, dk, qt, brp, n, n_q, dk);
-        kn->softmax(st, brp, n, n_q, e, m, l, alpha);
-        if (no_rescale && j0 == 0)
-            for (int c = 0; c < n_q; c++)
-                alpha[c] = 1.0f;
-        const float *vt = vv + (size_t)j0 * dv;
-        if (!e || attn_rows_finite(vt, (size_t)emax, (size_t)dv)) {
-            /* Masked weights are 0, and 0 x a finite V is 0. A tile whose
-             * every column sees none of its keys left m, so alpha is 1 (or
-             * 0 on a zero accumulator): nothing to do. */
-            if (emax > 0)
-                kn->pv(acc, dv, st, brp, vt, dv, alpha, n_q, emax, dv);
-        } else {
-            /* A NaN or Inf in V: each column over its own visible keys. */
-            for (int c = 0; c < n_q; c++) {
-                const int ec = end[c] < 0 ? 0 : end[c] > n ? n : end[c];
-                kn->pv(acc + (size_t)c * dv, dv, st + c, brp, vt, dv, alpha + c, 1, ec, dv);
+            kn->qk(st, brp, kk + (size_t)j0 * dk, dk, qt, brp, n, x.n, dk);
+            kn->softmax(st, brp, n, x.n, e, m, l, alpha);
+            if (no_rescale && j0 == 0)
+                for (int c = 0; c < x.n; c++)
+                    alpha[c] = 1.0f;
+            const float *vt = vv + (size_t)j0 * dv;
+            if (!e || attn_rows_finite(vt, (size_t)emax, (size_t)dv)) {
+                /* Masked weights are 0, and 0 x a finite V is 0. A tile
+                 * whose every column sees none of its keys left m, so
+                 * alpha is 1 (or 0 on a zero accumulator): nothing to do. */
+                if (emax > 0)
+                    kn->pv(acc, dv, st, brp, vt, dv, alpha, x.n, emax, dv);
+            } else {
+                /* A NaN or Inf in V: each column over its own visible keys. */
+                for (int c = 0; c < x.n; c++) {
+                    const int ec = end[c] < 0 ? 0 : end[c] > n ? n : end[c];
+                    kn->pv(acc + (size_t)c * dv, dv, st + c, brp, vt, dv, alpha + c, 1, ec, dv);
+                }
             }
         }
     }
 }
 
-/* Step `step` of the ring: the block blk of keys [k0, k0 + nk) on every
- * work item; rank 0 of the team keeps the transfers in flight moving. */
-static void compute_block(ring_state *s, const float *blk, int k0, int nk, int step,
+/* Step `step` of the ring: the block blk, of the keys ks, on every work
+ * item; thread 0 of the team keeps the transfers in flight moving. */
+static void compute_block(ring_state *s, const float *blk, const span2 *ks, int step,
                           void *reqs, int nreq)
 {
     const bool no_rescale = s->plant == ATTN_RING_PLANT_NO_RESCALE && step > 0;
@@ -390,7 +442,7 @@ static void compute_block(ring_state *s, const float *blk, int k0, int nk, int s
 #pragma omp for schedule(dynamic, 1)
 #endif
         for (long it = 0; it < items; it++) {
-            block_item(s, tid, blk, k0, nk, it, no_rescale);
+            block_item(s, tid, blk, ks, it, no_rescale);
 #if ATTN_HAVE_MPI
             /* MPI_THREAD_FUNNELED: the team's thread 0 is the main thread. */
             if (tid == 0 && !done)
@@ -406,7 +458,8 @@ static void reset_stats(ring_state *s)
     memset(&s->sum, 0, sizeof(s->sum));
 }
 
-enum { TAG_CMD = 1, TAG_Q, TAG_K, TAG_V, TAG_O, TAG_RING };
+/* Message tags; the slices of Q, K, V and O take two each, one per chunk. */
+enum { TAG_CMD = 1, TAG_Q = 2, TAG_K = 4, TAG_V = 6, TAG_O = 8, TAG_RING = 10 };
 
 static attn_status local_run(ring_state *s)
 {
@@ -433,16 +486,15 @@ static attn_status local_run(ring_state *s)
     (void)next;
     for (int step = 0; step < s->size; step++) {
         const int owner = (s->rank - step + s->size) % s->size;
-        int k0, nk;
-        slice(p->seq_kv, s->size, owner, &k0, &nk);
+        const span2 ks = zigzag(p->seq_kv, s->size, owner);
+        const int nk = span_rows(&ks);
         const float *blk = step == 0 ? s->kv[0] : s->kv[1 + step % 2];
         int nreq = 0;
 #if ATTN_HAVE_MPI
         MPI_Request req[2];
         if (step < s->size - 1) {
-            const int from = (owner + s->size - 1) % s->size;
-            int f0, fn;
-            slice(p->seq_kv, s->size, from, &f0, &fn);
+            const span2 from = zigzag(p->seq_kv, s->size, (owner + s->size - 1) % s->size);
+            const int fn = span_rows(&from);
             MPI_Irecv(s->kv[1 + (step + 1) % 2], (int)kv_floats(p, fn), MPI_FLOAT, prev,
                       TAG_RING, MPI_COMM_WORLD, &req[nreq++]);
             MPI_Isend(blk, (int)kv_floats(p, nk), MPI_FLOAT, next, TAG_RING, MPI_COMM_WORLD,
@@ -454,7 +506,7 @@ static attn_status local_run(ring_state *s)
         void *reqs = NULL;
 #endif
         const double t0 = now();
-        compute_block(s, blk, k0, nk, step, reqs, nreq);
+        compute_block(s, blk, &ks, step, reqs, nreq);
         const double t1 = now();
 #if ATTN_HAVE_MPI
         if (nreq)
@@ -467,15 +519,13 @@ static attn_status local_run(ring_state *s)
      * reaches the row. */
     const double t2 = now();
     for (long it = 0; it < s->items; it++) {
-        const long h = it / s->nqb;
-        const int i0 = (int)(it % s->nqb) * s->br;
-        const int n = s->nq - i0 < s->br ? s->nq - i0 : s->br;
+        const item x = item_of(s, it);
         const float *l = s->ml + (size_t)it * 2 * s->brp + s->brp;
-        for (int c = 0; c < n; c++) {
+        for (int c = 0; c < x.n; c++) {
             const float inv = l[c] > 0.0f || isnan(l[c]) ? 1.0f / l[c] : 0.0f;
-            float *row = s->o + ((size_t)h * s->nq + i0 + c) * dv;
-            for (int x = 0; x < dv; x++)
-                row[x] *= inv;
+            float *row = s->o + ((size_t)x.bh * s->nq + x.row + c) * dv;
+            for (int e = 0; e < dv; e++)
+                row[e] *= inv;
         }
     }
     compute += now() - t2;
@@ -511,6 +561,28 @@ static MPI_Datatype rows_type(int heads, int rows, int n, int d)
     MPI_Type_vector(heads, n * d, rows * d, MPI_FLOAT, &t);
     MPI_Type_commit(&t);
     return t;
+}
+
+/* The rows of span z of each of `heads` matrices of `rows` rows of d
+ * floats at x, sent to (to >= 0) or received from (from = -1 - to) a rank
+ * whose own copy holds them as one run per head, chunk 0's first: the
+ * side holding the whole matrices (rank 0) with whole = true. One message
+ * per chunk that has rows. */
+static void move_span(float *x, int heads, int rows, const span2 *z, int d, bool whole, int to,
+                      int tag)
+{
+    const int own = span_rows(z);
+    for (int u = 0, off = 0; u < 2; off += z->count[u], u++) {
+        if (!z->count[u])
+            continue;
+        float *at = x + (size_t)(whole ? z->start[u] : off) * d;
+        MPI_Datatype t = rows_type(heads, whole ? rows : own, z->count[u], d);
+        if (to >= 0)
+            MPI_Send(at, 1, t, to, tag + u, MPI_COMM_WORLD);
+        else
+            MPI_Recv(at, 1, t, -1 - to, tag + u, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Type_free(&t);
+    }
 }
 
 static void send_cmd(const ring_cmd *c)
@@ -566,13 +638,19 @@ static attn_status ring_prepare(const attn_problem *p, const attn_config *cfg, v
     return ATTN_OK;
 }
 
-/* Rank 0's rows [r0, r0 + n) of each head of x into its own slice y. */
-static void copy_rows(float *y, const float *x, size_t heads, int rows, int r0, int n, int d)
+/* Between rank 0's whole matrices x ([heads][rows][d]) and its own rows y
+ * ([heads][span_rows(z)][d]): into y (in) or back into x. */
+static void copy_span(float *y, float *x, size_t heads, int rows, const span2 *z, int d, bool in)
 {
-    if (!n)
-        return;
+    const size_t own = (size_t)span_rows(z);
     for (size_t hh = 0; hh < heads; hh++)
-        memcpy(y + hh * n * d, x + (hh * rows + r0) * d, (size_t)n * d * sizeof(float));
+        for (int u = 0, off = 0; u < 2; off += z->count[u], u++) {
+            float *a = y + (hh * own + (size_t)off) * d;
+            float *b = x + (hh * rows + (size_t)z->start[u]) * d;
+            const size_t bytes = (size_t)z->count[u] * d * sizeof(float);
+            if (bytes)
+                memmove(in ? a : b, in ? b : a, bytes);
+        }
 }
 
 static attn_status ring_bind(void *state, const attn_tensors *t)
@@ -587,28 +665,16 @@ static attn_status ring_bind(void *state, const attn_tensors *t)
         const ring_cmd c = { .op = OP_BIND };
         send_cmd(&c);
         for (int r = 1; r < s->size; r++) {
-            int q0, nq, k0, nk;
-            slice(p->seq_q, s->size, r, &q0, &nq);
-            slice(p->seq_kv, s->size, r, &k0, &nk);
-            if (nq) {
-                MPI_Datatype tq = rows_type((int)bh, p->seq_q, nq, dk);
-                MPI_Send(t->q + (size_t)q0 * dk, 1, tq, r, TAG_Q, MPI_COMM_WORLD);
-                MPI_Type_free(&tq);
-            }
-            if (nk) {
-                MPI_Datatype tk = rows_type((int)bg, p->seq_kv, nk, dk);
-                MPI_Datatype tv = rows_type((int)bg, p->seq_kv, nk, dv);
-                MPI_Send(t->k + (size_t)k0 * dk, 1, tk, r, TAG_K, MPI_COMM_WORLD);
-                MPI_Send(t->v + (size_t)k0 * dv, 1, tv, r, TAG_V, MPI_COMM_WORLD);
-                MPI_Type_free(&tk);
-                MPI_Type_free(&tv);
-            }
+            const span2 qs = zigzag(p->seq_q, s->size, r), ks = zigzag(p->seq_kv, s->size, r);
+            move_span((float *)t->q, (int)bh, p->seq_q, &qs, dk, true, r, TAG_Q);
+            move_span((float *)t->k, (int)bg, p->seq_kv, &ks, dk, true, r, TAG_K);
+            move_span((float *)t->v, (int)bg, p->seq_kv, &ks, dv, true, r, TAG_V);
         }
     }
 #endif
-    copy_rows(s->q, t->q, bh, p->seq_q, s->q0, s->nq, dk);
-    copy_rows(s->kv[0], t->k, bg, p->seq_kv, s->k0, s->nk, dk);
-    copy_rows(s->kv[0] + bg * s->nk * dk, t->v, bg, p->seq_kv, s->k0, s->nk, dv);
+    copy_span(s->q, (float *)t->q, bh, p->seq_q, &s->qs, dk, true);
+    copy_span(s->kv[0], (float *)t->k, bg, p->seq_kv, &s->ks, dk, true);
+    copy_span(s->kv[0] + bg * s->nk * dk, (float *)t->v, bg, p->seq_kv, &s->ks, dv, true);
     pack_q(s);
     reset_stats(s);
     return ATTN_OK;
@@ -636,19 +702,12 @@ static attn_status ring_read(void *state, float *out)
         const ring_cmd c = { .op = OP_READ };
         send_cmd(&c);
         for (int r = 1; r < s->size; r++) {
-            int q0, nq;
-            slice(p->seq_q, s->size, r, &q0, &nq);
-            if (!nq)
-                continue;
-            MPI_Datatype to = rows_type((int)bh, p->seq_q, nq, dv);
-            MPI_Recv(out + (size_t)q0 * dv, 1, to, r, TAG_O, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            MPI_Type_free(&to);
+            const span2 qs = zigzag(p->seq_q, s->size, r);
+            move_span(out, (int)bh, p->seq_q, &qs, dv, true, -1 - r, TAG_O);
         }
     }
 #endif
-    for (size_t hh = 0; hh < bh && s->nq; hh++)
-        memcpy(out + (hh * p->seq_q + s->q0) * dv, s->o + hh * s->nq * dv,
-               (size_t)s->nq * dv * sizeof(float));
+    copy_span(s->o, out, bh, p->seq_q, &s->qs, dv, false);
     return ATTN_OK;
 }
 
@@ -891,15 +950,11 @@ int attn_ring_serve(void)
             const attn_problem *p = &s->h.p;
             const size_t bh = (size_t)p->batch * p->heads;
             const size_t bg = (size_t)p->batch * attn_kv_heads(p);
-            if (s->nq)
-                MPI_Recv(s->q, (int)(bh * s->nq * p->d_k), MPI_FLOAT, 0, TAG_Q, MPI_COMM_WORLD,
-                         MPI_STATUS_IGNORE);
-            if (s->nk) {
-                MPI_Recv(s->kv[0], (int)(bg * s->nk * p->d_k), MPI_FLOAT, 0, TAG_K,
-                         MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                MPI_Recv(s->kv[0] + bg * s->nk * p->d_k, (int)(bg * s->nk * p->d_v), MPI_FLOAT,
-                         0, TAG_V, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            }
+            /* -1 - 0: from rank 0. */
+            move_span(s->q, (int)bh, 0, &s->qs, p->d_k, false, -1, TAG_Q);
+            move_span(s->kv[0], (int)bg, 0, &s->ks, p->d_k, false, -1, TAG_K);
+            move_span(s->kv[0] + bg * s->nk * p->d_k, (int)bg, 0, &s->ks, p->d_v, false, -1,
+                      TAG_V);
             pack_q(s);
             reset_stats(s);
             break;
@@ -912,9 +967,7 @@ int attn_ring_serve(void)
             if (!s)
                 break;
             const attn_problem *p = &s->h.p;
-            if (s->nq)
-                MPI_Send(s->o, (int)((size_t)p->batch * p->heads * s->nq * p->d_v), MPI_FLOAT, 0,
-                         TAG_O, MPI_COMM_WORLD);
+            move_span(s->o, p->batch * p->heads, 0, &s->qs, p->d_v, false, 0, TAG_O);
             break;
         }
         case OP_STATS: {

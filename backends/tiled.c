@@ -207,11 +207,16 @@ static int auto_splits(long blocks, int seq_kv)
  * register tile of the AVX-512 Q.K^T kernel), that is Br = 64/G queries of
  * each of the G heads of a group (at least 1); Bc keys a multiple of 48
  * (whole 6-row register tiles and whole 16-lane vectors), at least 48:
- *  - prefill: the K and V tile in an eighth of L2, at most 96. The
+ *  - prefill: the K and V tile in a quarter of L2, at most 192. The
  *    accumulator is loaded, rescaled and stored once per tile, so a longer
  *    tile spends less on it: in L2, on the 2-core EPYC, P.V ran at 108
- *    GFLOP/s a core with 48 keys, 112 with 96, 114 with 192 (peak 117),
- *    and whole runs with 96 or 192 were 2-4% faster than with 48;
+ *    GFLOP/s a core with 48 keys, 112 with 96, 114 with 192 (peak 117).
+ *    Whole runs (B = 1, H = 8, 2 threads, medians of 4 interleaved
+ *    processes) were 0-3% faster with 192 than with 96 at N = 256..4096,
+ *    d = 64 and 128, causal or not, in 8 of 9 shapes (the ninth: 0.1%
+ *    slower). With Br = 64 (or 32, 16, ...) dividing 192, the causal
+ *    diagonal of a query block never straddles two tiles, so each block
+ *    has one masked tile, not up to two;
  *  - decoding (tiles of at most ROWS_MAX columns): the score tile and the
  *    K and V rows it touches in half of L1 (48 at d = 128: see
  *    kernels_avx512.c's PF_KEYS for why short tiles stream better).
@@ -234,8 +239,8 @@ static tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg)
         t.bc = bc < 48 ? 48 : bc > 192 ? 192 : (int)bc;
     } else {
         const long per_key = (long)(p->d_k + p->d_v) * (long)sizeof(float);
-        const long bc = l2_bytes() / 8 / per_key / 48 * 48;
-        t.bc = bc < 48 ? 48 : bc > 96 ? 96 : (int)bc;
+        const long bc = l2_bytes() / 4 / per_key / 48 * 48;
+        t.bc = bc < 48 ? 48 : bc > 192 ? 192 : (int)bc;
     }
     t.brp = (int)round_up((size_t)t.cols, 16);
     t.path = PATH_FP32;
@@ -410,11 +415,17 @@ static size_t column_row(const attn_problem *p, const block *k, int c)
     return ((size_t)k->b * p->heads + h) * p->seq_q + (size_t)(k->i0 + c % k->nq);
 }
 
-/* The next tile's K and V rows towards L2 while this one is computed:
- * decoding reads each row once, and the hardware prefetchers alone leave
- * that stream well below the memory bandwidth (kernels_avx512.c has the
- * numbers, with its own prefetch further ahead). In prefill this costs one
- * instruction per 64 bytes of a tile used by sb x cols queries. */
+/* Decoding tiles (at most ROWS_MAX columns): the next tile's K and V rows
+ * towards L2 while this one is computed. Decoding reads each row once, and
+ * the hardware prefetchers alone leave that stream well below the memory
+ * bandwidth (kernels_avx512.c has the numbers, with its own prefetch
+ * further ahead). Prefill tiles go without: a whole tile's prefetches at
+ * once (1536 at 192 keys, d = 64) held 1.6% of a causal N = 1K run's
+ * samples, and without them whole runs were as fast or faster (B = 1,
+ * H = 8, 2 threads, medians of 4 interleaved processes: N = 1K causal
+ * d = 64 185 against 176 GFLOP/s; N = 32K d = 64 201 against 196), the
+ * hardware prefetchers following the K/V stream well enough when a tile
+ * serves sb x cols queries. */
 static void prefetch_rows(const void *k, const void *v, int n, int dk, int dv, size_t es)
 {
     const char *a = k, *b = v;
@@ -631,7 +642,8 @@ static void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, con
     const size_t pairs = ((size_t)t->bc + 1) / 2;
     for (int j0 = j_lo; j0 < top; j0 += t->bc) {
         const int nt = top - j0 < t->bc ? top - j0 : t->bc;
-        prefetch_rows(kbase + (size_t)(j0 + nt) * dk * es, vbase + (size_t)(j0 + nt) * dv * es,
+        if (t->cols <= ROWS_MAX)
+            prefetch_rows(kbase + (size_t)(j0 + nt) * dk * es, vbase + (size_t)(j0 + nt) * dv * es,
                       top - j0 - nt < t->bc ? top - j0 - nt : t->bc, dk, dv, es);
         tile_ops x = { 0 };
         bool finite = true;

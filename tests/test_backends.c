@@ -58,6 +58,10 @@ static size_t build_grid(grid_case *g)
     g[n++] = (grid_case){ 1, 2, 129, 129, 96, 96, .causal = true, .fill = ATTN_FILL_EXTREME };
     g[n++] = (grid_case){ 2, 2, 64, 129, 64, 64, .causal = true, .kv_len = kv_tail,
                           .fill = ATTN_FILL_EXTREME };
+    /* Several of tiled's default key tiles (192 keys at d = 64 on a 1 MiB
+     * L2) and a short last one, causal: the online softmax across tiles
+     * without --tile. */
+    g[n++] = (grid_case){ 1, 2, 400, 400, 64, 64, .causal = true, .fill = ATTN_FILL_EXTREME };
     /* The sampled-rows path, as large problems use it. */
     g[n++] = (grid_case){ 2, 4, 129, 129, 64, 64, .causal = true, .check_rows = 40 };
     /* Grouped-query attention, H/Hkv = 2, 4, and 8 = H (multi-query). */

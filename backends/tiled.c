@@ -211,10 +211,11 @@ static int auto_splits(long blocks, int seq_kv)
  *    accumulator is loaded, rescaled and stored once per tile, so a longer
  *    tile spends less on it: in L2, on the 2-core EPYC, P.V ran at 108
  *    GFLOP/s a core with 48 keys, 112 with 96, 114 with 192 (peak 117).
- *    Whole runs (B = 1, H = 8, 2 threads, medians of 4 interleaved
- *    processes) were 0-3% faster with 192 than with 96 at N = 256..4096,
- *    d = 64 and 128, causal or not, in 8 of 9 shapes (the ninth: 0.1%
- *    slower). With Br = 64 (or 32, 16, ...) dividing 192, the causal
+ *    Whole runs (B = 1, H = 8, 2 threads, medians of 4 or 5 interleaved
+ *    processes; N = 1K and 4K, d = 64 and 128, causal or not, and N = 256,
+ *    d = 128) were 0.8-3.3% faster with 192 than with 96 at 7 of those 9
+ *    shapes, and 0.1-0.2% slower at the other two (N = 4K: d = 64 causal,
+ *    d = 128 not). With Br = 64 (or 32, 16, ...) dividing 192, the causal
  *    diagonal of a query block never straddles two tiles, so each block
  *    has one masked tile, not up to two;
  *  - decoding (tiles of at most ROWS_MAX columns): the score tile and the
@@ -420,8 +421,8 @@ static size_t column_row(const attn_problem *p, const block *k, int c)
  * the hardware prefetchers alone leave that stream well below the memory
  * bandwidth (kernels_avx512.c has the numbers, with its own prefetch
  * further ahead). Prefill tiles go without: a whole tile's prefetches at
- * once (1536 at 192 keys, d = 64) held 1.6% of a causal N = 1K run's
- * samples, and without them whole runs were as fast or faster (B = 1,
+ * once (1536 at 192 keys, d = 64) held 1.6% of the samples of a causal
+ * N = 1K run on one thread, and without them whole runs were as fast or faster (B = 1,
  * H = 8, 2 threads, medians of 4 interleaved processes: N = 1K causal
  * d = 64 185 against 176 GFLOP/s; N = 32K d = 64 201 against 196), the
  * hardware prefetchers following the K/V stream well enough when a tile
@@ -643,8 +644,9 @@ static void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, con
     for (int j0 = j_lo; j0 < top; j0 += t->bc) {
         const int nt = top - j0 < t->bc ? top - j0 : t->bc;
         if (t->cols <= ROWS_MAX)
-            prefetch_rows(kbase + (size_t)(j0 + nt) * dk * es, vbase + (size_t)(j0 + nt) * dv * es,
-                      top - j0 - nt < t->bc ? top - j0 - nt : t->bc, dk, dv, es);
+            prefetch_rows(kbase + (size_t)(j0 + nt) * dk * es,
+                          vbase + (size_t)(j0 + nt) * dv * es,
+                          top - j0 - nt < t->bc ? top - j0 - nt : t->bc, dk, dv, es);
         tile_ops x = { 0 };
         bool finite = true;
         if (t->path == PATH_FP32) {

@@ -422,11 +422,11 @@ static size_t column_row(const attn_problem *p, const block *k, int c)
  * bandwidth (kernels_avx512.c has the numbers, with its own prefetch
  * further ahead). Prefill tiles go without: a whole tile's prefetches at
  * once (1536 at 192 keys, d = 64) held 1.6% of the samples of a causal
- * N = 1K run on one thread, and without them whole runs were as fast or faster (B = 1,
- * H = 8, 2 threads, medians of 4 interleaved processes: N = 1K causal
- * d = 64 185 against 176 GFLOP/s; N = 32K d = 64 201 against 196), the
- * hardware prefetchers following the K/V stream well enough when a tile
- * serves sb x cols queries. */
+ * N = 1K run on one thread, and without them whole runs were as fast or
+ * faster (B = 1, H = 8, 2 threads, medians of interleaved processes:
+ * N = 1K causal d = 64 185 against 176 GFLOP/s over 4 each; N = 32K
+ * d = 64 201 against 196 over 2 each), the hardware prefetchers following
+ * the K/V stream well enough when a tile serves sb x cols queries. */
 static void prefetch_rows(const void *k, const void *v, int n, int dk, int dv, size_t es)
 {
     const char *a = k, *b = v;

@@ -15,6 +15,7 @@
 #include "arch.h"
 #include "config.h"
 #include "csv.h"
+#include "io.h"
 #include "json.h"
 #include "layers.h"
 #include "machine.h"
@@ -178,7 +179,7 @@ static void print_row(const arch_row *r, const arch_row *rows, size_t nr)
         attn_format_bytes(pk, sizeof(pk), (double)r->peak);
     if (timed(r)) {
         const arch_row *cnn = find_row(rows, nr, ARCH_CNN, r->n);
-        if (cnn)
+        if (cnn && timed(cnn))
             snprintf(vs, sizeof(vs), "%.2fx", r->t.real_stats.median / cnn->t.real_stats.median);
         fmt_s(med, sizeof(med), r->t.real_stats.median);
         snprintf(cv, sizeof(cv), "%.1f%%", 100 * r->t.real_stats.cv);
@@ -197,7 +198,7 @@ static int write_csv(const arch_opts *o, const arch_row *rows, size_t nr)
     snprintf(tmp, sizeof(tmp), "%s.tmp", o->csv);
     FILE *f = fopen(tmp, "w");
     if (!f)
-        return attn_error(ATTN_EXIT_ERROR, "--csv %s: %s", tmp, strerror(errno));
+        return attn_error(ATTN_EXIT_ERROR, "--csv %s: cannot write: %s", o->csv, strerror(errno));
     fprintf(f, "schema,model,verdict,reason,batch,seq,dmodel,dk,heads,threads,gemm,attn_backend,"
                "conv,seed,check_item,check_rows,max_err,tol,reps,iterations,median_s,min_s,"
                "mean_s,cv,flops,gflops,time_vs_cnn,peak_bytes,analytic_bytes,repro\n");
@@ -228,7 +229,8 @@ static int write_csv(const arch_opts *o, const arch_row *rows, size_t nr)
         attn_csv_num(&l, t, r->t.real_stats.cv);
         attn_csv_put(&l, ",%.17g", r->flops);
         attn_csv_num(&l, t, r->flops / r->t.real_stats.median * 1e-9);
-        attn_csv_num(&l, t && cnn, cnn ? r->t.real_stats.median / cnn->t.real_stats.median : 0);
+        attn_csv_num(&l, t && cnn && timed(cnn),
+                     cnn && timed(cnn) ? r->t.real_stats.median / cnn->t.real_stats.median : 0);
         attn_csv_bytes(&l, attn_verdict_ran(r->verdict), r->peak);
         attn_csv_num(&l, r->analytic > 0, r->analytic);
         attn_csv_text(&l, r->repro);
@@ -238,7 +240,7 @@ static int write_csv(const arch_opts *o, const arch_row *rows, size_t nr)
     }
     if (ferror(f) || fflush(f) || fsync(fileno(f)) || fclose(f)) {
         unlink(tmp);
-        return attn_error(ATTN_EXIT_ERROR, "--csv %s: cannot write", tmp);
+        return attn_error(ATTN_EXIT_ERROR, "--csv %s: cannot write", o->csv);
     }
     if (rename(tmp, o->csv)) {
         unlink(tmp);
@@ -329,6 +331,16 @@ int arch_main(int argc, char **argv, const char *prog)
         free(o.seq.v);
         return rc;
     }
+    /* The outputs are written at the end: tried now, before the first model runs. */
+    const char *outputs[2][2] = { { "--csv", o.csv }, { "--json", o.json } };
+    for (int i = 0; i < 2; i++) {
+        char why[4600];
+        if (outputs[i][1] && !attn_output_writable(outputs[i][1], why, sizeof(why))) {
+            free(o.seq.v);
+            return attn_error(ATTN_EXIT_USAGE, "%s %s: cannot be written: %s", outputs[i][0],
+                              outputs[i][1], why);
+        }
+    }
 #ifdef _OPENMP
     omp_set_num_threads(o.threads);
 #endif
@@ -353,7 +365,8 @@ int arch_main(int argc, char **argv, const char *prog)
     size_t nr = 0;
     printf("\n%-10s %6s %-8s %12s %6s %9s %9s %9s %11s %11s\n", "model", "N", "verdict", "median",
            "cv", "vs cnn", "GFLOP", "GFLOP/s", "peak mem", "analytic");
-    for (size_t si = 0; si < o.seq.n; si++)
+    for (size_t si = 0; si < o.seq.n; si++) {
+        const size_t first = nr;
         for (int mi = 0; mi < ARCH_COUNT; mi++) {
             if (!o.models[mi])
                 continue;
@@ -364,8 +377,12 @@ int arch_main(int argc, char **argv, const char *prog)
             r->analytic = arch_analytic_bytes(r->model, o.batch, r->n, o.dmodel);
             name_row(r, &o, prog);
             run_row(r, &o);
-            print_row(r, rows, nr);
         }
+        /* Printed once every model of this N ran: each row's "vs cnn" needs
+         * the cnn's time, and the rnn runs before it. */
+        for (size_t i = first; i < nr; i++)
+            print_row(&rows[i], rows, nr);
+    }
     if (o.seq.n >= 2 && o.timer.reps)
         exponents(&o, rows, nr);
 

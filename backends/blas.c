@@ -155,8 +155,11 @@ const attn_backend attn_backend_blas = {
 const attn_backend attn_backend_blas = {
     .name      = "blas",
     .summary   = "OpenBLAS sgemm + vectorized row softmax, materialized scores",
-    .not_built = "OpenBLAS was not found (pkg-config openblas; Debian: libopenblas-dev), "
-                 "or -Dopenblas=disabled",
+#if ATTN_OPENBLAS_DISABLED
+    .not_built = "this build was configured with -Dopenblas=disabled",
+#else
+    .not_built = "OpenBLAS was not found (pkg-config openblas; Debian: libopenblas-dev)",
+#endif
 };
 
 #endif

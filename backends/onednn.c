@@ -639,9 +639,11 @@ const attn_backend attn_backend_onednn = {
 #if ATTN_HAVE_ONEDNN
     .not_built = "this build has no OpenMP, and Debian's oneDNN takes its thread count "
                  "from OpenMP (reconfigure with -Dopenmp=enabled)",
+#elif ATTN_ONEDNN_DISABLED
+    .not_built = "this build was configured with -Donednn=disabled",
 #else
     .not_built = "oneDNN was not found (CMake package dnnl or libdnnl + dnnl.h; "
-                 "Debian: libdnnl-dev), or -Donednn=disabled",
+                 "Debian: libdnnl-dev)",
 #endif
 };
 

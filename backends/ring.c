@@ -998,9 +998,10 @@ int attn_ring_serve(void)
 
 const attn_backend attn_backend_ring = {
     .name      = "ring",
-#if !ATTN_HAVE_MPI
-    .not_built = "MPI was not found at configure time (Debian: libopenmpi-dev openmpi-bin; "
-                 "meson option -Dmpi)",
+#if !ATTN_HAVE_MPI && ATTN_MPI_DISABLED
+    .not_built = "this build was configured with -Dmpi=disabled",
+#elif !ATTN_HAVE_MPI
+    .not_built = "MPI was not found at configure time (Debian: libopenmpi-dev openmpi-bin)",
 #endif
     .summary   = "ring attention over MPI: sequence slices per rank, K/V blocks passed "
                  "around (mpirun -n P ./attnbench --backend=ring; 1 rank without mpirun)",

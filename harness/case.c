@@ -39,9 +39,11 @@ void attn_case_judge(attn_result *r)
     if (!r->check.pass)
         verdict(r, ATTN_FAILED, "%s", r->check.why);
     else if (r->check.mistrusted)
-        verdict(r, ATTN_MISTRUSTED, "the checked reference output is %zu of %zu values exactly 0 "
-                "(every key masked?): a kernel that writes zeros would pass as well",
-                r->check.ref_zeros, r->check.ref_elems);
+        verdict(r, ATTN_MISTRUSTED, "the checked reference holds %zu finite values, %zu of them "
+                "exactly 0 (every key masked?), and %zu NaN or Inf the output matched: fewer "
+                "values that tell than one output row (%d), so a kernel that writes zeros would "
+                "pass as well", r->check.ref_elems, r->check.ref_zeros, r->check.ref_nonfinite,
+                r->p.d_v);
     else
         verdict(r, ATTN_PASSED, "%s", "");
 }
@@ -168,7 +170,10 @@ static void drive(attn_result *r, const attn_backend *be, const attn_config *cfg
 }
 
 /* --dump-output, --dump-weights: after the measurements, so that neither
- * buffer is part of them. A write that fails makes the case an ERROR. */
+ * buffer is part of them. Both paths were tried before the first case; a
+ * write that still fails (a full disk) is said in r->dump_error and makes
+ * the exit code 4, and the case keeps its verdict and its row. A backend
+ * that cannot give its weights is an ERROR. */
 static void dumps(attn_result *r, const attn_backend *be, void *state, const attn_problem *p,
                   const attn_setup *s, const attn_guarded *out)
 {
@@ -177,7 +182,7 @@ static void dumps(attn_result *r, const attn_backend *be, void *state, const att
         const size_t shape[4] = { (size_t)p->batch, (size_t)p->heads, (size_t)p->seq_q,
                                   (size_t)p->d_v };
         if (!attn_npy_write(s->dump_output, out->data, shape, 4, why, sizeof(why)))
-            verdict(r, ATTN_ERROR, "--dump-output: %s", why);
+            snprintf(r->dump_error, sizeof(r->dump_error), "--dump-output: %s", why);
     }
     if (s->dump_weights && state && attn_backend_has_weights(be) && r->verdict != ATTN_ERROR) {
         const size_t shape[4] = { (size_t)p->batch, (size_t)p->heads, (size_t)p->seq_q,
@@ -187,7 +192,7 @@ static void dumps(attn_result *r, const attn_backend *be, void *state, const att
         if (st != ATTN_OK)
             verdict(r, ATTN_ERROR, "--dump-weights: %s", attn_status_str(st));
         else if (!attn_npy_write(s->dump_weights, w, shape, 4, why, sizeof(why)))
-            verdict(r, ATTN_ERROR, "--dump-weights: %s", why);
+            snprintf(r->dump_error, sizeof(r->dump_error), "--dump-weights: %s", why);
         attn_host_free(w);
     }
 }
@@ -207,15 +212,14 @@ static void case_init(attn_result *r, const attn_backend *be, const attn_problem
         r->score_bytes = sz.scores;
         r->kv_bytes = sz.kv;
     }
-    attn_case_name(r->name, sizeof(r->name), be->name, p, s);
-    attn_repro(r->repro, sizeof(r->repro), prog, be->name, p, s);
+    attn_case_name(r->name, sizeof(r->name), be, p, s);
+    attn_repro(r->repro, sizeof(r->repro), prog, be, p, s);
 }
 
 void attn_case_skip(attn_result *r, const attn_backend *be, const attn_problem *p,
                     const attn_setup *s, const char *prog, const char *why)
 {
-    attn_problem pk = *p;
-    pk.kind = be->kind;
+    const attn_problem pk = attn_problem_of(p, be);
     case_init(r, be, &pk, s, prog);
     verdict(r, ATTN_SKIPPED, "%s", why);
 }
@@ -225,8 +229,7 @@ void attn_case_run(attn_result *r, const attn_backend *be, const attn_problem *p
                    const char *prog)
 {
     /* The backend's own function on the shape: p_dense with its kind. */
-    attn_problem pk = *p_dense;
-    pk.kind = be->kind;
+    const attn_problem pk = attn_problem_of(p_dense, be);
     const attn_problem *p = &pk;
     const attn_ref *ref = dense;
     attn_ref vref = { 0 };

@@ -78,6 +78,7 @@ typedef struct attn_result {
     /* Its index in the whole sweep's order, and the sweep's case count
      * (--shard runs those with index = I mod N); -1 outside a sweep. */
     long case_index, cases;
+    char dump_error[4600];  /* a --dump-output or --dump-weights write that failed; "" */
     char name[256];         /* attn_case_name() */
     char repro[768];
 } attn_result;

@@ -27,7 +27,7 @@ attn_status attn_guarded_alloc(attn_guarded *g, size_t n)
 
 void attn_guarded_poison(attn_guarded *g)
 {
-    const uint32_t nan_bits = 0x7fc0dead;   /* a quiet NaN no arithmetic produces */
+    const uint32_t nan_bits = ATTN_POISON_BITS;
     for (size_t i = 0; i < g->n; i++)
         memcpy(&g->data[i], &nan_bits, sizeof(nan_bits));
 }
@@ -134,6 +134,14 @@ void attn_check_output_with(attn_check *c, const attn_problem *p, const attn_ref
                     c->first_mismatch = row * dv + (size_t)col;
                     c->mismatch_ref = r;
                 }
+                /* A NaN the backend wrote tells as much as a finite value:
+                 * one it never wrote still holds the poison. */
+                uint32_t bits;
+                memcpy(&bits, &got, sizeof(bits));
+                if (same && isnan(r) && bits == ATTN_POISON_BITS && !ref->poison_inputs &&
+                    c->unwritten++ == 0)
+                    c->first_unwritten = row * dv + (size_t)col;
+                c->ref_nonfinite += same;
                 continue;
             }
             if (!isfinite(got)) {
@@ -158,9 +166,11 @@ void attn_check_output_with(attn_check *c, const attn_problem *p, const attn_ref
     c->max_rel = c->ref_max > 0 ? c->max_abs / c->ref_max : (c->max_abs > 0 ? INFINITY : 0);
     /* benchdnn's MISTRUSTED: a reference of (almost) only zeros, here fewer
      * nonzero values than one output row, passes a kernel that writes zeros. */
-    c->mistrusted = c->ref_elems - c->ref_zeros < (size_t)dv;
+    c->mistrusted = c->ref_elems - c->ref_zeros + c->ref_nonfinite - c->unwritten < (size_t)dv;
     c->nmse = ref2 > 0 ? err2 / ref2 : (err2 > 0 ? INFINITY : 0);
 
+    c->nonfinite_inputs = ref->nonfinite_inputs;
+    c->nan_inputs = ref->nan_inputs;
     c->tolerance = tolerance;
     c->max_abs_v = ref->max_abs_v;
     c->max_abs_logit = ref->max_abs_logit;
@@ -176,6 +186,12 @@ void attn_check_output_with(attn_check *c, const attn_problem *p, const attn_ref
                  c->nonfinite, c->nonfinite == 1 ? "" : "s",
                  ref->nonfinite_inputs ? " where the reference is finite" : "",
                  row / nq / p->heads, row / nq % p->heads, row % nq, c->first_nonfinite % dv);
+    } else if (c->unwritten) {
+        const size_t row = c->first_unwritten / dv;
+        snprintf(c->why, sizeof(c->why),
+                 "%zu output%s never written (still the poison NaN where the reference is NaN), "
+                 "first at b=%zu h=%zu i=%zu c=%zu", c->unwritten, c->unwritten == 1 ? "" : "s",
+                 row / nq / p->heads, row / nq % p->heads, row % nq, c->first_unwritten % dv);
     } else if (c->mismatched) {
         const size_t row = c->first_mismatch / dv;
         snprintf(c->why, sizeof(c->why),
@@ -199,4 +215,7 @@ void attn_check_describe(const attn_check *c, char *buf, size_t len)
              "max_abs %.2e rel %.2e nmse %.2e %s tol %.2e (%s: max|V| %.3g x (%.1e + %.1e x max|logit| %.3g))",
              c->max_abs, c->max_rel, c->nmse, c->max_abs <= c->tol ? "<=" : ">", c->tol,
              t->name, c->max_abs_v, t->base, t->per_logit, c->max_abs_logit);
+    const size_t at = strlen(buf);
+    if (c->ref_nonfinite && at < len)
+        snprintf(buf + at, len - at, "; %zu NaN or Inf of the reference matched", c->ref_nonfinite);
 }

@@ -51,8 +51,14 @@ typedef struct attn_check {
     size_t first_mismatch;  /* element index of the first */
     double mismatch_ref;    /* the reference there */
     bool guard_ok;
-    size_t ref_zeros, ref_elems;      /* exact zeros among the checked reference's values */
-    bool mistrusted;        /* fewer nonzero values in the checked reference than one
+    size_t ref_zeros, ref_elems;      /* exact zeros among the checked reference's finite
+                                         values, and those values */
+    size_t ref_nonfinite;   /* the reference's NaN and Inf the output matched */
+    size_t nonfinite_inputs, nan_inputs;  /* the reference's: NaN and Inf in Q, K, V */
+    size_t unwritten;       /* of those NaN, outputs still holding the poison */
+    size_t first_unwritten;
+    bool mistrusted;        /* fewer values that tell (nonzero finite ones, and NaN and
+                               Inf the backend wrote) in the checked reference than one
                                output row holds (d_v): it cannot tell a right output
                                from one of zeros */
     double max_abs_v, max_abs_logit;  /* the reference's, which scale tol */

@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "config.h"
+#include "npy.h"
 #include "variant.h"
 
 enum {
@@ -578,10 +579,49 @@ static int default_list(attn_list *l, int value)
     return -1;
 }
 
+/* --inputs without a size option: the case takes each size it was not
+ * given from the files' shapes (Q [B,H,Nq,dk], K [B,Hkv,Nk,dk], V
+ * [B,Hkv,Nk,dv]). A file that cannot be read, or a size out of range, is
+ * left to the reading of the inputs to refuse, naming the file. */
+static int shape_from_inputs(attn_opts *o)
+{
+    const char *name[3] = { "q", "k", "v" };
+    size_t shape[3][4];
+    for (int t = 0; t < 3; t++) {
+        char path[4200], why[4400];
+        attn_npy a;
+        snprintf(path, sizeof(path), "%s/%s.npy", o->setup.inputs, name[t]);
+        if (!attn_npy_read_header(path, &a, why, sizeof(why)) || a.ndim != 4)
+            return -1;
+        memcpy(shape[t], a.shape, sizeof(shape[t]));
+    }
+    const struct { attn_list *l; size_t v; size_t max; bool only_if_differs; } from[] = {
+        { &o->batch, shape[0][0], MAX_BATCH, false }, { &o->heads, shape[0][1], MAX_HEADS, false },
+        { &o->seq, shape[0][2], MAX_SEQ, false },     { &o->dk, shape[0][3], MAX_DIM, false },
+        { &o->kv_heads, shape[1][1], MAX_HEADS, true }, { &o->seq_kv, shape[1][2], MAX_SEQ, true },
+        { &o->dv, shape[2][3], MAX_DIM, true },
+    };
+    const size_t follows[] = { 0, 0, 0, 0, 1, 2, 3 };   /* the size each of the last three
+                                                          defaults to */
+    for (size_t i = 0; i < sizeof(from) / sizeof(from[0]); i++) {
+        if (from[i].l->n || from[i].v < 1 || from[i].v > from[i].max)
+            continue;
+        if (from[i].only_if_differs && from[follows[i]].l->n == 1 &&
+            (size_t)from[follows[i]].l->v[0] == from[i].v)
+            continue;
+        int rc = default_list(from[i].l, (int)from[i].v);
+        if (rc >= 0)
+            return rc;
+    }
+    return -1;
+}
+
 /* Fills in what depends on other options and checks them against each other. */
 static int finish(attn_opts *o)
 {
     int rc;
+    if (o->setup.inputs && (rc = shape_from_inputs(o)) >= 0)
+        return rc;
     if (!ATTN_HAVE_OPENMP && o->setup.threads > 1)
         return usage_error("--threads: %d, but this build has no OpenMP and runs 1 thread "
                            "(reconfigure with -Dopenmp=enabled)", o->setup.threads);
@@ -751,8 +791,12 @@ void attn_cli_usage(FILE *f, const char *prog)
 "  --min-time S     seconds one repetition lasts at least; runs per repetition are\n"
 "                   calibrated to it (default 0.1)\n"
 "  --reps R         repetitions, 0..%d (default 5; 0: check only)\n"
-"  --max-time S     seconds of repetitions per case before stopping early, never below 2\n"
-"                   repetitions (default 10; 0: no budget)\n"
+"  --max-time S     seconds the repetitions of a case may take: no repetition starts\n"
+"                   that would end past S at the length of the last one, but never\n"
+"                   fewer than 2 (default 10; 0: no budget). It does not bound the\n"
+"                   reference, the checked run or the warm-up: a case whose one run\n"
+"                   lasts 20 s takes a checked run, a warm-up run and 2 repetitions\n"
+"                   (about 80 s); --case-timeout bounds a whole case\n"
 "  --check-rows R   rows the reference checks: auto (default: all when cheap, else a\n"
 "                   seeded sample), all, or a count\n"
 "  --max-mem SIZE   skip cases needing more than SIZE (e.g. 8G); MemAvailable always applies\n"
@@ -786,8 +830,9 @@ void attn_cli_usage(FILE *f, const char *prog)
 "                   (default: discrete GPU > integrated > virtual > CPU)\n"
 "  --inputs DIR     read Q, K, V from DIR/q.npy, k.npy, v.npy (float32, float64,\n"
 "                   float16, or uint16 holding bf16 bits with --dtype bf16; C order,\n"
-"                   shapes [B,H,Nq,dk], [B,Hkv,Nk,dk], [B,Hkv,Nk,dv] of the case)\n"
-"                   instead of the seeded fill, rounded to --dtype as the fill is\n"
+"                   shapes [B,H,Nq,dk], [B,Hkv,Nk,dk], [B,Hkv,Nk,dv]) instead of the\n"
+"                   seeded fill, rounded to --dtype as the fill is; a size option not\n"
+"                   given is taken from the files, one given must agree with them\n"
 "  --dump-output FILE.npy   one case, one backend: write its O [B,H,Nq,dv]\n"
 "  --dump-inputs DIR  one case: write its Q, K, V to DIR/q.npy, k.npy, v.npy and exit\n"
 "  --check-output FILE.npy --peer NAME [--peer-times FILE] [--peer-skip WHY]\n"
@@ -809,7 +854,15 @@ void attn_cli_usage(FILE *f, const char *prog)
 "                   the devices of the device backends\n"
 "  --help, --version\n"
 "\n"
-"exit codes: 0 all ran cases PASSED; 1 a case FAILED; 2 bad command line;\n"
-"3 shape too large (size_t overflow or memory); 4 a case hit an ERROR or TIMEOUT, or\n"
-"an output file could not be written; 5 nothing ran (every case SKIPPED)\n", f);
+"\n"
+"examples:\n"
+"  attnbench                                 every backend on B=1 H=8 N=1024 d=64, one table\n"
+"  attnbench --backend=vulkan --seq 4096     one backend, one sequence length\n"
+"  attnbench --backend=naive,tiled --seq 256:4096:x2 --causal=both --csv out.csv\n"
+"                                            a sweep; the same line with --resume finishes it\n"
+"\n"
+"exit codes: 0 all ran cases PASSED (or MISTRUSTED); 1 a case FAILED; 2 bad command\n"
+"line, or an output that cannot be written (tried before any case runs); 3 shape\n"
+"too large (size_t overflow or memory); 4 a case hit an ERROR or TIMEOUT, or an\n"
+"output write failed late; 5 nothing ran (every case SKIPPED)\n", f);
 }

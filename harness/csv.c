@@ -175,7 +175,7 @@ int attn_csv_append(attn_csv *c, const attn_result *r, const attn_setup *s, cons
     const attn_timing *t = &r->timing;
     const bool timed = t->reps > 0;
     char key[512];
-    attn_case_key(key, sizeof(key), r->be->name, p, s);
+    attn_case_key(key, sizeof(key), r->be, p, s);
     attn_csv_row l = { .at = 0 };
     attn_csv_put(&l, "%d,%s,%s,%s", ATTN_CSV_SCHEMA, key, r->be->name, attn_verdict_str(r->verdict));
     attn_csv_text(&l, r->why);

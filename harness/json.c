@@ -318,7 +318,7 @@ FILE *attn_json_begin(const char *path, char *tmp, size_t len, const attn_machin
     }
     FILE *f = fopen(tmp, "w");
     if (!f) {
-        fprintf(stderr, "attnbench: --json %s: cannot write %s: %s\n", path, tmp, strerror(errno));
+        fprintf(stderr, "attnbench: --json %s: cannot write: %s\n", path, strerror(errno));
         return NULL;
     }
     fputs("{\n", f);

@@ -13,6 +13,7 @@
 #include "arch.h"
 #include "cli.h"
 #include "config.h"
+#include "io.h"
 #include "machine.h"
 #include "merge.h"
 #include "peer.h"
@@ -125,6 +126,26 @@ static int measure_peak(const attn_machine *m, int threads)
     return ATTN_EXIT_OK;
 }
 
+/* Every file the run will write, tried before any case runs: a sweep must
+ * never run to its end only to lose what it measured. --csv is opened (and
+ * so checked) by the sweep before its first case. */
+static int check_outputs(const attn_opts *o)
+{
+    const struct { const char *opt, *path; } file[] = {
+        { "--json", o->json },
+        { "--dump-output", o->setup.dump_output },
+        { "--dump-weights", o->setup.dump_weights },
+    };
+    char why[4600];
+    for (size_t i = 0; i < sizeof(file) / sizeof(file[0]); i++)
+        if (file[i].path && !attn_output_writable(file[i].path, why, sizeof(why)))
+            return attn_error(ATTN_EXIT_USAGE, "%s %s: cannot be written: %s", file[i].opt,
+                              file[i].path, why);
+    if (o->dump_inputs && !attn_output_folder(o->dump_inputs, why, sizeof(why)))
+        return attn_error(ATTN_EXIT_USAGE, "--dump-inputs %s: %s", o->dump_inputs, why);
+    return -1;
+}
+
 static int attnbench(int argc, char **argv);
 
 static int run(const attn_opts *o, const char *prog)
@@ -142,6 +163,8 @@ static int run(const attn_opts *o, const char *prog)
     if (o->case_timeout > 0 && attn_ring_size() > 1)
         return attn_error(ATTN_EXIT_USAGE, "--case-timeout runs each case in a child process, "
                           "and MPI processes cannot fork: drop it under mpirun");
+    if ((rc = check_outputs(o)) >= 0)
+        return rc;
     attn_inputs ready;
     if ((rc = attn_sweep_check(o, &ready)) >= 0) {
         /* refused */

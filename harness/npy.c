@@ -53,7 +53,7 @@ static const char *dict_value(const char *h, const char *key)
 
 #define FAIL(...) do { snprintf(why, len, __VA_ARGS__); goto fail; } while (0)
 
-bool attn_npy_read(const char *path, attn_npy *a, char *why, size_t len)
+static bool read_npy(const char *path, attn_npy *a, bool data, char *why, size_t len)
 {
     memset(a, 0, sizeof(*a));
     char *header = NULL;
@@ -154,6 +154,11 @@ bool attn_npy_read(const char *path, attn_npy *a, char *why, size_t len)
         if (have > bytes)
             FAIL("%s: more data than the %zu bytes the shape describes", path, bytes);
     }
+    if (!data) {
+        free(header);
+        fclose(f);
+        return true;
+    }
     if (!(a->data = malloc(a->count ? a->count * sizeof(float) : 1)))
         FAIL("%s: out of memory for %zu values", path, a->count);
     /* float32 straight in; the others through a buffer, converted (exactly,
@@ -198,6 +203,16 @@ fail:
     return false;
 }
 
+bool attn_npy_read(const char *path, attn_npy *a, char *why, size_t len)
+{
+    return read_npy(path, a, true, why, len);
+}
+
+bool attn_npy_read_header(const char *path, attn_npy *a, char *why, size_t len)
+{
+    return read_npy(path, a, false, why, len);
+}
+
 bool attn_npy_write(const char *path, const float *data, const size_t *shape, int ndim, char *why,
                     size_t len)
 {
@@ -220,7 +235,7 @@ bool attn_npy_write(const char *path, const float *data, const size_t *shape, in
     snprintf(tmp, sizeof(tmp), "%s.tmp", path);
     FILE *f = fopen(tmp, "wb");
     if (!f) {
-        snprintf(why, len, "%s: %s", tmp, strerror(errno));
+        snprintf(why, len, "cannot write %s: %s", path, strerror(errno));
         return false;
     }
     unsigned char head[12] = { 0x93, 'N', 'U', 'M', 'P', 'Y', (unsigned char)major, 0 };
@@ -233,7 +248,7 @@ bool attn_npy_write(const char *path, const float *data, const size_t *shape, in
     ok = fflush(f) == 0 && ok;
     ok = fsync(fileno(f)) == 0 && ok;
     if (fclose(f) || !ok) {
-        snprintf(why, len, "%s: %s", tmp, strerror(errno ? errno : EIO));
+        snprintf(why, len, "cannot write %s: %s", path, strerror(errno ? errno : EIO));
         unlink(tmp);
         return false;
     }

@@ -27,6 +27,8 @@ typedef struct attn_npy {
  * not .npy, another dtype, byte order or Fortran order, a header that does
  * not parse, or data longer or shorter than the shape says. */
 bool attn_npy_read(const char *path, attn_npy *a, char *why, size_t len);
+/* The same checks without reading the data: shape and dtype, data NULL. */
+bool attn_npy_read_header(const char *path, attn_npy *a, char *why, size_t len);
 void attn_npy_free(attn_npy *a);
 
 bool attn_npy_write(const char *path, const float *data, const size_t *shape, int ndim,

@@ -169,7 +169,7 @@ int attn_peer_check(const attn_opts *o, const attn_machine *m)
     const attn_peak *peak = attn_machine_peak(m);
     attn_csv csv = { .fd = -1 };
     char key[512];
-    attn_case_key(key, sizeof(key), peer.name, &p, &o->setup);
+    attn_case_key(key, sizeof(key), &peer, &p, &o->setup);
     if (rc < 0 && o->csv && (rc = attn_csv_open(&csv, o->csv, o->resume)) < 0 &&
         !attn_csv_has(&csv, key))
         rc = attn_csv_append(&csv, r, &o->setup, peak);

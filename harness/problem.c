@@ -218,16 +218,23 @@ void attn_problem_describe(const attn_problem *p, char *buf, size_t len)
         cat(buf, len, at, " kv:%s", attn_dtype_name(p->kv_dtype));
 }
 
-void attn_repro(char *buf, size_t len, const char *prog, const char *backend,
-                const attn_problem *p, const attn_setup *s)
+attn_problem attn_problem_of(const attn_problem *p, const attn_backend *be)
 {
+    attn_problem pk = *p;
+    pk.kind = be->kind;
+    return pk;
+}
+
+void attn_repro(char *buf, size_t len, const char *prog, const attn_backend *be,
+                const attn_problem *shape, const attn_setup *s)
+{
+    const attn_problem pk = attn_problem_of(shape, be), *p = &pk;
     /* A scale-out backend's case runs under the launcher that made it. */
-    const attn_backend *be = attn_backend_find(backend);
-    const int ranks = be ? attn_backend_world(be) : 1;
+    const int ranks = attn_backend_world(be);
     size_t at = ranks > 1 ? cat(buf, len, 0, "mpirun -n %d ", ranks) : 0;
     at = cat(buf, len, at,
                     "%s --backend=%s --batch %d --heads %d --seq %d --seq-kv %d --dk %d --dv %d",
-                    prog, backend, p->batch, p->heads, p->seq_q, p->seq_kv, p->d_k, p->d_v);
+                    prog, be->name, p->batch, p->heads, p->seq_q, p->seq_kv, p->d_k, p->d_v);
     if (attn_kv_heads(p) != p->heads)
         at = cat(buf, len, at, " --kv-heads %d", attn_kv_heads(p));
     if (!default_scale(p))
@@ -261,10 +268,11 @@ void attn_repro(char *buf, size_t len, const char *prog, const char *backend,
     cat(buf, len, at, " --threads %d --seed %llu", s->threads, (unsigned long long)s->seed);
 }
 
-void attn_case_name(char *buf, size_t len, const char *backend, const attn_problem *p,
+void attn_case_name(char *buf, size_t len, const attn_backend *be, const attn_problem *shape,
                     const attn_setup *s)
 {
-    size_t at = cat(buf, len, 0, "attn/%s/b:%d/h:%d/sq:%d/skv:%d/dk:%d/dv:%d/causal:%d", backend,
+    const attn_problem pk = attn_problem_of(shape, be), *p = &pk;
+    size_t at = cat(buf, len, 0, "attn/%s/b:%d/h:%d/sq:%d/skv:%d/dk:%d/dv:%d/causal:%d", be->name,
                     p->batch, p->heads, p->seq_q, p->seq_kv, p->d_k, p->d_v, p->causal ? 1 : 0);
     if (attn_kv_heads(p) != p->heads)
         at = cat(buf, len, at, "/hkv:%d", attn_kv_heads(p));
@@ -288,15 +296,14 @@ void attn_case_name(char *buf, size_t len, const char *backend, const attn_probl
     if (s->isa != ATTN_ISA_AUTO)
         at = cat(buf, len, at, "/isa:%s", attn_isa_name(s->isa));
     at = cat_variant(buf, len, at, p, "/w:%d", "/g:%d/r:%d/bs:%d", "/m:%d", "/p:%d");
-    const attn_backend *be = attn_backend_find(backend);
-    if (be && attn_backend_world(be) > 1)
+    if (attn_backend_world(be) > 1)
         cat(buf, len, at, "/ranks:%d", attn_backend_world(be));
 }
 
-void attn_case_key(char *buf, size_t len, const char *backend, const attn_problem *p,
+void attn_case_key(char *buf, size_t len, const attn_backend *be, const attn_problem *p,
                    const attn_setup *s)
 {
-    attn_case_name(buf, len, backend, p, s);
+    attn_case_name(buf, len, be, p, s);
     const size_t at = strlen(buf);
     cat(buf, len, at, "/threads:%d/seed:%llu", s->threads, (unsigned long long)s->seed);
 }

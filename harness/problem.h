@@ -69,22 +69,28 @@ double attn_problem_flops_dense(const attn_problem *p);
  * Decoding is bound by these, not by the FLOPs. */
 double attn_problem_bytes(const attn_problem *p);
 
+/* The problem backend be computes on shape p: p with be's kind, so that its
+ * variant's knobs (window, features, ...) are part of what names it. The
+ * name, key and repro below all see the shape through this. */
+attn_problem attn_problem_of(const attn_problem *p, const attn_backend *be);
+
 /* "attn/naive/b:1/h:8/sq:4096/skv:4096/dk:64/dv:64/causal:0", then
  * "/hkv:2" with grouped K/V heads, "/kv:3.5" with padding, "/dtype:bf16" and
  * "/kvdtype:fp16" off fp32 (the second when K/V's differs), "/scale:S" off
  * the default, "/fill:extreme", "/splits:N" and the other settings. */
-void attn_case_name(char *buf, size_t len, const char *backend, const attn_problem *p,
+void attn_case_name(char *buf, size_t len, const attn_backend *be, const attn_problem *p,
                     const attn_setup *s);
 
 /* "B=1 H=8 Hkv=2 Nq=1024 Nk=1024 dk=64 dv=64 causal kv_len=3,5" (Hkv when not H) */
 void attn_problem_describe(const attn_problem *p, char *buf, size_t len);
 
 /* The exact command line that reruns this case alone. */
-void attn_repro(char *buf, size_t len, const char *prog, const char *backend,
+void attn_repro(char *buf, size_t len, const char *prog, const attn_backend *be,
                 const attn_problem *p, const attn_setup *s);
 
-/* The identity of a case in a CSV file: the name plus threads and seed. */
-void attn_case_key(char *buf, size_t len, const char *backend, const attn_problem *p,
+/* The identity of a case in a CSV file: the name plus threads and seed. The
+ * one key of a case: the CSV writer, the JSON and --resume all build it here. */
+void attn_case_key(char *buf, size_t len, const attn_backend *be, const attn_problem *p,
                    const attn_setup *s);
 
 /* Byte counts for people: "264.0 KiB". */

@@ -1,4 +1,5 @@
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -153,6 +154,15 @@ static int thread_id(void)
 #endif
 }
 
+static void count_nonfinite(attn_ref *r, float x)
+{
+    uint32_t bits;
+    memcpy(&bits, &x, sizeof(bits));
+    r->nonfinite_inputs++;
+    r->nan_inputs += isnan(x) != 0;
+    r->poison_inputs += bits == ATTN_POISON_BITS;
+}
+
 attn_status attn_ref_compute(attn_ref *r, const attn_problem *p_any, const attn_tensors *in,
                              long want, uint64_t seed, int threads)
 {
@@ -178,16 +188,18 @@ attn_status attn_ref_compute(attn_ref *r, const attn_problem *p_any, const attn_
     double max_v = 0.0, max_logit = 0.0;
     for (size_t e = 0; e < nv; e++) {
         if (!isfinite(in->v[e]))
-            r->nonfinite_inputs++;
+            count_nonfinite(r, in->v[e]);
         else if (fabs((double)in->v[e]) > max_v)
             max_v = fabs((double)in->v[e]);
     }
     const size_t nq_all = (size_t)p->batch * p->heads * p->seq_q * p->d_k;
     const size_t nk_all = (size_t)p->batch * hkv * p->seq_kv * p->d_k;
     for (size_t e = 0; e < nq_all; e++)
-        r->nonfinite_inputs += !isfinite(in->q[e]);
+        if (!isfinite(in->q[e]))
+            count_nonfinite(r, in->q[e]);
     for (size_t e = 0; e < nk_all; e++)
-        r->nonfinite_inputs += !isfinite(in->k[e]);
+        if (!isfinite(in->k[e]))
+            count_nonfinite(r, in->k[e]);
 
     const long n = (long)r->nrows;
 #ifdef _OPENMP
@@ -361,6 +373,8 @@ attn_status attn_ref_variant(attn_ref *r, const attn_ref *dense, const attn_prob
     r->total_rows = dense->total_rows;
     r->max_abs_v = dense->max_abs_v;
     r->nonfinite_inputs = dense->nonfinite_inputs;
+    r->nan_inputs = dense->nan_inputs;
+    r->poison_inputs = dense->poison_inputs;
     r->rows = attn_host_alloc(r->nrows * sizeof(size_t));
     r->out = attn_host_alloc(r->nrows * (size_t)p->d_v * sizeof(double));
     if (!r->rows || !r->out) {

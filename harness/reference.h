@@ -8,6 +8,11 @@
 
 #include "backend.h"
 
+/* The output buffer's poison before a backend runs (harness/check.c): a quiet
+ * NaN whose payload no arithmetic produces, so that an element left unwritten
+ * is told apart from a NaN a backend computed. */
+#define ATTN_POISON_BITS 0x7fc0deadu
+
 typedef struct attn_ref {
     size_t nrows;            /* rows computed */
     size_t total_rows;       /* B*H*Nq */
@@ -16,6 +21,10 @@ typedef struct attn_ref {
     double max_abs_logit;    /* max |scale*q.k| over finite visible entries of those rows */
     double max_abs_v;        /* max |V| over the whole tensor's finite values */
     size_t nonfinite_inputs; /* NaN or Inf values in Q, K and V */
+    size_t nan_inputs;       /* of those, NaN */
+    size_t poison_inputs;    /* of those, NaN with the bits of the output's poison
+                                (ATTN_POISON_BITS), which the check cannot then tell from
+                                an element never written */
 } attn_ref;
 
 /* Multiply-adds the automatic mode allows before it samples (~1-2 s on 2 cores). */

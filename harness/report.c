@@ -23,6 +23,11 @@ void attn_report_reference(FILE *f, const attn_ref *ref, double seconds)
             ref->nrows, ref->total_rows,
             ref->nrows == ref->total_rows ? "all" : "seeded stratified sample", seconds,
             ref->max_abs_logit, ref->max_abs_v);
+    if (ref->nonfinite_inputs)
+        fprintf(f, "inputs: %zu non-finite values in Q, K and V (%zu NaN, %zu infinite): each "
+                   "output is judged element by element, NaN for NaN and the same infinity for "
+                   "an infinity (docs/correctness.md, non-finite inputs)\n",
+                ref->nonfinite_inputs, ref->nan_inputs, ref->nonfinite_inputs - ref->nan_inputs);
 }
 
 void attn_report_shape(FILE *f, const attn_problem *p, const attn_ref *ref, double seconds)
@@ -45,9 +50,35 @@ static void format_time(char *buf, size_t len, double s)
 
 void attn_report_row_header(FILE *f)
 {
-    fprintf(f, "%-14s %-8s %12s %7s %10s %6s %8s %5s %9s %11s %11s\n", "backend", "verdict",
-            "median", "cv", "GFLOP/s", "%peak", "GB/s", "%bw", "vs naive", "workspace",
-            "peak RSS");
+    fprintf(f, "%-14s %-8s %12s %7s %10s %6s %8s %5s %9s %14s %11s %11s\n", "backend", "verdict",
+            "median", "cv", "GFLOP/s", "%peak", "GB/s", "%bw", "vs naive", "vs exact",
+            "workspace", "peak RSS");
+}
+
+/* What a row computes against softmax attention: "exact", or for a
+ * variant (marked ~ beside its name) the nmse of its output against exact
+ * attention on the same inputs, so that no speedup is read without the
+ * error it costs. */
+static void vs_exact(char *buf, size_t len, const attn_result *r)
+{
+    if (r->be->kind == ATTN_KIND_SOFTMAX)
+        snprintf(buf, len, "exact");
+    else if (r->approx_known)
+        snprintf(buf, len, "nmse %.1e", r->approx_nmse);
+    else
+        snprintf(buf, len, "-");
+}
+
+void attn_report_approx_note(FILE *f, const attn_result *res, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (res[i].be->kind != ATTN_KIND_SOFTMAX) {
+            fputs("~ another function than softmax attention (local, sparse: softmax over a "
+                  "sparsity\n  pattern; linear, performer, linformer: approximations); 'vs "
+                  "exact': the nmse of\n  its output against exact attention on the same "
+                  "inputs\n", f);
+            return;
+        }
 }
 
 void attn_report_row(FILE *f, const attn_result *r, double naive, const attn_peak *peak)
@@ -77,8 +108,11 @@ void attn_report_row(FILE *f, const attn_result *r, double naive, const attn_pea
         else
             snprintf(rss, sizeof(rss), "unknown");
     }
-    fprintf(f, "%-14s %-8s %12s %7s %10s %6s %8s %5s %9s %11s %11s\n", r->be->name,
-            attn_verdict_str(r->verdict), med, cv, gf, pk, gb, bw, sp, ws, rss);
+    char name[32], ex[32];
+    snprintf(name, sizeof(name), "%s%s", r->be->name, r->be->kind == ATTN_KIND_SOFTMAX ? "" : "~");
+    vs_exact(ex, sizeof(ex), r);
+    fprintf(f, "%-14s %-8s %12s %7s %10s %6s %8s %5s %9s %14s %11s %11s\n", name,
+            attn_verdict_str(r->verdict), med, cv, gf, pk, gb, bw, sp, ex, ws, rss);
 }
 
 void attn_report_details(FILE *f, const attn_result *r)
@@ -199,9 +233,17 @@ static int cmp_result(const void *a, const void *b)
     return 0;
 }
 
-void attn_report_results(FILE *f, attn_result *res, size_t n, const attn_peak *peak)
+void attn_report_results_details(FILE *f, attn_result *res, size_t n)
 {
     qsort(res, n, sizeof(*res), cmp_result);
+    for (size_t i = 0; i < n; i++) {
+        fputc('\n', f);
+        attn_report_details(f, &res[i]);
+    }
+}
+
+void attn_report_results_table(FILE *f, const attn_result *res, size_t n, const attn_peak *peak)
+{
     double naive = 0.0;
     for (size_t i = 0; i < n; i++)
         if (attn_verdict_ok(res[i].verdict) && res[i].timing.reps && !strcmp(res[i].be->name, "naive"))
@@ -210,10 +252,7 @@ void attn_report_results(FILE *f, attn_result *res, size_t n, const attn_peak *p
     attn_report_row_header(f);
     for (size_t i = 0; i < n; i++)
         attn_report_row(f, &res[i], naive, peak);
-    for (size_t i = 0; i < n; i++) {
-        fputc('\n', f);
-        attn_report_details(f, &res[i]);
-    }
+    attn_report_approx_note(f, res, n);
 }
 
 void attn_report_summary(FILE *f, const attn_result *res, size_t n, size_t resumed,

@@ -21,9 +21,13 @@ void attn_report_row(FILE *f, const attn_result *r, double naive, const attn_pea
 /* Verdict and why, check metrics with thresholds, memory, timing, repro. */
 void attn_report_details(FILE *f, const attn_result *r);
 
-/* One case's comparison: sorts res (fastest PASSED first), prints the table,
- * then every case's details. */
-void attn_report_results(FILE *f, attn_result *res, size_t n, const attn_peak *peak);
+/* One case's comparison, in two parts so that the table is the last thing
+ * a run prints: every case's details, after sorting res (fastest PASSED
+ * first), then the table in that order. */
+void attn_report_results_details(FILE *f, attn_result *res, size_t n);
+void attn_report_results_table(FILE *f, const attn_result *res, size_t n, const attn_peak *peak);
+/* Under a table holding a variant (marked ~): what the mark and "vs exact" mean. */
+void attn_report_approx_note(FILE *f, const attn_result *res, size_t n);
 /* A sweep's closing count. */
 void attn_report_summary(FILE *f, const attn_result *res, size_t n, size_t resumed,
                          const char *csv);

@@ -83,6 +83,10 @@ static void emit(sweep *w, const attn_result *r, double naive)
     }
     w->res[w->n++] = *r;
     w->done++;
+    if (r->dump_error[0]) {
+        fprintf(stderr, "attnbench: %s\n", r->dump_error);
+        w->rc = w->rc >= 0 ? w->rc : ATTN_EXIT_ERROR;
+    }
     const attn_peak *peak = attn_machine_peak(w->m);
     /* The JSON first: a run killed in between leaves an entry without a CSV
      * row, which --resume drops and reruns, never a row without its entry. */
@@ -255,7 +259,7 @@ static void run_shape(sweep *w, const attn_problem *p)
     }
     for (size_t i = 0; i < o->nbackends; i++) {
         char key[512];
-        attn_case_key(key, sizeof(key), o->backends[i]->name, p, s);
+        attn_case_key(key, sizeof(key), o->backends[i], p, s);
         if (!wanted(w, o->backends[i]))
             continue;
         if (o->shards && case_index(w, i) % o->shards != o->shard)
@@ -402,17 +406,26 @@ int attn_sweep_run(const attn_opts *o, const attn_machine *m, const char *prog,
     if (w.progress)
         fputs("\r\033[K", stderr);
 
+    /* The comparison comes last, where a terminal leaves it in view: one
+     * case's table after every detail, a sweep's count after its rows. */
     const attn_peak *peak = attn_machine_peak(m);
     if (!w.stream)
-        attn_report_results(stdout, w.res, w.n, peak);
-    else
-        attn_report_summary(stdout, w.res, w.n, w.resumed, o->csv);
-    attn_report_dtypes(stdout, w.res, w.n);
+        attn_report_results_details(stdout, w.res, w.n);
+    bool first = true;
     for (size_t i = 0; i < o->nbackends && !o->explicit_backends; i++) {
         char why[256] = "";
         if (attn_backend_usable(o->backends[i], why, sizeof(why)) != ATTN_OK)
-            printf("\nnot run: %s (%s)\n", o->backends[i]->name, why);
+            printf("%snot run: %s (%s)\n", first ? "\n" : "", o->backends[i]->name, why);
+        first &= attn_backend_usable(o->backends[i], why, sizeof(why)) == ATTN_OK;
     }
+    if (!w.stream && w.resumed)
+        printf("\n%zu case%s already in %s (--resume): not run again\n", w.resumed,
+               w.resumed == 1 ? "" : "s", o->csv);
+    if (!w.stream && w.n)
+        attn_report_results_table(stdout, w.res, w.n, peak);
+    else if (w.stream)
+        attn_report_summary(stdout, w.res, w.n, w.resumed, o->csv);
+    attn_report_dtypes(stdout, w.res, w.n);
     int rc = exit_code(w.res, w.n, w.resumed);
     if (w.rc >= 0 && rc == ATTN_EXIT_OK)
         rc = w.rc;

@@ -136,7 +136,10 @@ attn_status attn_time_calls(attn_run_fn *run, attn_device_time_fn *device_time, 
         t->cpu[r] = (c1 - c0) / (double)t->iterations;
         t->device[r] = dsum / (double)t->iterations;
         t->reps = r + 1;
-        if (o->max_time > 0 && t->reps >= 2 && t->reps < want && r1 - start >= o->max_time) {
+        /* The budget: no repetition starts that would, at the length of the
+         * last one, end past it; never fewer than two. */
+        if (o->max_time > 0 && t->reps >= 2 && t->reps < want &&
+            (r1 - start) + (r1 - r0) > o->max_time) {
             t->budget_hit = true;
             break;
         }

@@ -7,8 +7,9 @@ Writes into DIR, one panel per (batch, heads, K/V heads, d_k, d_v, causal) slice
 of the CSV. N is the query length, or the key length Nk for a decode sweep (a
 CSV whose query lengths are fewer than its key lengths: Nq = 1 against a
 growing cache), with one slice per Nq then:
-  time.*      median time against N, log-log, one line per backend, the fitted
-              exponent of N in the legend;
+  time.*      median time against N, log-log, one line per backend, the
+              exponent of N fitted over its points in the legend (with 3 points
+              or more, and the range it was fitted on);
   memory.*    peak workspace (solid) and peak RSS growth (dotted) against N,
               log-log, with dashed O(N^2) and O(N) guides through the first point;
   gflops.*    GFLOP/s against N, the measured fp32 peak as a horizontal line;
@@ -20,8 +21,11 @@ growing cache), with one slice per Nq then:
   heads.*, dk.*   time against the number of heads / d_k at the largest N,
               when the CSV varies them;
   tradeoff.*  approximate variants: error against softmax attention (nmse)
-              against time, one point per setting.
-Only PASSED, timed rows are drawn. Needs matplotlib (Debian: python3-matplotlib).
+              against time, one point per setting, each labelled with its N.
+Only PASSED, timed rows are drawn. Each backend has one colour and marker in
+every chart of the project (scripts/chartstyle.py); exact backends are solid,
+variants dashed, peers dotted; the legend sits right of the panels.
+Needs matplotlib (Debian: python3-matplotlib).
 """
 import argparse
 import math
@@ -29,6 +33,7 @@ import os
 import sys
 import textwrap
 
+import chartstyle
 import csvload
 
 NEED = ["backend", "verdict", "batch", "heads", "seq_q", "seq_kv", "d_k", "d_v", "causal",
@@ -56,21 +61,10 @@ def load(path):
     return ok
 
 
-# Implementations outside attnbench (scripts/peers): dashed, square markers.
-PEERS = {"torch-sdpa", "torch-math", "numpy"}
-
-
-def style(backend):
-    return "s--" if backend in PEERS else "o-"
-
-
-def legend(ax, **kw):
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(**kw)
-
-
 def slope(xs, ys):
-    if len(xs) < 2:
+    """The log-log slope fitted over the points: only from 3 points up (two
+    points always lie on a line, and say nothing of a trend)."""
+    if len(xs) < 3:
         return None
     lx, ly = [math.log(x) for x in xs], [math.log(y) for y in ys]
     mx, my = sum(lx) / len(lx), sum(ly) / len(ly)
@@ -98,8 +92,8 @@ def main():
         import matplotlib.pyplot as plt
     except ImportError:
         die("matplotlib is missing (Debian: apt-get install python3-matplotlib)")
+    chartstyle.outdir(a.out, "plot.py")
     rows = load(a.csv)
-    os.makedirs(a.out, exist_ok=True)
     backends = sorted({r["backend"] for r in rows})
     baseline = a.baseline or ("blas" if "blas" in backends else "naive")
     if a.baseline and a.baseline not in backends:
@@ -132,8 +126,6 @@ def main():
     if len(slices) > 8:
         print(f"plot.py: {len(slices)} slices; drawing the first 8", file=sys.stderr)
         slices = slices[:8]
-    palette = plt.get_cmap("tab10" if len(backends) <= 10 else "tab20")
-    colors = {b: palette(i % palette.N) for i, b in enumerate(backends)}
     # One line per backend and variant setting (the knobs make different functions).
     def series(r):
         k = r["kind"]
@@ -145,24 +137,35 @@ def main():
             tag += f" {dt}" + (f" kv:{kvdt}" if kvdt != dt else "")
         return r["backend"] + tag
 
-    def figure(n):
+    def figure(n, legend_rows=0):
+        """legend_rows: room under each panel for a legend of its own."""
         cols = min(n, 2)
         rws = (n + cols - 1) // cols
-        fig, axes = plt.subplots(rws, cols, figsize=(6.4 * cols, 4.6 * rws), squeeze=False)
+        fig, axes = plt.subplots(rws, cols, figsize=(6.4 * cols, (4.6 + 0.16 * legend_rows) * rws),
+                                 squeeze=False)
         for ax in axes.flat[n:]:
             ax.set_visible(False)
         return fig, list(axes.flat[:n])
 
-    def save(fig, name, title):
+    def save(fig, name, title, note=None, per_panel=False):
+        """per_panel: each panel's legend under it (its labels differ from
+        panel to panel); otherwise one legend right of them all."""
         if name not in want:
             plt.close(fig)
             return
         sub = f"\n{a.machine}" if a.machine else ""
         fig.suptitle(textwrap.fill(title, 100) + sub, fontsize=11)
+        if per_panel:
+            for ax in fig.axes:
+                if ax.get_visible() and ax.get_legend_handles_labels()[0]:
+                    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2,
+                              fontsize=7, frameon=False)
         fig.tight_layout(rect=(0, 0, 1, 0.97 if fig.get_figheight() > 6 else 0.93))
+        leg = None if per_panel else chartstyle.legend_outside(fig, fig.axes, note)
         for ext in ("png", "svg"):
             path = os.path.join(a.out, f"{name}.{ext}")
-            fig.savefig(path, dpi=110)
+            fig.savefig(path, dpi=110, bbox_inches="tight",
+                        bbox_extra_artists=[leg] if leg else None)
             print(f"wrote {path}")
         plt.close(fig)
 
@@ -175,19 +178,21 @@ def main():
         return out
 
     # time
-    fig, axes = figure(len(slices))
+    nseries = len({series(r) for r in exact})
+    fig, axes = figure(len(slices), legend_rows=(nseries + 1) // 2)
     for ax, k in zip(axes, slices):
         for name, rs in sorted(by_series([r for r in exact if skey(r) == k]).items()):
             n = [X(r) for r in rs]
             t = [float(r["real_median_s"]) for r in rs]
             e = slope(n, t)
-            ax.plot(n, [x * 1e3 for x in t], style(rs[0]["backend"]), color=colors[rs[0]["backend"]],
-                    label=f"{name}" + (f" (N^{e:.2f})" if e is not None else ""))
+            ax.plot(n, [x * 1e3 for x in t], **chartstyle.kw(rs[0]["backend"]),
+                    label=f"{name}" + (f" (N^{e:.2f}, N {min(n)}..{max(n)})" if e is not None
+                                       else ""))
         ax.set(xscale="log", yscale="log", xlabel=xlabel, ylabel="median time (ms)",
                title=sname(k))
         ax.grid(True, which="both", alpha=0.3)
-        legend(ax, fontsize=7)
-    save(fig, "time", "Time per run against N (log-log; fitted exponent of N in the legend)")
+    save(fig, "time", "Time per run against N (log-log; the exponent of N, fitted on 3 points "
+         "or more, in the legend)", per_panel=True)
 
     # memory
     fig, axes = figure(len(slices))
@@ -195,28 +200,34 @@ def main():
         first = None
         for name, rs in sorted(by_series([r for r in exact if skey(r) == k]).items()):
             n = [X(r) for r in rs]
-            c = colors[rs[0]["backend"]]
+            be = rs[0]["backend"]
             ws = [(x, max(num(r["workspace_bytes"]), 1) / 2**20) for x, r in zip(n, rs)
                   if num(r["workspace_bytes"]) is not None]
             if ws:   # a peer may not know its workspace (torch's allocator)
-                ax.plot(*zip(*ws), style(rs[0]["backend"]), color=c, label=f"{name} workspace")
+                ax.plot(*zip(*ws), **chartstyle.kw(be), label=name)
             rss = [(X(r), num(r["rss_peak_bytes"])) for r in rs]
             rss = [(x, y / 2**20) for x, y in rss if y]
-            if rss:
-                ax.plot(*zip(*rss), ":", color=c, alpha=0.7, label=f"{name} RSS growth")
+            if rss:   # thin, markerless, in the backend's colour
+                ax.plot(*zip(*rss), color=chartstyle.color(be), linestyle=(0, (1, 2)),
+                        linewidth=0.9, alpha=0.8)
             if ws and (first is None or (ws[0][1] > first[1] and ws[0][0] <= first[0])):
                 first = (ws[0][0], ws[0][1], max(n))
         if first:
             n0, y0, n1 = first
             xs = [n0, n1]
-            ax.plot(xs, [y0, y0 * (n1 / n0) ** 2], "k--", linewidth=0.8, label="O(N²) guide")
-            ax.plot(xs, [y0, y0 * (n1 / n0)], "k-.", linewidth=0.8, label="O(N) guide")
+            ax.plot(xs, [y0, y0 * (n1 / n0) ** 2], color="#bbbbbb", linewidth=2.5, zorder=0,
+                    label="O(N²) guide")
+            ax.plot(xs, [y0, y0 * (n1 / n0)], color="#dddddd", linewidth=2.5, zorder=0,
+                    label="O(N) guide")
         ax.set(xscale="log", yscale="log", xlabel=xlabel, ylabel="MiB",
                title=sname(k))
         ax.grid(True, which="both", alpha=0.3)
-        legend(ax, fontsize=6, ncol=2)
-    save(fig, "memory", "Peak memory against N: the backend's workspace (tracked allocator) "
-         "and the process's RSS growth")
+    from matplotlib.lines import Line2D
+    save(fig, "memory", "Peak memory against N: each backend's workspace (tracked allocator, "
+         "with markers) and the process's RSS growth (thin dotted, same colour)",
+         note=[(Line2D([], [], color="#555555", marker="o"), "workspace"),
+               (Line2D([], [], color="#555555", linestyle=(0, (1, 2)), linewidth=0.9),
+                "RSS growth")])
 
     # GFLOP/s
     fig, axes = figure(len(slices))
@@ -225,14 +236,13 @@ def main():
         for name, rs in sorted(by_series([r for r in exact if skey(r) == k]).items()):
             pts = [(X(r), num(r["gflops"])) for r in rs if num(r["gflops"])]
             if pts:
-                ax.plot(*zip(*pts), style(rs[0]["backend"]), color=colors[rs[0]["backend"]], label=name)
+                ax.plot(*zip(*pts), **chartstyle.kw(rs[0]["backend"]), label=name)
         if peak:
-            ax.axhline(peak, color="black", linestyle="--", linewidth=1,
+            ax.axhline(peak, color="#999999", linestyle="-", linewidth=2, zorder=0,
                        label=f"fp32 FMA peak {peak:.0f} GFLOP/s")
         ax.set(xscale="log", xlabel=xlabel, ylabel="GFLOP/s (each kind's own work)",
                title=sname(k))
         ax.grid(True, which="both", alpha=0.3)
-        legend(ax, fontsize=7)
     save(fig, "gflops", "Rate against N (GFLOP/s of the work each backend's algorithm does)")
 
     # GB/s: the bandwidth view (schema 4 and 5)
@@ -243,10 +253,9 @@ def main():
             for name, rs in sorted(by_series([r for r in exact if skey(r) == k]).items()):
                 pts = [(X(r), num(r["gbs"])) for r in rs if num(r["gbs"])]
                 if pts:
-                    ax.plot(*zip(*pts), style(rs[0]["backend"]), color=colors[rs[0]["backend"]],
-                            label=name)
+                    ax.plot(*zip(*pts), **chartstyle.kw(rs[0]["backend"]), label=name)
             if bw:
-                ax.axhline(bw, color="black", linestyle="--", linewidth=1,
+                ax.axhline(bw, color="#999999", linestyle="-", linewidth=2, zorder=0,
                            label=f"triad bandwidth {bw:.1f} GB/s")
                 ax.secondary_yaxis("right", functions=(lambda y: 100 * y / bw,
                                                        lambda p: p * bw / 100)) \
@@ -255,7 +264,6 @@ def main():
                    title=sname(k))
             ax.set_ylim(bottom=0)
             ax.grid(True, which="both", alpha=0.3)
-            legend(ax, fontsize=7)
         save(fig, "bandwidth", "Bandwidth against N: Q, O and the visible K/V rows at fp32, "
              "over the median time")
 
@@ -267,12 +275,11 @@ def main():
         for name, rs in sorted(by_series([r for r in exact if skey(r) == k]).items()):
             pts = [(X(r), base[X(r)] / float(r["real_median_s"])) for r in rs if X(r) in base]
             if pts:
-                ax.plot(*zip(*pts), style(rs[0]["backend"]), color=colors[rs[0]["backend"]], label=name)
+                ax.plot(*zip(*pts), **chartstyle.kw(rs[0]["backend"]), label=name)
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.set(xscale="log", yscale="log", xlabel=xlabel,
                ylabel=f"speedup over {baseline}", title=sname(k))
         ax.grid(True, which="both", alpha=0.3)
-        legend(ax, fontsize=7)
     save(fig, "speedup", f"Speedup over {baseline} (its median time over each backend's, "
          "same run)")
 
@@ -287,10 +294,9 @@ def main():
         for name, rs in sorted(by_series([r for r in exact if X(r) == nmax]).items()):
             pts = sorted({int(r[dim]): float(r["real_median_s"]) * 1e3 for r in rs}.items())
             if len(pts) > 1:
-                ax.plot(*zip(*pts), style(rs[0]["backend"]), color=colors[rs[0]["backend"]], label=name)
+                ax.plot(*zip(*pts), **chartstyle.kw(rs[0]["backend"]), label=name)
         ax.set(xscale="log", yscale="log", xlabel=label, ylabel="median time (ms)")
         ax.grid(True, which="both", alpha=0.3)
-        legend(ax, fontsize=7)
         save(fig, fname, f"Time against {label} at N = {nmax}")
 
     # accuracy against speed for the approximate variants
@@ -299,14 +305,18 @@ def main():
     if approx:
         fig, ax = plt.subplots(figsize=(6.8, 4.8))
         for name, rs in sorted(by_series(approx).items()):
-            ax.scatter([float(r["real_median_s"]) * 1e3 for r in rs],
-                       [max(float(r["approx_nmse"]), 1e-12) for r in rs],
-                       color=colors[rs[0]["backend"]], label=name)
+            be = rs[0]["backend"]
+            xs = [float(r["real_median_s"]) * 1e3 for r in rs]
+            ys = [max(float(r["approx_nmse"]), 1e-12) for r in rs]
+            ax.scatter(xs, ys, color=chartstyle.color(be), marker=chartstyle.marker(be), label=name)
+            for x, y, r in zip(xs, ys, rs):
+                ax.annotate(f"{X(r)}", (x, y), textcoords="offset points", xytext=(4, 3),
+                            fontsize=6, color=chartstyle.color(be))
         ax.set(xscale="log", yscale="log", xlabel="median time (ms)",
                ylabel="nmse against softmax attention")
         ax.grid(True, which="both", alpha=0.3)
-        legend(ax, fontsize=7)
-        save(fig, "tradeoff", "Approximation error against time (one point per case and setting)")
+        save(fig, "tradeoff", f"Approximation error against time (one point per case and "
+             f"setting, labelled with its {'Nk' if decode else 'N'})")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ import os
 import sys
 import textwrap
 
+import chartstyle
 import csvload
 
 MODELS = ["rnn", "cnn", "attention", "mha"]
@@ -83,6 +84,7 @@ def main():
         import matplotlib.pyplot as plt
     except ImportError:
         die("matplotlib is missing (Debian: apt-get install python3-matplotlib)")
+    chartstyle.outdir(a.out, "plot_arch.py")
     first, data = load(a.csv)
     torch = {}
     if a.peers:
@@ -93,8 +95,7 @@ def main():
                 torch.setdefault(r["model"].replace("torch-", ""), []).append(r)
         for m in torch:
             torch[m].sort(key=lambda r: int(r["seq"]))
-    colors = {m: f"C{i}" for i, m in enumerate(MODELS)}
-    os.makedirs(a.out, exist_ok=True)
+    colors = {m: chartstyle.color(m) for m in MODELS}
     shape = f"B={first['batch']}, d_model={first['dmodel']}, {first['threads']} threads"
     where = f"{shape}{', ' + a.machine if a.machine else ''}"
 
@@ -111,20 +112,23 @@ def main():
             if rs:
                 ax.plot([int(r["seq"]) for r in rs],
                         [float(r[key]) * scale / (over[int(r["seq"])] if over else 1)
-                         for r in rs], "s--", color=colors[m], alpha=0.8,
+                         for r in rs], color=colors[m], marker=chartstyle.marker(m),
+                        markerfacecolor="white", linestyle=":", alpha=0.9,
                         label=f"{LABELS[m]}, PyTorch")
 
     def finish(fig, ax, title, ylabel, name, logx=True):
-        ax.set_title(title + "\n" + textwrap.fill(where, 80), fontsize=10)
+        ax.set_title(textwrap.fill(title, 75) + "\n" + textwrap.fill(where, 80), fontsize=10)
         ax.set_xlabel("sequence length N (tokens)")
         ax.set_ylabel(ylabel)
         if logx:
             ax.set_xscale("log", base=2)
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8, loc="upper left")
+        # Outside the axes, under them: no line is hidden behind it.
+        leg = ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2,
+                        frameon=False)
         fig.tight_layout()
         path = os.path.join(a.out, name)
-        fig.savefig(path, dpi=120)
+        fig.savefig(path, dpi=120, bbox_inches="tight", bbox_extra_artists=[leg])
         plt.close(fig)
         print(f"wrote {path}")
 
@@ -133,29 +137,30 @@ def main():
     for m in MODELS:
         rs = xs(m)
         if rs:
-            ax.plot([int(r["seq"]) for r in rs], [float(r["median_s"]) * 1e3 for r in rs], "o-",
-                    color=colors[m], label=LABELS[m])
+            ax.plot([int(r["seq"]) for r in rs], [float(r["median_s"]) * 1e3 for r in rs],
+                    **chartstyle.kw(m), label=LABELS[m])
     peer_lines(ax, True)
     ax.set_yscale("log")
-    finish(fig, ax, "Time per forward pass (median)", "time (ms, log scale)", "arch_time.png")
+    finish(fig, ax, f"Time per forward pass (median), N <= {a.short_max}", "time (ms, log scale)",
+           "arch_time.png")
 
     # 2. relative to the CNN
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for m in MODELS:
         rs = [r for r in xs(m) if r["time_vs_cnn"]]
         if rs:
-            ax.plot([int(r["seq"]) for r in rs], [float(r["time_vs_cnn"]) for r in rs], "o-",
-                    color=colors[m], label=LABELS[m])
+            ax.plot([int(r["seq"]) for r in rs], [float(r["time_vs_cnn"]) for r in rs],
+                    **chartstyle.kw(m), label=LABELS[m])
     cnn = {int(r["seq"]): float(r["median_s"]) for r in data.get("cnn", [])}
     peer_lines(ax, True, scale=1, over=cnn)
     ax.axhline(1.0, color="black", linestyle="--", linewidth=1, label="CNN (y = 1)")
     ax.set_yscale("log")
-    finish(fig, ax, "Time relative to the CNN (attnbench's)", "time / CNN time (log scale)",
-           "arch_relative.png")
+    finish(fig, ax, f"Time relative to the CNN (attnbench's), N <= {a.short_max}",
+           "time / CNN time (log scale)", "arch_relative.png")
 
     # 3. memory: attention against the RNN, measured and analytic
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for m, color in (("attention", "tab:green"), ("rnn", "tab:blue")):
+    for m, color in (("attention", colors["attention"]), ("rnn", colors["rnn"])):
         rs = xs(m)
         if not rs:
             continue
@@ -167,15 +172,16 @@ def main():
             ax.plot([int(r["seq"]) for r in an], [float(r["analytic_bytes"]) / 2**20 for r in an],
                     "s--", color=color, alpha=0.7, label=f"{LABELS[m]}: analytic (the articles')")
     ax.set_yscale("log")
-    finish(fig, ax, "Memory against sequence length", "MiB (log scale)", "arch_memory.png")
+    finish(fig, ax, f"Memory against sequence length, N <= {a.short_max}", "MiB (log scale)",
+           "arch_memory.png")
 
     # 4. every N: where attention's quadratic term takes over
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for m in MODELS:
         rs = xs(m, short=False)
         if rs:
-            ax.plot([int(r["seq"]) for r in rs], [float(r["median_s"]) * 1e3 for r in rs], "o-",
-                    color=colors[m], label=LABELS[m])
+            ax.plot([int(r["seq"]) for r in rs], [float(r["median_s"]) * 1e3 for r in rs],
+                    **chartstyle.kw(m), label=LABELS[m])
     peer_lines(ax, False)
     notes = []
     for m in ("attention", "mha"):
@@ -201,8 +207,12 @@ def main():
         ax.text(0.98, 0.03, "\n".join(notes), transform=ax.transAxes, ha="right", va="bottom",
                 fontsize=8, bbox=dict(boxstyle="round", facecolor="white", alpha=0.85))
     ax.set_yscale("log")
-    finish(fig, ax, "Time per forward pass, long sequences", "time (ms, log scale)",
-           "arch_long.png")
+    every = sorted({int(r["seq"]) for rs in data.values() for r in rs})
+    title = (f"Time per forward pass, every N of the run ({every[0]}..{every[-1]})"
+             if every[-1] > a.short_max else
+             f"Time per forward pass, every N of the run ({every[0]}..{every[-1]}: no N beyond "
+             f"{a.short_max}; run attnbench arch --seq 64:4096:x2 for long sequences)")
+    finish(fig, ax, title, "time (ms, log scale)", "arch_long.png")
 
 
 if __name__ == "__main__":

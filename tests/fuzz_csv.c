@@ -25,10 +25,10 @@ int attn_error(int code, const char *fmt, ...)
     return code;
 }
 
-void attn_case_key(char *buf, size_t len, const char *backend, const attn_problem *p,
+void attn_case_key(char *buf, size_t len, const attn_backend *be, const attn_problem *p,
                    const attn_setup *s)
 {
-    (void)buf, (void)len, (void)backend, (void)p, (void)s;
+    (void)buf, (void)len, (void)be, (void)p, (void)s;
     abort();
 }
 

@@ -219,8 +219,8 @@ static void expect(fault f, const char *what, bool causal, long check_rows, attn
 /* NaN and Inf among the inputs: the checker compares each checked element's
  * class with the reference's. A reference of 3 rows x 2 columns, rows 0 and
  * 2 checked; each planted output differs from the right one in one way. */
-static bool judge(const double ref_out[4], const float got[6], size_t nonfinite_inputs,
-                  char *why, size_t len)
+static bool judge_m(const double ref_out[4], const float got[6], size_t nonfinite_inputs,
+                    char *why, size_t len, bool *mistrusted)
 {
     size_t rows[2] = { 0, 2 };
     double out[4];
@@ -238,8 +238,16 @@ static bool judge(const double ref_out[4], const float got[6], size_t nonfinite_
     attn_check c;
     attn_check_output(&c, &p, &ref, &g);
     snprintf(why, len, "%s", c.why);
+    if (mistrusted)
+        *mistrusted = c.mistrusted;
     attn_guarded_free(&g);
     return c.pass;
+}
+
+static bool judge(const double ref_out[4], const float got[6], size_t nonfinite_inputs,
+                  char *why, size_t len)
+{
+    return judge_m(ref_out, got, nonfinite_inputs, why, len, NULL);
 }
 
 /* The tiled backend with a bug planted in its grouped-head indexing or its
@@ -301,6 +309,23 @@ static void nonfinite_checks(void)
     const float off[6] = { nan, 1.5f, 0.5f, 0.5f, inf, 2.0f };
     tap_ok(!judge(ref, off, 1, why, sizeof(why)) && strstr(why, "> tol"),
            "planted: a wrong finite value fails; the infinities leave the tolerance finite (%s)", why);
+    /* A NaN the backend never wrote still holds the poison's bits: it fails,
+     * and a reference of NaN alone is then trusted (each NaN tells that the
+     * backend propagated it) rather than MISTRUSTED. */
+    const uint32_t poison_bits = ATTN_POISON_BITS;
+    float poison;
+    memcpy(&poison, &poison_bits, sizeof(poison));
+    const float unwritten[6] = { poison, 1.0f, nan, nan, inf, 2.0f };
+    tap_ok(!judge(ref, unwritten, 1, why, sizeof(why)) && strstr(why, "never written"),
+           "planted: an output left unwritten where the reference is NaN fails (%s)", why);
+    const double all_nan[4] = { NAN, NAN, NAN, NAN };
+    const float nans[6] = { nan, nan, 0.5f, 0.5f, nan, nan };
+    bool mistrusted = true;
+    tap_ok(judge_m(all_nan, nans, 4, why, sizeof(why), &mistrusted) && !mistrusted,
+           "a reference of NaN alone, matched by written NaN, passes and is trusted (%s)", why);
+    const float none[6] = { poison, poison, 0.5f, 0.5f, poison, poison };
+    tap_ok(!judge(all_nan, none, 4, why, sizeof(why)) && strstr(why, "4 outputs never written"),
+           "planted: a reference of NaN alone and a backend writing nothing fails (%s)", why);
     const double finite_ref[4] = { 0.5, 1.0, 1.5, 2.0 };
     const float unchecked_nan[6] = { 0.5f, 1.0f, nan, 0.5f, 1.5f, 2.0f };
     tap_ok(!judge(finite_ref, unchecked_nan, 0, why, sizeof(why)) && strstr(why, "non-finite output"),

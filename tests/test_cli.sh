@@ -129,7 +129,7 @@ runs 0 "GFLOP/s" --backend naive --seq=33 --seq-kv 40 --dk 8 --dv 12 --causal --
 # Every backend but performer, whose fp32 features are not defined when the
 # exponents span ~1e4 (README); it FAILS there, as the next line shows.
 runs 0 "fill=extreme" --backend=naive,tiled,blas,onednn,vulkan,vulkan-3pass,local,sparse,linear,linformer --seq 20 --dk 16 --fill extreme --reps 1
-runs 1 "performer      FAILED" --backend=performer --seq 20 --dk 16 --fill extreme --reps 1
+runs 1 "performer~     FAILED" --backend=performer --seq 20 --dk 16 --fill extreme --reps 1
 runs 0 "reference: 40 of 256 rows (seeded stratified sample)" --seq 32 --dk 8 --check-rows 40 --reps 1
 runs 0 "12 cases run: 12 passed, 0 failed, 0 skipped, 0 errors" --backend=naive --seq 8:32:x2 --heads 1,2 --causal=both --dk 8 --reps 2 --min-time 0.001
 runs 0 "== B=2 H=3 Nq=5 Nk=9 dk=4 dv=6 causal kv_len=7,7" --backend=naive --batch 2 --heads 3 --seq 5 --seq-kv 9 --dk 4 --dv 6 --causal=both --kv-len 7 --reps 1 --min-time 0.001 --seq 5,6
@@ -241,5 +241,44 @@ ATTN_FAIL_ALLOC=abc "$bin" --seq 8 >"$tmp/out" 2>"$tmp/err"
 code=$?
 result "$([ "$code" = 2 ] && grep -qF "ATTN_FAIL_ALLOC: 'abc' is not an allocation number" "$tmp/err" && echo 1 || echo 0)" \
     "ATTN_FAIL_ALLOC=abc is refused" "exit $code, $(cat "$tmp/err")"
+
+# Every output is tried before the first case: a path that cannot be
+# written is refused with exit 2, one line, and nothing run (stdout empty).
+noway=$tmp/no/such/folder
+refused 2 "--json $noway/x.json: cannot be written: its folder $noway" --backend=naive --seq 8 --json "$noway/x.json"
+refused 2 "--json $tmp: cannot be written: is a folder" --backend=naive --seq 8 --json "$tmp"
+refused 2 "--dump-output $noway/o.npy: cannot be written" --backend=naive --seq 8 --dump-output "$noway/o.npy"
+refused 2 "--dump-weights $noway/p.npy: cannot be written" --backend=naive --seq 8 --dump-weights "$noway/p.npy"
+: >"$tmp/plain"
+refused 2 "--dump-inputs $tmp/plain/in: $tmp/plain is not a folder" --seq 8 --dump-inputs "$tmp/plain/in"
+refused 2 "--csv $noway/a.csv: cannot be written" arch --seq 8 --reps 1 --csv "$noway/a.csv"
+refused 2 "--json $noway/a.json: cannot be written" arch --seq 8 --reps 1 --json "$noway/a.json"
+# ... and none is left behind by the trial; --dump-inputs makes its folder.
+"$bin" --backend=naive --seq 8 --reps 1 --json "$tmp/t.json" >/dev/null 2>&1
+"$bin" --seq 8 --dump-inputs "$tmp/made/in" >/dev/null 2>&1
+code=$?
+left=$(ls -A "$tmp" | grep -c probe)
+result "$([ "$code" = 0 ] && [ -f "$tmp/made/in/q.npy" ] && [ -f "$tmp/t.json" ] && [ "$left" = 0 ] && echo 1 || echo 0)" \
+    "--dump-inputs makes its folder; the trial files are removed" "exit $code, probes left $left: $(ls -A "$tmp")"
+
+# The one-case table is the last thing printed: after every case's details,
+# with the variants marked (~) and their error against exact attention.
+"$bin" --backend=naive,linear --seq 32 --dk 8 --reps 1 >"$tmp/out" 2>&1
+last=$(grep -n '^backend  ' "$tmp/out" | cut -d: -f1)
+repro=$(grep -n 'repro:' "$tmp/out" | tail -1 | cut -d: -f1)
+result "$([ -n "$last" ] && [ -n "$repro" ] && [ "$last" -gt "$repro" ] &&
+    grep -q '^linear~  *PASSED .* nmse [0-9.e+-]*  ' "$tmp/out" && grep -q '^naive  *PASSED .* exact  ' "$tmp/out" &&
+    tail -2 "$tmp/out" | grep -q 'another function than softmax attention' && echo 1 || echo 0)" \
+    "the table comes after the details; linear marked ~ with its nmse, naive exact" "$(cat "$tmp/out")"
+
+# attnbench arch: every row's "vs cnn" is filled, the rnn's too.
+"$bin" arch --seq 16 --reps 1 --min-time 0.001 --batch 2 --dmodel 32 >"$tmp/out" 2>&1
+result "$(grep -q '^rnn  *16 PASSED .*[0-9]x ' "$tmp/out" && echo 1 || echo 0)" \
+    "arch: the rnn row has its time against the cnn" "$(cat "$tmp/out")"
+
+# --help carries the card's three usages.
+"$bin" --help >"$tmp/out"
+result "$(grep -q 'attnbench --backend=vulkan --seq 4096' "$tmp/out" && grep -q -- '--resume finishes it' "$tmp/out" && echo 1 || echo 0)" \
+    "--help has examples" "$(tail -15 "$tmp/out")"
 
 echo "1..$n"

@@ -133,6 +133,38 @@ def main():
                "mean diagonal weight" in h.stdout,
                "heatmap.py prints the row analysis (row 0 of a causal map has entropy 0)")
 
+    # No size option: the case takes its shape from the files; a size given
+    # must agree with them, and the others still come from the files.
+    r = run("--backend=naive", "--inputs", os.path.join(work, "tiled-in"), "--reps", "1",
+            "--min-time", "0.001")
+    ok(r.returncode == 0 and "case: B=1 H=2 Nq=33 Nk=40 dk=16 dv=12" in r.stdout
+       and "PASSED" in r.stdout, f"--inputs alone takes the case's shape from the files: exit "
+       f"{r.returncode}, {r.stderr.strip()} {[l for l in r.stdout.splitlines() if 'case:' in l]}")
+    r = run("--backend=naive", "--seq", "17", "--inputs", os.path.join(work, "naive-in"), "--reps", "0")
+    ok(r.returncode == 0 and "case: B=2 H=3 Nq=17 Nk=17 dk=8 dv=8" in r.stdout,
+       f"--inputs with --seq given: the other sizes from the files: exit {r.returncode}, "
+       f"{r.stderr.strip()}")
+
+    # NaN among the inputs: the non-finite contract. Every backend that runs
+    # agrees element by element, PASSED with exit 0, and the run says how
+    # many non-finite values the inputs hold: one NaN in K, then a K of NaN
+    # alone (every output NaN: trusted, since each NaN was written).
+    for name, where in (("one", (0, 1, 3, 2)), ("all", (slice(None),) * 4)):
+        d = os.path.join(work, f"nan-{name}")
+        q, k, v = inputs(d, 1, 2, 19, 19, 8, 8, np.float32)
+        k[where] = np.nan
+        np.save(os.path.join(d, "k.npy"), k)
+        nans = int(np.isnan(k).sum())
+        r = run("--backend=naive,tiled,blas,onednn", "--inputs", d, "--reps", "1", "--min-time",
+                "0.001", "--csv", os.path.join(work, f"nan-{name}.csv"))
+        rows = [l.split(",")[3] for l in open(os.path.join(work, f"nan-{name}.csv")).read().splitlines()[1:]] \
+            if os.path.exists(os.path.join(work, f"nan-{name}.csv")) else []
+        ok(r.returncode == 0 and rows and all(v in ("PASSED", "SKIPPED") for v in rows)
+           and "PASSED" in rows
+           and f"inputs: {nans} non-finite values in Q, K and V ({nans} NaN, 0 infinite)" in r.stdout,
+           f"{nans} NaN in K: each backend PASSED by the non-finite contract, exit 0, the count "
+           f"printed: exit {r.returncode}, verdicts {rows}, {r.stderr.strip()}")
+
     # Refusals: each one line on stderr, exit 2 or 3, nothing run.
     bad = os.path.join(work, "bad")
     shutil.copytree(os.path.join(work, "naive-in"), bad)

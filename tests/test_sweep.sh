@@ -148,6 +148,35 @@ print("json ok")
 PY
 result "$(yes_if grep -q 'json ok' "$tmp/py")" "the resumed JSON holds each of the 12 cases once" "$(cat "$tmp/py")"
 
+# A finished sweep of every backend (the variants' knobs in their keys, so
+# causal both ways), resumed: nothing runs again, no row or JSON entry is
+# added, and the files are unchanged.
+aargs="--backend=all --seq 16 --dk 8 --heads 2 --causal=both --reps 1 --min-time 0.001"
+"$bin" $aargs --csv "$tmp/every.csv" --json "$tmp/every.json" >"$tmp/out" 2>&1
+cp "$tmp/every.csv" "$tmp/every0.csv"
+cp "$tmp/every.json" "$tmp/every0.json"
+nb=$("$bin" --list | tail -n +2 | sed '/^$/,$d' | wc -l)
+"$bin" $aargs --csv "$tmp/every.csv" --json "$tmp/every.json" --resume >"$tmp/out2" 2>&1
+code=$?
+ran=$(grep -cE '^[a-z0-9-]+~? +(PASSED|FAILED|SKIPPED|ERROR|MISTRUSTED|TIMEOUT) ' "$tmp/out2")
+json_same=0
+"$py" - "$tmp/every0.json" "$tmp/every.json" >"$tmp/py" 2>&1 <<'PY' && json_same=1
+import json, sys
+a, b = (json.load(open(p))["benchmarks"] for p in sys.argv[1:])
+assert [x["name"] for x in a] == [x["name"] for x in b], "the entries differ"
+PY
+result "$(yes_if [ $code = 0 ] && [ "$(rows "$tmp/every.csv")" = $((2 * nb)) ] && [ "$ran" = 0 ] &&
+    cmp -s "$tmp/every.csv" "$tmp/every0.csv" && [ $json_same = 1 ] &&
+    grep -q "$((2 * nb)) already in" "$tmp/out2")" \
+    "--resume of a finished sweep of all $nb backends runs nothing and adds no row or entry" \
+    "exit $code, $(rows "$tmp/every.csv") rows for $nb backends, $ran cases run; $(cat "$tmp/py"); $(tail -5 "$tmp/out2")"
+# The same one case, resumed: nothing runs, and it says so.
+"$bin" --backend=all --seq 16 --dk 8 --heads 2 --reps 1 --csv "$tmp/every.csv" --resume >"$tmp/out2" 2>&1
+code=$?
+result "$(yes_if [ $code = 0 ] && cmp -s "$tmp/every.csv" "$tmp/every0.csv" &&
+    grep -q "^$nb cases already in .* (--resume): not run again" "$tmp/out2")" \
+    "--resume of one finished case of every backend says so and runs nothing" "exit $code: $(tail -5 "$tmp/out2")"
+
 # --shard I/N and attnbench merge: three shards of the sweep above, run as
 # separate processes, merge into the unsharded run's set of keys.
 sargs="--backend=naive,tiled --seq 8:32:x2 --heads 1,2 --dk 8 --reps 2 --min-time 0.001"

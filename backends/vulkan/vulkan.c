@@ -629,8 +629,12 @@ const attn_backend attn_backend_vulkan_3pass = {
 
 #else
 
+#if ATTN_VULKAN_DISABLED
+#define NOT_BUILT "this build was configured with -Dvulkan=disabled"
+#else
 #define NOT_BUILT "libvulkan (pkg-config vulkan) or glslc was not found (Debian: libvulkan-dev, " \
-                  "glslc), or -Dvulkan=disabled"
+                  "glslc)"
+#endif
 
 const attn_backend attn_backend_vulkan = {
     .name = "vulkan",

@@ -1,0 +1,90 @@
+"""One look for every chart of the project: each backend, peer and model has
+one fixed colour and marker in every chart; exact implementations are drawn
+solid, the variants (another function than softmax attention) dashed, the
+peers (implementations outside attnbench) dotted; legends sit outside the
+axes. And the charts' output folder, made and tried before any drawing."""
+import os
+import sys
+
+# name: (colour, marker). Neighbours in a chart are kept apart in hue.
+STYLE = {
+    # exact backends
+    "naive": ("#7f7f7f", "o"),
+    "tiled": ("#d62728", "s"),
+    "blas": ("#1f77b4", "^"),
+    "onednn": ("#2ca02c", "v"),
+    "vulkan": ("#9467bd", "D"),
+    "vulkan-3pass": ("#e377c2", "P"),
+    "ring": ("#8c564b", "X"),
+    # the variants
+    "local": ("#17becf", "<"),
+    "sparse": ("#bcbd22", ">"),
+    "linear": ("#ff7f0e", "h"),
+    "performer": ("#000000", "*"),
+    "linformer": ("#a6761d", "p"),
+    # peers
+    "torch-sdpa": ("#6a3d9a", "d"),
+    "torch-math": ("#fb9a99", "8"),
+    "numpy": ("#33a02c", "H"),
+    # attnbench arch's models
+    "rnn": ("#1f77b4", "o"),
+    "cnn": ("#2ca02c", "s"),
+    "attention": ("#d62728", "^"),
+    "mha": ("#9467bd", "D"),
+}
+VARIANTS = {"local", "sparse", "linear", "performer", "linformer"}
+PEERS = {"torch-sdpa", "torch-math", "numpy"}
+
+
+def color(name):
+    return STYLE.get(name, ("#555555", "o"))[0]
+
+
+def marker(name):
+    return STYLE.get(name, ("#555555", "o"))[1]
+
+
+def linestyle(name):
+    return ":" if name in PEERS else "--" if name in VARIANTS else "-"
+
+
+def kw(name, **more):
+    """plot() keywords for name's line."""
+    d = dict(color=color(name), marker=marker(name), linestyle=linestyle(name), markersize=5)
+    d.update(more)
+    return d
+
+
+def legend_outside(fig, axes, note=None, **kw_):
+    """One legend for the whole figure, right of the axes: every label once
+    (the colours are the same in every panel). note: extra handles, e.g. what
+    the line styles mean. Returns the legend, to be kept by tight_layout's
+    caller through bbox_extra_artists."""
+    seen, handles, labels = set(), [], []
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if lab not in seen:
+                seen.add(lab)
+                handles.append(h)
+                labels.append(lab)
+    for h, lab in note or []:
+        handles.append(h)
+        labels.append(lab)
+    if not handles:
+        return None
+    return fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5),
+                      fontsize=kw_.pop("fontsize", 8), frameon=False, **kw_)
+
+
+def outdir(path, prog):
+    """Makes the charts' folder and tries a file in it before anything is
+    drawn: one line and exit 1 when it cannot be written."""
+    try:
+        os.makedirs(path, exist_ok=True)
+        probe = os.path.join(path, f".{prog}.probe.{os.getpid()}")
+        with open(probe, "w"):
+            pass
+        os.unlink(probe)
+    except OSError as e:
+        print(f"{prog}: --out {path}: cannot be written: {e.strerror or e}", file=sys.stderr)
+        sys.exit(1)

@@ -23,9 +23,9 @@ STYLE = {
     "performer": ("#000000", "*"),
     "linformer": ("#a6761d", "p"),
     # peers
-    "torch-sdpa": ("#6a3d9a", "d"),
-    "torch-math": ("#fb9a99", "8"),
-    "numpy": ("#33a02c", "H"),
+    "torch-sdpa": ("#000080", "d"),
+    "torch-math": ("#66c2a5", "8"),
+    "numpy": ("#e6ab02", "H"),
     # attnbench arch's models
     "rnn": ("#1f77b4", "o"),
     "cnn": ("#2ca02c", "s"),

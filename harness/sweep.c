@@ -409,14 +409,15 @@ int attn_sweep_run(const attn_opts *o, const attn_machine *m, const char *prog,
     /* The comparison comes last, where a terminal leaves it in view: one
      * case's table after every detail, a sweep's count after its rows. */
     const attn_peak *peak = attn_machine_peak(m);
-    if (!w.stream)
+    if (!w.stream && w.n)
         attn_report_results_details(stdout, w.res, w.n);
     bool first = true;
     for (size_t i = 0; i < o->nbackends && !o->explicit_backends; i++) {
         char why[256] = "";
-        if (attn_backend_usable(o->backends[i], why, sizeof(why)) != ATTN_OK)
-            printf("%snot run: %s (%s)\n", first ? "\n" : "", o->backends[i]->name, why);
-        first &= attn_backend_usable(o->backends[i], why, sizeof(why)) == ATTN_OK;
+        if (attn_backend_usable(o->backends[i], why, sizeof(why)) == ATTN_OK)
+            continue;
+        printf("%snot run: %s (%s)\n", first ? "\n" : "", o->backends[i]->name, why);
+        first = false;
     }
     if (!w.stream && w.resumed)
         printf("\n%zu case%s already in %s (--resume): not run again\n", w.resumed,

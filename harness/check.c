@@ -169,8 +169,6 @@ void attn_check_output_with(attn_check *c, const attn_problem *p, const attn_ref
     c->mistrusted = c->ref_elems - c->ref_zeros + c->ref_nonfinite - c->unwritten < (size_t)dv;
     c->nmse = ref2 > 0 ? err2 / ref2 : (err2 > 0 ? INFINITY : 0);
 
-    c->nonfinite_inputs = ref->nonfinite_inputs;
-    c->nan_inputs = ref->nan_inputs;
     c->tolerance = tolerance;
     c->max_abs_v = ref->max_abs_v;
     c->max_abs_logit = ref->max_abs_logit;

@@ -54,7 +54,6 @@ typedef struct attn_check {
     size_t ref_zeros, ref_elems;      /* exact zeros among the checked reference's finite
                                          values, and those values */
     size_t ref_nonfinite;   /* the reference's NaN and Inf the output matched */
-    size_t nonfinite_inputs, nan_inputs;  /* the reference's: NaN and Inf in Q, K, V */
     size_t unwritten;       /* of those NaN, outputs still holding the poison */
     size_t first_unwritten;
     bool mistrusted;        /* fewer values that tell (nonzero finite ones, and NaN and

@@ -69,7 +69,8 @@ static void vs_exact(char *buf, size_t len, const attn_result *r)
         snprintf(buf, len, "-");
 }
 
-void attn_report_approx_note(FILE *f, const attn_result *res, size_t n)
+/* Under a table holding a variant (marked ~): what the mark and "vs exact" mean. */
+static void approx_note(FILE *f, const attn_result *res, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         if (res[i].be->kind != ATTN_KIND_SOFTMAX) {
@@ -252,7 +253,7 @@ void attn_report_results_table(FILE *f, const attn_result *res, size_t n, const 
     attn_report_row_header(f);
     for (size_t i = 0; i < n; i++)
         attn_report_row(f, &res[i], naive, peak);
-    attn_report_approx_note(f, res, n);
+    approx_note(f, res, n);
 }
 
 void attn_report_summary(FILE *f, const attn_result *res, size_t n, size_t resumed,

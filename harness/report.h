@@ -26,8 +26,6 @@ void attn_report_details(FILE *f, const attn_result *r);
  * first), then the table in that order. */
 void attn_report_results_details(FILE *f, attn_result *res, size_t n);
 void attn_report_results_table(FILE *f, const attn_result *res, size_t n, const attn_peak *peak);
-/* Under a table holding a variant (marked ~): what the mark and "vs exact" mean. */
-void attn_report_approx_note(FILE *f, const attn_result *res, size_t n);
 /* A sweep's closing count. */
 void attn_report_summary(FILE *f, const attn_result *res, size_t n, size_t resumed,
                          const char *csv);

@@ -91,6 +91,33 @@ static inline double attn_case_peak_gflops(const attn_result *r, const attn_peak
     return attn_peak_gflops(pk, &r->p) * (r->ranks > 1 ? r->ranks : 1);
 }
 
+/* The roofline: the time r's case cannot beat on this machine, the longer
+ * of its least bytes at the measured bandwidth (attn_peak_bw) and its
+ * FLOPs at the peak that applies. It ignores the exponentials and the
+ * caches (a case whose K and V fit the last-level cache can beat it: over
+ * 100%). */
+typedef struct attn_roofline {
+    double mem_s, fma_s;    /* bytes / bandwidth, flops / peak */
+    double s;               /* the larger of the two */
+    bool memory_bound;      /* mem_s >= fma_s */
+} attn_roofline;
+
+static inline attn_roofline attn_case_roofline(const attn_result *r, const attn_peak *pk)
+{
+    attn_roofline x;
+    x.mem_s = r->bytes / (attn_peak_bw(pk) * 1e9);
+    x.fma_s = r->flops / (attn_case_peak_gflops(r, pk) * 1e9);
+    x.memory_bound = x.mem_s >= x.fma_s;
+    x.s = x.memory_bound ? x.mem_s : x.fma_s;
+    return x;
+}
+
+/* The share of its roofline r's median time reaches, in %. */
+static inline double attn_case_pct_roofline(const attn_result *r, const attn_peak *pk)
+{
+    return 100.0 * attn_case_roofline(r, pk).s / r->timing.real_stats.median;
+}
+
 /* The verdict of r->check (just filled): FAILED with its why, MISTRUSTED,
  * or PASSED; r->checked is set. */
 void attn_case_judge(attn_result *r);

@@ -94,10 +94,11 @@ static void context(FILE *f, const attn_machine *m, const attn_setup *s, const c
             m->clock_step * 1e9);
     if (m->peak_known)
         fprintf(f, ",\n    \"peak_fma_gflops_1t\": %g,\n    \"peak_fma_gflops\": %g,\n"
-                   "    \"peak_triad_gbs\": %g,\n    \"peak_isa\": \"%s\",\n"
+                   "    \"peak_triad_gbs\": %g,\n    \"peak_read_gbs\": %g,\n"
+                   "    \"peak_isa\": \"%s\",\n"
                    "    \"peak_bf16_gflops_1t\": %g,\n    \"peak_bf16_gflops\": %g",
-                m->peak.fma_1, m->peak.fma_t, m->peak.triad, m->peak.isa, m->peak.dot_1,
-                m->peak.dot_t);
+                m->peak.fma_1, m->peak.fma_t, m->peak.triad, m->peak.read, m->peak.isa,
+                m->peak.dot_1, m->peak.dot_t);
     fputs("\n  },\n", f);
 }
 
@@ -120,6 +121,10 @@ static void counters(FILE *f, const void *ctx, double seconds)
             attn_json_field_num(f, "pct_peak", 100.0 * r->flops / seconds * 1e-9 /
                                                attn_case_peak_gflops(r, &m->peak));
             attn_json_field_num(f, "pct_bw", 100.0 * r->bytes / seconds * 1e-9 / m->peak.triad);
+            const attn_roofline roof = attn_case_roofline(r, &m->peak);
+            attn_json_field_num(f, "roofline_s", roof.s);
+            attn_json_field_num(f, "pct_roofline", 100.0 * roof.s / seconds);
+            attn_json_field_str(f, "bound", roof.memory_bound ? "memory" : "compute");
         }
     }
     attn_json_field_num(f, "flops", r->flops);

@@ -157,12 +157,13 @@ void attn_machine_print(FILE *f, const attn_machine *m)
                "threads %d%s%s\n", m->clock_res * 1e9, m->clock_step * 1e9, m->threads,
             *m->pinned ? ", pinned to " : "", m->pinned);
     if (m->peak_known)
-        fprintf(f, "peak: fp32 FMA %.1f GFLOP/s on 1 thread, %.1f on %d (%s); triad %.1f GB/s\n",
-                m->peak.fma_1, m->peak.fma_t, m->peak.threads, m->peak.isa, m->peak.triad);
+        fprintf(f, "peak: fp32 FMA %.1f GFLOP/s on 1 thread, %.1f on %d (%s); triad %.1f GB/s, "
+                   "read-only %.1f GB/s\n", m->peak.fma_1, m->peak.fma_t, m->peak.threads,
+                m->peak.isa, m->peak.triad, m->peak.read);
     if (m->peak_known && m->peak.dot_t > 0)
         fprintf(f, "peak: bf16 dot products %.1f GFLOP/s on 1 thread, %.1f on %d (avx512bf16): "
                    "the %%peak of bf16 cases\n", m->peak.dot_1, m->peak.dot_t, m->peak.threads);
-    else
+    else if (!m->peak_known)
         fprintf(f, "peak: not measured for %d threads on this CPU (run attnbench --peak "
                    "--threads %d for %% of peak)\n", m->threads, m->threads);
 }

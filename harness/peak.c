@@ -175,6 +175,53 @@ static double triad_gbs(int threads)
     return best;
 }
 
+/* A read-only stream (what decoding does to K and V): the sum of one array
+ * far larger than any cache, as 32-bit integers (which the compiler may
+ * vectorize and reorder freely, so the adds never bound it), plain and
+ * with each 64-byte line prefetched READ_PF bytes ahead (as the decoding
+ * kernels do); the best of 5 passes of each. */
+#define READ_PF 2048
+static double read_gbs(int threads)
+{
+    (void)threads;   /* unused without OpenMP */
+    size_t n = (size_t)96 << 20;     /* 384 MiB */
+    const uint64_t avail = attn_mem_available();
+    while (avail && n > ((size_t)1 << 20) && n * sizeof(uint32_t) > avail / 4)
+        n /= 2;
+    uint32_t *a = attn_host_alloc(n * sizeof(uint32_t));
+    double best = 0;
+    if (a) {
+        const long ln = (long)n;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+        for (long i = 0; i < ln; i++)
+            a[i] = (uint32_t)i;
+        for (int rep = 0; rep < 10; rep++) {
+            const bool pf = rep & 1;
+            uint32_t total = 0;
+            const double t0 = attn_now();
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(+ : total)
+#endif
+            for (long i = 0; i < ln; i += 16) {
+                if (pf)
+                    __builtin_prefetch((const char *)(a + i) + READ_PF, 0, 1);
+                uint32_t line = 0;
+                for (int x = 0; x < 16; x++)
+                    line += a[i + x];
+                total += line;
+            }
+            const double dt = attn_now() - t0;
+            const double gbs = (double)n * sizeof(uint32_t) / dt * 1e-9;
+            best = gbs > best ? gbs : best;
+            sink = (float)total;
+        }
+    }
+    attn_host_free(a);
+    return best;
+}
+
 bool attn_peak_measure(attn_peak *pk, int threads, const char *cpu)
 {
     memset(pk, 0, sizeof(*pk));
@@ -193,6 +240,7 @@ bool attn_peak_measure(attn_peak *pk, int threads, const char *cpu)
     }
 #endif
     pk->triad = triad_gbs(threads);
+    pk->read = read_gbs(threads);
     return pk->triad > 0;
 }
 
@@ -234,6 +282,7 @@ bool attn_peak_load(attn_peak *pk, int threads, const char *cpu)
         got += sscanf(line, "fma_gflops_1=%lf", &p.fma_1) == 1;
         got += sscanf(line, "fma_gflops_t=%lf", &p.fma_t) == 1;
         got += sscanf(line, "triad_gbs=%lf", &p.triad) == 1;
+        got += sscanf(line, "read_gbs=%lf", &p.read) == 1;
         got += sscanf(line, "bf16_gflops_1=%lf", &p.dot_1) == 1;
         got += sscanf(line, "bf16_gflops_t=%lf", &p.dot_t) == 1;
         got += sscanf(line, "isa=%15s", p.isa) == 1;
@@ -243,7 +292,7 @@ bool attn_peak_load(attn_peak *pk, int threads, const char *cpu)
         }
     }
     fclose(f);
-    if (got != 8 || p.threads != threads || strcmp(p.cpu, cpu))
+    if (got != 9 || p.threads != threads || strcmp(p.cpu, cpu))
         return false;
     *pk = p;
     return true;
@@ -258,8 +307,9 @@ bool attn_peak_save(const attn_peak *pk, char *path, size_t len)
     if (!f)
         return false;
     fprintf(f, "cpu=%s\nthreads=%d\nisa=%s\nfma_gflops_1=%.6g\nfma_gflops_t=%.6g\ntriad_gbs=%.6g\n"
-               "bf16_gflops_1=%.6g\nbf16_gflops_t=%.6g\n",
-            pk->cpu, pk->threads, pk->isa, pk->fma_1, pk->fma_t, pk->triad, pk->dot_1, pk->dot_t);
+               "bf16_gflops_1=%.6g\nbf16_gflops_t=%.6g\nread_gbs=%.6g\n",
+            pk->cpu, pk->threads, pk->isa, pk->fma_1, pk->fma_t, pk->triad, pk->dot_1, pk->dot_t,
+            pk->read);
     const bool ok = fclose(f) == 0 && rename(tmp, path) == 0;
     if (!ok)
         unlink(tmp);

@@ -11,7 +11,10 @@ typedef struct attn_peak {
     int threads;            /* T of fma_t and triad */
     double fma_1;           /* GFLOP/s, one thread */
     double fma_t;           /* GFLOP/s, T threads */
-    double triad;           /* GB/s, T threads, a[i] = b[i] + s*c[i], 12 bytes per element */
+    double triad;           /* GB/s, T threads, a[i] = b[i] + s*c[i], 12 bytes per element:
+                               the roofline's bandwidth */
+    double read;            /* GB/s, T threads, a read-only stream (a sum), the better of
+                               plain and software-prefetched: what decoding's K/V see */
     double dot_1, dot_t;    /* GFLOP/s of vdpbf16ps (2 products and 2 adds per fp32
                                lane), 1 and T threads; 0: this CPU has none */
     char isa[16];           /* the widest FMA the measurement used */
@@ -29,6 +32,14 @@ bool attn_peak_save(const attn_peak *pk, char *path, size_t len);
  * (what a bf16 kernel can run on), else the fp32 FMA peak (fp16 storage is
  * computed in fp32 on CPUs without fp16 arithmetic). */
 struct attn_problem;
+
+/* The roofline's bandwidth: the faster of the two streams measured (triad,
+ * read-only), so that the roofline stays a time no case can beat by
+ * streaming as the faster one did. */
+static inline double attn_peak_bw(const attn_peak *pk)
+{
+    return pk->read > pk->triad ? pk->read : pk->triad;
+}
 double attn_peak_gflops(const attn_peak *pk, const struct attn_problem *p);
 
 #endif

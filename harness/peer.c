@@ -178,7 +178,7 @@ int attn_peer_check(const attn_opts *o, const attn_machine *m)
         attn_report_row_header(stdout);
         attn_report_row(stdout, r, 0, peak);
         if (r->verdict != ATTN_PASSED)
-            attn_report_details(stdout, r);
+            attn_report_details(stdout, r, peak);
         rc = r->verdict == ATTN_FAILED ? ATTN_EXIT_FAILED
            : r->verdict == ATTN_SKIPPED ? ATTN_EXIT_NONE_RAN : ATTN_EXIT_OK;
     }

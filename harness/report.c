@@ -50,9 +50,9 @@ static void format_time(char *buf, size_t len, double s)
 
 void attn_report_row_header(FILE *f)
 {
-    fprintf(f, "%-14s %-8s %12s %7s %10s %6s %8s %5s %9s %14s %11s %11s\n", "backend", "verdict",
-            "median", "cv", "GFLOP/s", "%peak", "GB/s", "%bw", "vs naive", "vs exact",
-            "workspace", "peak RSS");
+    fprintf(f, "%-14s %-8s %12s %7s %10s %6s %8s %5s %6s %9s %14s %11s %11s\n", "backend",
+            "verdict", "median", "cv", "GFLOP/s", "%peak", "GB/s", "%bw", "%roof", "vs naive",
+            "vs exact", "workspace", "peak RSS");
 }
 
 /* What a row computes against softmax attention: "exact", or for a
@@ -85,7 +85,7 @@ static void approx_note(FILE *f, const attn_result *res, size_t n)
 void attn_report_row(FILE *f, const attn_result *r, double naive, const attn_peak *peak)
 {
     char med[32] = "-", cv[32] = "-", gf[32] = "-", pk[32] = "-", sp[32] = "-", ws[32] = "-",
-         rss[32] = "-", gb[32] = "-", bw[32] = "-";
+         rss[32] = "-", gb[32] = "-", bw[32] = "-", roof[32] = "-";
     const attn_timing *t = &r->timing;
     if (attn_verdict_ok(r->verdict) && t->reps) {
         const double gflops = r->flops / t->real_stats.median * 1e-9;
@@ -97,6 +97,7 @@ void attn_report_row(FILE *f, const attn_result *r, double naive, const attn_pea
         if (peak) {
             snprintf(pk, sizeof(pk), "%.1f", 100.0 * gflops / attn_case_peak_gflops(r, peak));
             snprintf(bw, sizeof(bw), "%.0f", 100.0 * gbs / peak->triad);
+            snprintf(roof, sizeof(roof), "%.0f", attn_case_pct_roofline(r, peak));
         }
         if (naive > 0)
             snprintf(sp, sizeof(sp), "%.2fx", naive / t->real_stats.median);
@@ -112,11 +113,11 @@ void attn_report_row(FILE *f, const attn_result *r, double naive, const attn_pea
     char name[32], ex[32];
     snprintf(name, sizeof(name), "%s%s", r->be->name, r->be->kind == ATTN_KIND_SOFTMAX ? "" : "~");
     vs_exact(ex, sizeof(ex), r);
-    fprintf(f, "%-14s %-8s %12s %7s %10s %6s %8s %5s %9s %14s %11s %11s\n", name,
-            attn_verdict_str(r->verdict), med, cv, gf, pk, gb, bw, sp, ex, ws, rss);
+    fprintf(f, "%-14s %-8s %12s %7s %10s %6s %8s %5s %6s %9s %14s %11s %11s\n", name,
+            attn_verdict_str(r->verdict), med, cv, gf, pk, gb, bw, roof, sp, ex, ws, rss);
 }
 
-void attn_report_details(FILE *f, const attn_result *r)
+void attn_report_details(FILE *f, const attn_result *r, const attn_peak *peak)
 {
     fprintf(f, "%s: %s", r->be->name, attn_verdict_str(r->verdict));
     if (r->why[0])
@@ -135,11 +136,11 @@ void attn_report_details(FILE *f, const attn_result *r)
         fprintf(f, "  approximation: against softmax attention on the same inputs, max_abs %.3g, "
                    "nmse %.3g\n", r->approx_max_abs, r->approx_nmse);
     if (attn_verdict_ran(r->verdict)) {
-        char peak[64] = "unknown", pred[32], rss[32] = "unknown", score[32], kv[32], least[32];
+        char wsp[64] = "unknown", pred[32], rss[32] = "unknown", score[32], kv[32], least[32];
         if (!r->ws_unknown) {
-            attn_format_bytes(peak, sizeof(peak), (double)r->ws_peak);
-            const size_t at = strlen(peak);
-            snprintf(peak + at, sizeof(peak) - at, " (%zu bytes)", r->ws_peak);
+            attn_format_bytes(wsp, sizeof(wsp), (double)r->ws_peak);
+            const size_t at = strlen(wsp);
+            snprintf(wsp + at, sizeof(wsp) - at, " (%zu bytes)", r->ws_peak);
         }
         attn_format_bytes(pred, sizeof(pred), (double)r->ws_predicted);
         if (r->rss_known)
@@ -149,7 +150,7 @@ void attn_report_details(FILE *f, const attn_result *r)
         attn_format_bytes(least, sizeof(least), r->bytes);
         fprintf(f, "  memory: workspace peak %s, predicted %s; peak RSS growth %s; "
                    "score matrix would be %s; K and V %s (%d K/V heads); least traffic %s\n",
-                peak, pred, rss, score, kv, attn_kv_heads(&r->p), least);
+                wsp, pred, rss, score, kv, attn_kv_heads(&r->p), least);
     }
     if (r->ranks > 0 && attn_verdict_ran(r->verdict)) {
         char sent[32], ws[32];
@@ -187,6 +188,18 @@ void attn_report_details(FILE *f, const attn_result *r)
         fprintf(f, "  time: median %s, min %s, mean %s, stddev %s (cv %.1f%%), cpu %s; "
                    "%d reps x %ld runs%s\n", med, min, mean, sd, 100.0 * t->real_stats.cv, cpu,
                 t->reps, t->iterations, t->budget_hit ? " (stopped by --max-time)" : "");
+        if (peak && attn_verdict_ok(r->verdict)) {
+            const attn_roofline roof = attn_case_roofline(r, peak);
+            char at[32], mem[32], fma[32];
+            format_time(at, sizeof(at), roof.s);
+            format_time(mem, sizeof(mem), roof.mem_s);
+            format_time(fma, sizeof(fma), roof.fma_s);
+            fprintf(f, "  roofline: %s here, %s-bound (%.4g MB at %.1f GB/s: %s; %.4g GFLOP at "
+                       "%.1f GFLOP/s: %s); the median is %.0f%% of it\n",
+                    at, roof.memory_bound ? "memory" : "compute", r->bytes * 1e-6,
+                    attn_peak_bw(peak), mem, r->flops * 1e-9, attn_case_peak_gflops(r, peak), fma,
+                    attn_case_pct_roofline(r, peak));
+        }
         if (t->busy_threads)
             fprintf(f, "  warning: another thread of this process was still using CPU after "
                        "%.1f s of waiting (a BLAS or OpenMP pool spinning?); these times may be "
@@ -234,12 +247,12 @@ static int cmp_result(const void *a, const void *b)
     return 0;
 }
 
-void attn_report_results_details(FILE *f, attn_result *res, size_t n)
+void attn_report_results_details(FILE *f, attn_result *res, size_t n, const attn_peak *peak)
 {
     qsort(res, n, sizeof(*res), cmp_result);
     for (size_t i = 0; i < n; i++) {
         fputc('\n', f);
-        attn_report_details(f, &res[i]);
+        attn_report_details(f, &res[i], peak);
     }
 }
 

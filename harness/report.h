@@ -18,13 +18,14 @@ void attn_report_row_header(FILE *f);
 /* naive: naive's median for the speedup column (0: unknown); peak: this
  * machine's FMA peak and triad bandwidth (NULL: unknown). */
 void attn_report_row(FILE *f, const attn_result *r, double naive, const attn_peak *peak);
-/* Verdict and why, check metrics with thresholds, memory, timing, repro. */
-void attn_report_details(FILE *f, const attn_result *r);
+/* Verdict and why, check metrics with thresholds, memory, timing, the
+ * roofline (peak: NULL where unknown), repro. */
+void attn_report_details(FILE *f, const attn_result *r, const attn_peak *peak);
 
 /* One case's comparison, in two parts so that the table is the last thing
  * a run prints: every case's details, after sorting res (fastest PASSED
  * first), then the table in that order. */
-void attn_report_results_details(FILE *f, attn_result *res, size_t n);
+void attn_report_results_details(FILE *f, attn_result *res, size_t n, const attn_peak *peak);
 void attn_report_results_table(FILE *f, const attn_result *res, size_t n, const attn_peak *peak);
 /* A sweep's closing count. */
 void attn_report_summary(FILE *f, const attn_result *res, size_t n, size_t resumed,

@@ -101,7 +101,7 @@ static void emit(sweep *w, const attn_result *r, double naive)
             fputs("\r\033[K", stderr);
         attn_report_row(stdout, r, naive, peak);
         if (r->verdict != ATTN_PASSED)
-            attn_report_details(stdout, r);
+            attn_report_details(stdout, r, peak);
         fflush(stdout);
     }
 }
@@ -410,7 +410,7 @@ int attn_sweep_run(const attn_opts *o, const attn_machine *m, const char *prog,
      * case's table after every detail, a sweep's count after its rows. */
     const attn_peak *peak = attn_machine_peak(m);
     if (!w.stream && w.n)
-        attn_report_results_details(stdout, w.res, w.n);
+        attn_report_results_details(stdout, w.res, w.n, peak);
     bool first = true;
     for (size_t i = 0; i < o->nbackends && !o->explicit_backends; i++) {
         char why[256] = "";

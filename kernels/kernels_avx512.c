@@ -142,11 +142,8 @@ static decl_pack_qt_fn(pack_qt_avx512)
     }
 }
 
-/* Scores of 16 keys for one query at a time: 16 accumulators along d (K rows
- * streamed whole), then one vector of their 16 horizontal sums (sum16), so
- * key r accumulates in SLOT(r); the vector is scattered down the query's
- * column of S^T. */
-/* The same distance in bytes for 16-bit rows: twice the rows. */
+/* The prefetch distance of decoding's K/V rows (PF_KEYS, in fp32 rows):
+ * the same distance in bytes for 16-bit rows, twice the rows. */
 #define PF_ROWS(ST) ((ST) == ST_F32 ? PF_KEYS : 2 * PF_KEYS)
 
 /* Storage of the K or V rows a kernel reads (a constant of each instance):
@@ -183,81 +180,18 @@ INLINE const char *addr_any(const float *x, const uint16_t *xh, ptrdiff_t at, co
                         : (const char *)((uintptr_t)xh + (uintptr_t)(at * (ptrdiff_t)2));
 }
 
-/* n keys (1..16) of one query; FULLN (a constant) says n == 16; PF that
- * the rows PF_KEYS ahead are prefetched (the first query's pass). */
-INLINE void qk_rows_16(float *restrict st, ptrdiff_t ss, const float *restrict k, ptrdiff_t ks,
-                       const float *restrict q, int dk, int n, const int FULLN, int pf)
-{
-    __m512 acc[16];
-#pragma GCC unroll 16
-    for (int r = 0; r < 16; r++)
-        acc[r] = _mm512_setzero_ps();
-    int c = 0;
-    /* 64 floats of d at a time: four vectors of q in registers, then each
-     * row's four products, so one row address serves four loads. */
-    for (; c + 64 <= dk; c += 64) {
-        const __m512 q0 = _mm512_loadu_ps(q + c), q1 = _mm512_loadu_ps(q + c + 16),
-                     q2 = _mm512_loadu_ps(q + c + 32), q3 = _mm512_loadu_ps(q + c + 48);
-#pragma GCC unroll 16
-        for (int r = 0; r < 16; r++)
-            if (FULLN || r < n) {
-                const float *kr = k + r * ks + c;
-                if (pf)
-#pragma GCC unroll 4
-                    for (int x = 0; x < 64; x += 16)
-                        _mm_prefetch(addr_any(kr, NULL, x + PF_KEYS * ks, ST_F32), _MM_HINT_T2);
-                __m512 a = acc[SLOT(r)];
-                a = _mm512_fmadd_ps(_mm512_loadu_ps(kr), q0, a);
-                a = _mm512_fmadd_ps(_mm512_loadu_ps(kr + 16), q1, a);
-                a = _mm512_fmadd_ps(_mm512_loadu_ps(kr + 32), q2, a);
-                acc[SLOT(r)] = _mm512_fmadd_ps(_mm512_loadu_ps(kr + 48), q3, a);
-            }
-    }
-    for (; c + 16 <= dk; c += 16) {
-        const __m512 qv = _mm512_loadu_ps(q + c);
-#pragma GCC unroll 16
-        for (int r = 0; r < 16; r++)
-            if (FULLN || r < n)
-                acc[SLOT(r)] = _mm512_fmadd_ps(_mm512_loadu_ps(k + r * ks + c), qv, acc[SLOT(r)]);
-    }
-    if (c < dk) {
-        const __mmask16 t = lanes(dk - c);
-        const __m512 qv = _mm512_maskz_loadu_ps(t, q + c);
-#pragma GCC unroll 16
-        for (int r = 0; r < 16; r++)
-            if (FULLN || r < n)
-                acc[SLOT(r)] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(t, k + r * ks + c), qv,
-                                               acc[SLOT(r)]);
-    }
-    const __m512i idx = _mm512_mullo_epi32(
-        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-        _mm512_set1_epi32((int)ss));
-    _mm512_mask_i32scatter_ps(st, FULLN ? (__mmask16)0xffff : lanes(n), idx, sum16(acc), 4);
-}
-
-static decl_qk_rows_fn(qk_rows_avx512)
-{
-    int j = 0;
-    for (; j + 16 <= nk; j += 16)
-        for (int i = 0; i < nq; i++)
-            qk_rows_16(st + j * st_stride + i, st_stride, k + j * k_stride, k_stride,
-                       q + i * q_stride, dk, 16, 1, i == 0);
-    if (j < nk)
-        for (int i = 0; i < nq; i++)
-            qk_rows_16(st + j * st_stride + i, st_stride, k + j * k_stride, k_stride,
-                       q + i * q_stride, dk, nk - j, 0, i == 0);
-}
-
-/* 16-bit K: 4 keys x 4 queries at a time, so each row of K is widened once
- * for up to 4 queries (qk_rows_16 would widen it again for each): 16
- * accumulators, one per (key, query), reduced by the same tree into one
- * vector of 16 scores, scattered to their places. NK keys and NQ queries
- * (1..4 each) are constants of each instance. Measured on the 2-core EPYC,
- * decoding H = 32, Hkv = 8 (4 queries a tile), d = 128: widening per query
- * made Q.K^T cost 2.5 of a 5.5 ms run at Nk = 32K. */
-INLINE void qk_keys4(float *restrict st, ptrdiff_t ss, const uint16_t *restrict kh, ptrdiff_t ks,
-                     const float *restrict q, ptrdiff_t qs, int dk, const int NK, const int NQ,
-                     int pf, const int ST)
+/* 4 keys x 4 queries at a time, so each row of K is loaded (and for
+ * 16-bit K widened) once for up to 4 queries: 16 accumulators, one per
+ * (key, query), reduced by the same tree into one vector of 16 scores,
+ * scattered to their places. NK keys and NQ queries (1..4 each) are
+ * constants of each instance; K is fp32 (kf) or 16-bit (kh), as ST says.
+ * Measured on the 2-core EPYC, decoding H = 32, Hkv = 8 (4 queries a
+ * tile), d = 128: widening per query made Q.K^T cost 2.5 of a 5.5 ms run
+ * at Nk = 32K; and with fp32 K, one pass per query (qk_rows_16) left
+ * tiles of 16 queries (Nq = 4 of each of 4 heads) at 41% of the FMA peak. */
+INLINE void qk_keys4(float *restrict st, ptrdiff_t ss, const float *restrict kf,
+                     const uint16_t *restrict kh, ptrdiff_t ks, const float *restrict q,
+                     ptrdiff_t qs, int dk, const int NK, const int NQ, int pf, const int ST)
 {
     __m512 acc[16];
 #pragma GCC unroll 16
@@ -274,11 +208,11 @@ INLINE void qk_keys4(float *restrict st, ptrdiff_t ss, const uint16_t *restrict 
 #pragma GCC unroll 4
         for (int r = 0; r < NK; r++) {
             const ptrdiff_t at = r * ks + c;
-            /* one prefetch per 64 bytes (32 values) on the first query group */
-            if (pf && !(c & 31))
-                _mm_prefetch(addr_any(NULL, kh, at + PF_ROWS(ST) * ks, ST), _MM_HINT_T2);
-            const __m512 kv = full ? load_any(NULL, kh, at, ST)
-                                   : maskz_load_any(t, NULL, kh, at, ST);
+            /* one prefetch per 64 bytes on the first query group */
+            if (pf && (ST == ST_F32 || !(c & 31)))
+                _mm_prefetch(addr_any(kf, kh, at + PF_ROWS(ST) * ks, ST), _MM_HINT_T2);
+            const __m512 kv = full ? load_any(kf, kh, at, ST)
+                                   : maskz_load_any(t, kf, kh, at, ST);
 #pragma GCC unroll 4
             for (int i = 0; i < NQ; i++)
                 acc[r * 4 + i] = _mm512_fmadd_ps(kv, qv[i], acc[r * 4 + i]);
@@ -287,25 +221,26 @@ INLINE void qk_keys4(float *restrict st, ptrdiff_t ss, const uint16_t *restrict 
     scatter_4x4(st, ss, sum16(acc), NK, NQ);
 }
 
-#define QK_KEYS4(NK) do {                                                          \
-        switch (nqq) {                                                             \
-        case 1: qk_keys4(s, ss, kr, ks, qq, qs, dk, NK, 1, pf, ST); break;         \
-        case 2: qk_keys4(s, ss, kr, ks, qq, qs, dk, NK, 2, pf, ST); break;         \
-        case 3: qk_keys4(s, ss, kr, ks, qq, qs, dk, NK, 3, pf, ST); break;         \
-        default: qk_keys4(s, ss, kr, ks, qq, qs, dk, NK, 4, pf, ST); break;        \
-        }                                                                          \
+#define QK_KEYS4(NK) do {                                                              \
+        switch (nqq) {                                                                 \
+        case 1: qk_keys4(s, ss, kf, kh, ks, qq, qs, dk, NK, 1, pf, ST); break;         \
+        case 2: qk_keys4(s, ss, kf, kh, ks, qq, qs, dk, NK, 2, pf, ST); break;         \
+        case 3: qk_keys4(s, ss, kf, kh, ks, qq, qs, dk, NK, 3, pf, ST); break;         \
+        default: qk_keys4(s, ss, kf, kh, ks, qq, qs, dk, NK, 4, pf, ST); break;        \
+        }                                                                              \
     } while (0)
 
-INLINE void qk_rows16_any(float *restrict st, ptrdiff_t ss, const uint16_t *restrict k,
-                          ptrdiff_t ks, const float *restrict q, ptrdiff_t qs, int nk, int nq,
-                          int dk, const int ST)
+INLINE void qk_rows_any(float *restrict st, ptrdiff_t ss, const float *restrict k,
+                        const uint16_t *restrict k16, ptrdiff_t ks, const float *restrict q,
+                        ptrdiff_t qs, int nk, int nq, int dk, const int ST)
 {
     for (int i = 0; i < nq; i += 4) {
         const int nqq = nq - i < 4 ? nq - i : 4, pf = i == 0;
         const float *qq = q + i * qs;
         for (int j = 0; j < nk; j += 4) {
             float *s = st + j * ss + i;
-            const uint16_t *kr = k + j * ks;
+            const float *kf = ST == ST_F32 ? k + j * ks : NULL;
+            const uint16_t *kh = ST == ST_F32 ? NULL : k16 + j * ks;
             switch (nk - j < 4 ? nk - j : 4) {
             case 1: QK_KEYS4(1); break;
             case 2: QK_KEYS4(2); break;
@@ -316,12 +251,17 @@ INLINE void qk_rows16_any(float *restrict st, ptrdiff_t ss, const uint16_t *rest
     }
 }
 
+static decl_qk_rows_fn(qk_rows_avx512)
+{
+    qk_rows_any(st, st_stride, k, NULL, k_stride, q, q_stride, nk, nq, dk, ST_F32);
+}
+
 static decl_qk_rows16_fn(qk_rows16_avx512)
 {
     if (bf16)
-        qk_rows16_any(st, st_stride, k, k_stride, q, q_stride, nk, nq, dk, ST_BF16);
+        qk_rows_any(st, st_stride, NULL, k, k_stride, q, q_stride, nk, nq, dk, ST_BF16);
     else
-        qk_rows16_any(st, st_stride, k, k_stride, q, q_stride, nk, nq, dk, ST_F16);
+        qk_rows_any(st, st_stride, NULL, k, k_stride, q, q_stride, nk, nq, dk, ST_F16);
 }
 
 /* 2^x as in kernels_c.c, in 9 instructions: VREDUCEPS gives f = x - floor(x)

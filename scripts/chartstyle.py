@@ -55,6 +55,23 @@ def kw(name, **more):
     return d
 
 
+def storage_kw(series, base):
+    """base's keywords for a series whose name may end in its storage types
+    (plot.py's " bf16", " fp32 kv:fp16"): the backend's colour and line
+    style, a marker of its own per 16-bit type (filled: all 16-bit;
+    hollow: 16-bit K/V under fp32 Q), so that one backend's storage types
+    tell apart on one panel."""
+    d = dict(base)
+    tag = series.split(" ", 1)[1] if " " in series else ""
+    sixteen = "fp16" if "fp16" in tag else "bf16" if "bf16" in tag else None
+    if sixteen:
+        d["marker"] = "^" if sixteen == "bf16" else "D"
+        d["linestyle"] = "-."
+        if "kv:" in tag:
+            d["markerfacecolor"] = "none"
+    return d
+
+
 def legend_outside(fig, axes, note=None, **kw_):
     """One legend for the whole figure, right of the axes: every label once
     (the colours are the same in every panel). note: extra handles, e.g. what

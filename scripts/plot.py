@@ -78,12 +78,13 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--baseline", help="backend the speedups are over (default: blas, else naive)")
     ap.add_argument("--machine", default="", help="machine description for the titles")
-    ap.add_argument("--charts", default="time,memory,gflops,bandwidth,speedup,heads,dk,tradeoff",
+    ap.add_argument("--charts",
+                    default="time,memory,gflops,bandwidth,roofline,speedup,heads,dk,tradeoff",
                     help="which charts (default: all of them)")
     a = ap.parse_args()
     want = set(a.charts.split(","))
-    unknown = want - {"time", "memory", "gflops", "bandwidth", "speedup", "heads", "dk",
-                      "tradeoff"}
+    unknown = want - {"time", "memory", "gflops", "bandwidth", "roofline", "speedup", "heads",
+                      "dk", "tradeoff"}
     if unknown:
         die(f"--charts: unknown chart {', '.join(sorted(unknown))}")
     try:
@@ -154,7 +155,7 @@ def main():
             plt.close(fig)
             return
         sub = f"\n{a.machine}" if a.machine else ""
-        fig.suptitle(textwrap.fill(title, 100) + sub, fontsize=11)
+        head = fig.suptitle(textwrap.fill(title, 100) + sub, fontsize=11)
         if per_panel:
             for ax in fig.axes:
                 if ax.get_visible() and ax.get_legend_handles_labels()[0]:
@@ -165,7 +166,7 @@ def main():
         for ext in ("png", "svg"):
             path = os.path.join(a.out, f"{name}.{ext}")
             fig.savefig(path, dpi=110, bbox_inches="tight",
-                        bbox_extra_artists=[leg] if leg else None)
+                        bbox_extra_artists=[head, leg] if leg else None)
             print(f"wrote {path}")
         plt.close(fig)
 
@@ -185,7 +186,7 @@ def main():
             n = [X(r) for r in rs]
             t = [float(r["real_median_s"]) for r in rs]
             e = slope(n, t)
-            ax.plot(n, [x * 1e3 for x in t], **chartstyle.kw(rs[0]["backend"]),
+            ax.plot(n, [x * 1e3 for x in t], **chartstyle.storage_kw(name, chartstyle.kw(rs[0]["backend"])),
                     label=f"{name}" + (f" (N^{e:.2f}, N {min(n)}..{max(n)})" if e is not None
                                        else ""))
         ax.set(xscale="log", yscale="log", xlabel=xlabel, ylabel="median time (ms)",
@@ -204,7 +205,7 @@ def main():
             ws = [(x, max(num(r["workspace_bytes"]), 1) / 2**20) for x, r in zip(n, rs)
                   if num(r["workspace_bytes"]) is not None]
             if ws:   # a peer may not know its workspace (torch's allocator)
-                ax.plot(*zip(*ws), **chartstyle.kw(be), label=name)
+                ax.plot(*zip(*ws), **chartstyle.storage_kw(name, chartstyle.kw(be)), label=name)
             rss = [(X(r), num(r["rss_peak_bytes"])) for r in rs]
             rss = [(x, y / 2**20) for x, y in rss if y]
             if rss:   # thin, markerless, in the backend's colour
@@ -236,7 +237,7 @@ def main():
         for name, rs in sorted(by_series([r for r in exact if skey(r) == k]).items()):
             pts = [(X(r), num(r["gflops"])) for r in rs if num(r["gflops"])]
             if pts:
-                ax.plot(*zip(*pts), **chartstyle.kw(rs[0]["backend"]), label=name)
+                ax.plot(*zip(*pts), **chartstyle.storage_kw(name, chartstyle.kw(rs[0]["backend"])), label=name)
         if peak:
             ax.axhline(peak, color="#999999", linestyle="-", linewidth=2, zorder=0,
                        label=f"fp32 FMA peak {peak:.0f} GFLOP/s")
@@ -253,7 +254,7 @@ def main():
             for name, rs in sorted(by_series([r for r in exact if skey(r) == k]).items()):
                 pts = [(X(r), num(r["gbs"])) for r in rs if num(r["gbs"])]
                 if pts:
-                    ax.plot(*zip(*pts), **chartstyle.kw(rs[0]["backend"]), label=name)
+                    ax.plot(*zip(*pts), **chartstyle.storage_kw(name, chartstyle.kw(rs[0]["backend"])), label=name)
             if bw:
                 ax.axhline(bw, color="#999999", linestyle="-", linewidth=2, zorder=0,
                            label=f"triad bandwidth {bw:.1f} GB/s")
@@ -264,8 +265,40 @@ def main():
                    title=sname(k))
             ax.set_ylim(bottom=0)
             ax.grid(True, which="both", alpha=0.3)
-        save(fig, "bandwidth", "Bandwidth against N: Q, O and the visible K/V rows at fp32, "
-             "over the median time")
+        save(fig, "bandwidth", "Bandwidth against N: Q, O and the visible K/V rows at their "
+             "storage widths, over the median time")
+
+    # the roofline (schema 7): every case on one scale, achieved GFLOP/s
+    # against FLOPs per byte, under the measured ceilings
+    roof = [r for r in exact if num(r.get("roofline_gbs")) and num(r.get("gflops"))
+            and num(r.get("bytes"))]
+    if "roofline" in want and roof:
+        fig, ax = plt.subplots(figsize=(7.2, 5.0))
+        bw = max(num(r["roofline_gbs"]) for r in roof)
+        ai = [float(r["flops"]) / float(r["bytes"]) for r in roof]
+        lo, hi = min(ai) / 2, max(ai) * 2
+        peaks = {}
+        for r in roof:   # each peak, named by the storage types held to it
+            dt = "bf16" if r.get("dtype") == "bf16" and r.get("kv_dtype") == "bf16" else "fp32"
+            peaks.setdefault(num(r["peak_gflops"]), dt)
+        for pk, dt in sorted(peaks.items()):
+            knee = pk / bw
+            xs = [x for x in (lo, knee, hi) if lo <= x <= hi] or [lo, hi]
+            ax.plot(xs, [min(pk, x * bw) for x in xs], color="#999999", linewidth=2, zorder=0,
+                    linestyle="-" if dt == "fp32" else "--",
+                    label=f"{dt} ceiling: {pk:.0f} GFLOP/s, {bw:.1f} GB/s")
+        for name, rs in sorted(by_series(roof).items()):
+            st = chartstyle.storage_kw(name, chartstyle.kw(rs[0]["backend"]))
+            c = st["color"]
+            ax.scatter([float(r["flops"]) / float(r["bytes"]) for r in rs],
+                       [num(r["gflops"]) for r in rs], marker=st["marker"], s=30, label=name,
+                       facecolors=st.get("markerfacecolor", c), edgecolors=c)
+        ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOPs per least byte)",
+               ylabel="GFLOP/s achieved")
+        ax.grid(True, which="both", alpha=0.3)
+        save(fig, "roofline", "Roofline: each case's GFLOP/s against its FLOPs per byte, under "
+             "the machine's measured ceilings (min(peak, intensity x bandwidth); bandwidth: the "
+             "faster of triad and read-only)")
 
     # speedup
     fig, axes = figure(len(slices))
@@ -275,7 +308,7 @@ def main():
         for name, rs in sorted(by_series([r for r in exact if skey(r) == k]).items()):
             pts = [(X(r), base[X(r)] / float(r["real_median_s"])) for r in rs if X(r) in base]
             if pts:
-                ax.plot(*zip(*pts), **chartstyle.kw(rs[0]["backend"]), label=name)
+                ax.plot(*zip(*pts), **chartstyle.storage_kw(name, chartstyle.kw(rs[0]["backend"])), label=name)
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.set(xscale="log", yscale="log", xlabel=xlabel,
                ylabel=f"speedup over {baseline}", title=sname(k))
@@ -294,7 +327,7 @@ def main():
         for name, rs in sorted(by_series([r for r in exact if X(r) == nmax]).items()):
             pts = sorted({int(r[dim]): float(r["real_median_s"]) * 1e3 for r in rs}.items())
             if len(pts) > 1:
-                ax.plot(*zip(*pts), **chartstyle.kw(rs[0]["backend"]), label=name)
+                ax.plot(*zip(*pts), **chartstyle.storage_kw(name, chartstyle.kw(rs[0]["backend"])), label=name)
         ax.set(xscale="log", yscale="log", xlabel=label, ylabel="median time (ms)")
         ax.grid(True, which="both", alpha=0.3)
         save(fig, fname, f"Time against {label} at N = {nmax}")

@@ -1,7 +1,9 @@
 """The tables of results/precision from its CSVs, as Markdown on stdout: for
 each backend and shape, fp32 against bf16 and fp16 storage (time, GFLOP/s or
 GB/s, % of the peak that applies, the speedup over fp32 of the same run,
-the error against the double reference, the bytes of K and V).
+the error against the double reference, the bytes of K and V); then the
+verdicts per tolerance class, the ranges per backend and type, and the
+targets. Every figure of results/precision/README.md is here.
 
     python3 scripts/precision_tables.py results/precision
 """
@@ -91,6 +93,60 @@ def table(rows, decode):
     for (be, t), why in sorted(skipped.items()):
         print(f"- {be} {t}: SKIPPED: {why}")
     print()
+    print("| backend | type | % of its peak" + (" (bandwidth)" if decode else "") +
+          " | NMSE | max_abs |")
+    print("|---|---|---|---|---|")
+    for be in sorted({k[0] for k in by}):
+        for t in TYPES:
+            rs = [c[t] for k, c in by.items() if k[0] == be and t in c]
+            if not rs:
+                continue
+            pc = [float(r["pct_bw" if decode else "pct_peak"]) for r in rs
+                  if r["pct_bw" if decode else "pct_peak"]]
+            pcs = f"{min(pc):.0f}% to {max(pc):.0f}%" if pc else "-"
+            nm = [float(r["nmse"]) for r in rs]
+            ma = [float(r["max_abs"]) for r in rs]
+            print(f"| {be} | {t} | {pcs} | {min(nm):.1e} to {max(nm):.1e} | "
+                  f"{min(ma):.1e} to {max(ma):.1e} |")
+    print()
+    return by
+
+
+def ratio_range(by, a, b, t):
+    """a's time over b's in type t, over the shapes both ran."""
+    xs = [float(by[(a,) + k[1:]][t]["real_median_s"]) / float(c[t]["real_median_s"])
+          for k, c in by.items() if k[0] == b and t in c and (a,) + k[1:] in by and
+          t in by[(a,) + k[1:]]]
+    return (min(xs), max(xs)) if xs else None
+
+
+def verdicts(rows):
+    count = {}
+    for r in rows:
+        k = r["tol_class"] if r["verdict"] == "PASSED" else r["verdict"]
+        count[k] = count.get(k, 0) + 1
+    return count
+
+
+def targets(pre, dec):
+    print("### Targets\n")
+    sp = [(float(c["fp32"]["real_median_s"]) / float(c["bf16"]["real_median_s"]),
+           float(c["bf16"]["nmse"])) for k, c in pre.items()
+          if k[0] == "tiled" and k[1] == 128 and k[3] >= 2048 and "fp32" in c and "bf16" in c]
+    if sp:
+        lo, nm = min(x[0] for x in sp), max(x[1] for x in sp)
+        print(f"- tiled bf16 >= 1.6x tiled fp32 at N >= 2048, d = 128, NMSE <= 1e-4: "
+              f"{lo:.3f}x to {max(x[0] for x in sp):.2f}x, NMSE <= {nm:.1e}: "
+              f"**{'met' if lo >= 1.6 and nm <= 1e-4 else 'not met'}**")
+    dd = [(float(c["fp32"]["real_median_s"]) / float(c["bf16"]["real_median_s"]),
+           int(c["fp32"]["kv_bytes"]) / int(c["bf16"]["kv_bytes"]), k[3])
+          for k, c in dec.items() if k[0] == "tiled" and k[3] >= 16384 and "fp32" in c and "bf16" in c]
+    if dd:
+        lo = min(dd)
+        print(f"- tiled bf16 decoding (Nk >= 16K) moves half the bytes and is >= 1.7x fp32: "
+              f"bytes fp32 / bf16 {min(x[1] for x in dd):.2f} to {max(x[1] for x in dd):.2f}; "
+              f"{lo[0]:.2f}x to {max(dd)[0]:.2f}x (least at Nk = {nlabel(lo[2])}): "
+              f"**{'met' if lo[0] >= 1.7 else 'not met'}**")
 
 
 def main():
@@ -104,13 +160,20 @@ def main():
     print("% of peak: fp32 and fp16 cases against the fp32 FMA peak, bf16 cases against the "
           "bf16 dot-product peak where the CPU has one (attnbench --peak, peak.log). Errors "
           "are against the double-precision reference computed from the rounded inputs.\n")
+    print("Verdicts: " + ", ".join(f"{n} {v}" for v, n in sorted(verdicts(pre + dec).items())) +
+          " (PASSED rows counted by the tolerance class they were held to).\n")
+    bp, bd = {}, {}
     if pre:
         print("### Prefill: B = 1, H = 8\n")
-        table(pre, False)
+        bp = table(pre, False)
+        r = ratio_range(bp, "onednn", "tiled", "bf16")
+        if r:
+            print(f"onednn bf16 time over tiled bf16: {r[0]:.2f} to {r[1]:.2f}.\n")
     if dec:
         print("### Decoding: B = 1, H = 32, Hkv = 8, Nq = 1 (GB/s: the least bytes moved, "
               "% of the triad bandwidth)\n")
-        table(dec, True)
+        bd = table(dec, True)
+    targets(bp, bd)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ scaling of the ring backend beside tiled, from strong.csv and weak.csv
 usage: scaleout_tables.py DIR  (markdown on stdout)"""
 import os
 import re
+import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -23,6 +24,12 @@ def mib(x):
 
 def ms(x):
     return f"{float(x) * 1e3:.0f} ms"
+
+
+def wait(x):
+    """A wait for K/V: microseconds where it is short."""
+    x = float(x)
+    return f"{x * 1e6:.0f} µs" if x < 1e-3 else ms(x)
 
 
 def label(r):
@@ -73,7 +80,7 @@ def table(rows, title, base_of, ratio):
               f"{ms(r['real_median_s'])} | {float(r['gflops']):.1f} | "
               f"{100 * float(r['gflops']) / (PEAK1 * cores_used(r)):.0f}% | {sp} | "
               f"{ms(r['rank_compute_s']) if ring else ''} | "
-              f"{ms(r['rank_comm_s']) if ring else ''} | "
+              f"{wait(r['rank_comm_s']) if ring else ''} | "
               f"{mib(r['rank_sent_bytes']) if ring else ''} | "
               f"{mib(r['rank_workspace_bytes']) if ring else ''} | {float(r['nmse']):.1e} |")
     print()
@@ -126,6 +133,21 @@ def main():
           "rank's work grows as P, so P is ideal)\n")
     table(weak, "B = 1, H = 4, d = 128", lambda r: ring1(weak, r["causal"], "4096"),
           "time / 1 rank's")
+    rows = strong + weak
+    count = {}
+    for r in rows:
+        count[r["verdict"]] = count.get(r["verdict"], 0) + 1
+    print("Verdicts: " + ", ".join(f"{n} {v}" for v, n in sorted(count.items())) + ".\n")
+    ring = [r for r in rows if r["backend"] == "ring" and r["verdict"] == "PASSED"]
+    if ring:
+        most = max(float(r["rank_comm_s"]) for r in ring)
+        # F: a rank's flop rate, the slowest rank's compute time over its share of the work
+        f = statistics.median(float(r["gflops"]) * float(r["real_median_s"]) /
+                              (int(r["ranks"] or 1) * float(r["rank_compute_s"])) for r in ring)
+        print(f"The longest wait for a K/V block in any ring case: {wait(most)}. A rank "
+              f"computed at a median {f:.0f} GFLOP/s; at that rate the send of a K/V block "
+              f"hides behind its compute when N/P >= 2F/B: {2 * f * 1e9 / 12.5e9:.0f} rows "
+              "on a 100 Gb/s link (B = 12.5 GB/s).\n")
     print("## Each rank (means over the runs of the case)\n")
     for name in ("strong", "weak"):
         path = os.path.join(d, name + ".log")

@@ -1,8 +1,9 @@
 """The tables of results/tiled from its CSVs, as Markdown on stdout: tiled's
 GFLOP/s and % of the FMA peak by sequence length (and before/after when
 before.csv is there), tiled against blas and onednn over the default sweep,
-1 -> 2 threads, and the spread over fresh processes. Every % is against the
-peak measured at the start of the same run.
+1 -> 2 threads, the spread over fresh processes, the verdicts and the
+targets. Every % is against the peak measured at the start of the same run;
+every figure of results/tiled/README.md is here.
 
     python3 scripts/tiled_tables.py results/tiled
 """
@@ -17,13 +18,15 @@ import csvload
 NEED = ["backend", "verdict", "reason", "seq_q", "d_k", "causal", "threads", "real_median_s",
         "real_cv", "gflops", "peak_gflops"]
 PROG = "tiled_tables.py"
+VERDICTS = []   # of every row read, for the count
 
 
 def load(path, required=True):
     if not required and not os.path.exists(path):
         return []
-    rows = csvload.read_csv(path, NEED, PROG, "an attnbench CSV (schema 4 or 5)",
+    rows = csvload.read_csv(path, NEED, PROG, "an attnbench CSV (schema 4 or later)",
                             "run scripts/results-tiled")
+    VERDICTS.extend(r["verdict"] for r in rows)
     for r in rows:
         if r["verdict"] not in ("PASSED", "SKIPPED"):
             print(f"{PROG}: {path}: {r['backend']} N={r['seq_q']} d={r['d_k']}: "
@@ -117,11 +120,12 @@ def threads_table(rows):
 
 
 def fresh_table(paths, peak):
+    """The spread over fresh processes: (min, max, spread %) or None."""
     rates = []
     for p in paths:
         rates += [(float(r["gflops"]), float(r["real_cv"] or 0)) for r in load(p)]
     if not rates:
-        return
+        return None
     g = [x for x, _ in rates]
     med = statistics.median(g)
     print(f"### N = 8192, d = 128, not causal, in {len(g)} fresh processes\n")
@@ -132,6 +136,41 @@ def fresh_table(paths, peak):
     print("| cv within | " + " | ".join(f"{100 * c:.1f}%" for _, c in rates) + " |")
     print(f"\n- spread across processes: {min(g):.0f}..{max(g):.0f} GFLOP/s, "
           f"(max - min) / median = {100 * (max(g) - min(g)) / med:.1f}%.\n")
+    return min(g), max(g), 100 * (max(g) - min(g)) / med
+
+
+def targets(rate, peak, vs, th):
+    """The prefill targets, each with its verdict from the rows above."""
+    print("### Targets\n")
+    cells = [(100 * float(r["gflops"]) / peak, shape(r)) for r in rate if int(r["seq_q"]) >= 1024]
+    low = sorted(c for c in cells if c[0] < 85)
+    print(f"- >= 85% of the FMA peak at every N >= 1K, d = 64 and 128, causal and not: "
+          f"{len(cells) - len(low)} of {len(cells)} cells; "
+          + ("**met**." if not low else "**not met** at " + ", ".join(
+              f"d = {d}{' causal' if c else ''} N = {nlabel(n)} ({x:.1f}%)" for x, (d, c, n) in low)
+             + "."))
+    bound = {r.get("bound") for r in rate} - {None, ""}
+    if bound == {"compute"}:
+        print("- Every case is compute-bound under the roofline: its % of the peak is its % "
+              "of the roofline (`pct_roofline` in rate.csv).")
+    if vs:
+        by = {}
+        for r in vs:
+            by.setdefault(shape(r), {})[r["backend"]] = float(r["real_median_s"])
+        for b in ("blas", "onednn"):
+            rs = [v[b] / v["tiled"] for v in by.values() if b in v and "tiled" in v]
+            if rs:
+                print(f"- Faster than {b} at every shape of the default sweep: least ratio "
+                      f"{min(rs):.2f}: **{'met' if min(rs) > 1 else 'not met'}**.")
+    if th:
+        by = {}
+        for r in th:
+            by.setdefault(shape(r), {})[int(r["threads"])] = float(r["real_median_s"])
+        sp = [v[1] / v[max(v)] for v in by.values() if 1 in v and len(v) > 1]
+        if sp:
+            print(f"- 1 -> 2 threads >= 1.9x at N = 4096: {min(sp):.2f}x to {max(sp):.2f}x: "
+                  f"**{'met' if min(sp) >= 1.9 else 'not met'}**.")
+    print()
 
 
 def main():
@@ -163,6 +202,12 @@ def main():
     if th:
         threads_table(th)
     fresh_table(sorted(glob.glob(os.path.join(d, "fresh-*.csv"))), peak)
+    targets(rate, peak, vs, th)
+    count = {}
+    for v in VERDICTS:
+        count[v] = count.get(v, 0) + 1
+    print("Verdicts over every CSV of the run: " +
+          ", ".join(f"{n} {v}" for v, n in sorted(count.items())) + ".")
 
 
 if __name__ == "__main__":

@@ -731,7 +731,7 @@ static void test_bf16(const attn_kernels *kr, const attn_kernels *c)
     ok = true;
     static const int rds[] = { 1, 7, 16, 17, 64, 100, 128 };
     for (int nk = 1; ok && nk <= 35; nk += nk < 18 ? 1 : 17)
-        for (int nq = 1; ok && nq <= 8; nq++)
+        for (int nq = 1; ok && nq <= 17; nq++)
             for (size_t d = 0; ok && d < sizeof(rds) / sizeof(rds[0]); d++)
                 for (int bf16 = 0; ok && bf16 < 2; bf16++)
                     ok = check_rows16(kr, c, nk, nq, rds[d], bf16, why, sizeof(why));
@@ -759,7 +759,7 @@ static void test_bf16(const attn_kernels *kr, const attn_kernels *c)
                 ok = check_pv_bf16(kr, c, nq, nk, dv, why, sizeof(why));
     static const int rdks[] = { 1, 2, 3, 31, 32, 33, 64, 100, 128 };
     for (int nk = 1; ok && nk <= 21; nk++)
-        for (int nq = 1; ok && nq <= 9; nq++)
+        for (int nq = 1; ok && nq <= 17; nq++)
             for (size_t d = 0; ok && d < sizeof(rdks) / sizeof(rdks[0]); d++)
                 ok = check_qk_bf16(kr, c, nk, nq, rdks[d], true, why, sizeof(why));
     if (!tap_ok(ok, "qk_bf16_%s, qk_rows_bf16_%s and pv_bf16_%s (%s) match C's and the double "
@@ -865,11 +865,12 @@ static void test_isa(const attn_kernels *kr, const attn_kernels *c)
     if (!tap_ok(ok, "qk_%s matches qk_c, every tail, guarded", name))
         tap_diag("%s", why);
 
-    /* Keys 1..40: two 16-key groups and every remainder; d every lane tail. */
+    /* Keys 1..40 and queries 1..17 (decoding tiles of up to 16 columns, in
+     * blocks of 4 x 4 and every remainder); d every lane tail. */
     ok = true;
     static const int rdks[] = { 1, 7, 16, 17, 64, 100, 128 };
     for (int nk = 1; ok && nk <= 40; nk++)
-        for (int nq = 1; ok && nq <= 5; nq++)
+        for (int nq = 1; ok && nq <= 17; nq++)
             for (size_t d = 0; ok && d < sizeof(rdks) / sizeof(rdks[0]); d++)
                 ok = check_qk_rows(kr, c, nk, nq, rdks[d], why, sizeof(why));
     if (!tap_ok(ok, "qk_rows_%s matches qk_rows_c and the exact dot products, every tail, "

@@ -6,6 +6,7 @@ not a traceback.
     python3 test_plots.py --skip REASON
 """
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -56,6 +57,36 @@ def main():
         why = check_png(os.path.join(dout, name + ".png"))
         ok(why is None and "key length Nk" in body and "Hkv=1" in body,
            f"decode {name}: drawn against Nk with a panel for Hkv=1 ({why or 'valid png'})")
+    # The roofline, on a planted machine (100 GFLOP/s, 50 GB/s) written into
+    # the decode CSV's columns: the ceilings are the planted ones, every case
+    # a point, and the figure keeps its title beside the legend.
+    import csv
+    with open(dec, newline="") as f:
+        rows = list(csv.DictReader(f))
+    roof = os.path.join(work, "roof.csv")
+    with open(roof, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        for x in rows:
+            w.writerow({**x, "peak_gflops": "100", "roofline_gbs": "50"})
+    rout = os.path.join(work, "roof-charts")
+    r = subprocess.run([sys.executable, plot, roof, "--out", rout, "--charts", "roofline,bandwidth"],
+                       capture_output=True, text=True)
+    svg = os.path.join(rout, "roofline.svg")
+    body = open(svg).read() if os.path.exists(svg) else ""
+    why = check_png(os.path.join(rout, "roofline.png"))
+    ok(r.returncode == 0 and why is None and "fp32 ceiling: 100 GFLOP/s, 50.0 GB/s" in body
+       and "arithmetic intensity" in body and "Roofline:" in body,
+       f"roofline: the planted ceilings (100 GFLOP/s, 50 GB/s), titled ({why or 'valid png'}, "
+       f"exit {r.returncode} {r.stderr.strip()[-200:]})")
+    # The title's first line is drawn at a y inside the picture (a crop that
+    # keeps only the axes and the legend leaves it above the top: y < 0).
+    bw = os.path.join(rout, "bandwidth.svg")
+    m = re.search(r"<!-- Bandwidth against N[^>]*-->\s*<g transform=\"translate\([-0-9.]+ "
+                  r"([-0-9.]+)\)", open(bw).read() if os.path.exists(bw) else "")
+    ok(m is not None and float(m.group(1)) > 0,
+       f"a chart with its legend outside keeps its title in the picture "
+       f"(title at y = {m.group(1) if m else 'not found'})")
     # Bad input: one line on stderr, exit 1.
     empty = os.path.join(work, "empty.csv")
     open(empty, "w").close()

@@ -155,18 +155,32 @@ static void quiesce(void)
            -1e3 * idle);
 }
 
-/* Byte counts reach the CSV as exact integers, also past 1e9. */
-static void csv_bytes(void)
+/* r's CSV file (header and row, peak as given) into buf; false when it
+ * could not be written or read back. */
+static bool csv_of(const attn_result *r, const attn_peak *pk, char *buf, size_t len)
 {
     char path[] = "/tmp/attnbench-csv-XXXXXX";
     const int fd = mkstemp(path);
-    if (fd < 0) {
-        tap_ok(false, "mkstemp");
-        return;
-    }
+    if (fd < 0)
+        return false;
     close(fd);
     unlink(path);
     attn_csv c = { .fd = -1 };
+    const attn_setup s = { .seed = 1, .threads = 1 };
+    bool ok = attn_csv_open(&c, path, false) < 0 && attn_csv_append(&c, r, &s, pk) < 0;
+    attn_csv_close(&c);
+    memset(buf, 0, len);
+    FILE *f = fopen(path, "r");
+    ok = ok && f && fread(buf, 1, len - 1, f) > 0;
+    if (f)
+        fclose(f);
+    unlink(path);
+    return ok;
+}
+
+/* Byte counts reach the CSV as exact integers, also past 1e9. */
+static void csv_bytes(void)
+{
     attn_result r;
     memset(&r, 0, sizeof(r));
     r.be = attn_backend_find("naive");
@@ -174,17 +188,54 @@ static void csv_bytes(void)
     r.verdict = ATTN_PASSED;
     r.ws_peak = 2147614884u;
     r.ws_predicted = 4294967297u;
-    const attn_setup s = { .seed = 1, .threads = 1 };
-    bool ok = attn_csv_open(&c, path, false) < 0 && attn_csv_append(&c, &r, &s, NULL) < 0;
-    attn_csv_close(&c);
-    char buf[8192] = "";
-    FILE *f = fopen(path, "r");
-    ok = ok && f && fread(buf, 1, sizeof(buf) - 1, f) > 0;
-    if (f)
-        fclose(f);
-    unlink(path);
+    char buf[8192];
+    const bool ok = csv_of(&r, NULL, buf, sizeof(buf));
     tap_ok(ok && strstr(buf, ",2147614884,4294967297,"),
            "workspace bytes 2147614884 and 4294967297 are written exactly");
+}
+
+/* The roofline on a planted machine (100 GFLOP/s fp32, 200 bf16, 50 GB/s):
+ * the expected time, bound and %, in the CSV too. */
+static void roofline(void)
+{
+    const attn_peak pk = { .threads = 1, .fma_1 = 100, .fma_t = 100, .dot_1 = 200, .dot_t = 200,
+                           .triad = 50 };
+    attn_result r;
+    memset(&r, 0, sizeof(r));
+    r.be = attn_backend_find("naive");
+    r.p = (attn_problem){ 1, 1, 8, 8, 4, 4, 0.5f, false, NULL, ATTN_KIND_SOFTMAX };
+    r.verdict = ATTN_PASSED;
+    r.timing.reps = 3;
+    r.timing.real_stats.median = 0.025;
+    r.flops = 1e9, r.bytes = 1e9;   /* 20 ms of memory, 10 ms of FMA */
+    attn_roofline x = attn_case_roofline(&r, &pk);
+    tap_ok(x.memory_bound && near(x.s, 0.02) && near(x.mem_s, 0.02) && near(x.fma_s, 0.01) &&
+           near(attn_case_pct_roofline(&r, &pk), 80),
+           "1 GB and 1 GFLOP in 25 ms: memory-bound, roofline 20 ms, 80%% (%g s, %g%%)", x.s,
+           attn_case_pct_roofline(&r, &pk));
+    r.flops = 4e9;                  /* 40 ms of FMA */
+    r.timing.real_stats.median = 0.05;
+    x = attn_case_roofline(&r, &pk);
+    tap_ok(!x.memory_bound && near(x.s, 0.04) && near(attn_case_pct_roofline(&r, &pk), 80),
+           "1 GB and 4 GFLOP in 50 ms: compute-bound, roofline 40 ms, 80%% (%g s)", x.s);
+    r.p.dtype = r.p.kv_dtype = ATTN_DTYPE_BF16;   /* held to the bf16 dot-product peak */
+    x = attn_case_roofline(&r, &pk);
+    tap_ok(x.memory_bound && near(x.s, 0.02) && near(attn_case_pct_roofline(&r, &pk), 40),
+           "the same in bf16: 20 ms at 200 GFLOP/s, memory-bound again, 40%% (%g s)", x.s);
+    r.p.dtype = r.p.kv_dtype = ATTN_DTYPE_FP32;
+    attn_peak fast = pk;
+    fast.read = 100;                /* a read-only stream faster than the triad */
+    r.flops = 1e9;
+    x = attn_case_roofline(&r, &fast);
+    tap_ok(x.memory_bound && near(x.s, 0.01) && near(x.fma_s, 0.01),
+           "with a 100 GB/s read-only stream the faster stream bounds it: 10 ms (%g s)", x.s);
+    r.flops = 4e9;
+
+    char buf[8192];
+    const bool ok = csv_of(&r, &pk, buf, sizeof(buf));
+    tap_ok(ok && strstr(buf, ",roofline_gbs,roofline_s,pct_roofline,bound,") &&
+           strstr(buf, ",50,0.04,80,compute,"),
+           "the CSV row holds roofline_gbs 50, roofline_s 0.04, pct_roofline 80, bound compute");
 }
 
 int main(void)
@@ -194,5 +245,6 @@ int main(void)
     order();
     quiesce();
     csv_bytes();
+    roofline();
     return tap_done();
 }

@@ -103,8 +103,8 @@ static int measure_peak(const attn_machine *m, int threads)
     }
     char path[4200];
     printf("peak on %s (%s):\n  fp32 FMA: %.1f GFLOP/s on 1 thread, %.1f GFLOP/s on %d threads\n"
-           "  triad bandwidth: %.1f GB/s on %d threads (the roofline's)\n"
-           "  read-only stream: %.1f GB/s on %d threads\n",
+           "  triad bandwidth: %.1f GB/s on %d threads\n"
+           "  read-only stream: %.1f GB/s on %d threads (the roofline takes the faster)\n",
            pk.cpu, pk.isa, pk.fma_1, pk.fma_t, threads, pk.triad, threads, pk.read, threads);
     if (!attn_peak_save(&pk, path, sizeof(path))) {
         fprintf(stderr, "attnbench: --peak: measured, but could not keep it beside the "

@@ -12,7 +12,7 @@ typedef struct attn_peak {
     double fma_1;           /* GFLOP/s, one thread */
     double fma_t;           /* GFLOP/s, T threads */
     double triad;           /* GB/s, T threads, a[i] = b[i] + s*c[i], 12 bytes per element:
-                               the roofline's bandwidth */
+                               the %bw of a case */
     double read;            /* GB/s, T threads, a read-only stream (a sum), the better of
                                plain and software-prefetched: what decoding's K/V see */
     double dot_1, dot_t;    /* GFLOP/s of vdpbf16ps (2 products and 2 adds per fp32
@@ -27,12 +27,6 @@ bool attn_peak_measure(attn_peak *pk, int threads, const char *cpu);
 bool attn_peak_load(attn_peak *pk, int threads, const char *cpu);
 bool attn_peak_save(const attn_peak *pk, char *path, size_t len);
 
-/* The peak a case of storage types q and kv is held to (T threads): the bf16
- * dot-product peak when both are bf16 and the CPU has bf16 dot products
- * (what a bf16 kernel can run on), else the fp32 FMA peak (fp16 storage is
- * computed in fp32 on CPUs without fp16 arithmetic). */
-struct attn_problem;
-
 /* The roofline's bandwidth: the faster of the two streams measured (triad,
  * read-only), so that the roofline stays a time no case can beat by
  * streaming as the faster one did. */
@@ -40,6 +34,12 @@ static inline double attn_peak_bw(const attn_peak *pk)
 {
     return pk->read > pk->triad ? pk->read : pk->triad;
 }
+
+/* The peak a case of storage types q and kv is held to (T threads): the bf16
+ * dot-product peak when both are bf16 and the CPU has bf16 dot products
+ * (what a bf16 kernel can run on), else the fp32 FMA peak (fp16 storage is
+ * computed in fp32 on CPUs without fp16 arithmetic). */
+struct attn_problem;
 double attn_peak_gflops(const attn_peak *pk, const struct attn_problem *p);
 
 #endif

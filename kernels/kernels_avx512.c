@@ -187,8 +187,11 @@ INLINE const char *addr_any(const float *x, const uint16_t *xh, ptrdiff_t at, co
  * constants of each instance; K is fp32 (kf) or 16-bit (kh), as ST says.
  * Measured on the 2-core EPYC, decoding H = 32, Hkv = 8 (4 queries a
  * tile), d = 128: widening per query made Q.K^T cost 2.5 of a 5.5 ms run
- * at Nk = 32K; and with fp32 K, one pass per query (qk_rows_16) left
- * tiles of 16 queries (Nq = 4 of each of 4 heads) at 41% of the FMA peak. */
+ * at Nk = 32K. With fp32 K, the blocks replaced one pass over the keys per
+ * query: tiles of 16 queries (Nq = 4 of each of 4 heads, Nk = 32K), in two
+ * runs each interleaved with the old limit of 8 columns (22.2 and 22.6 ms),
+ * took 20.5 ms with one pass per query and 19.9 ms with these blocks
+ * (medians of 3 processes each). */
 INLINE void qk_keys4(float *restrict st, ptrdiff_t ss, const float *restrict kf,
                      const uint16_t *restrict kh, ptrdiff_t ks, const float *restrict q,
                      ptrdiff_t qs, int dk, const int NK, const int NQ, int pf, const int ST)

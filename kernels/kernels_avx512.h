@@ -33,8 +33,8 @@ INLINE void store_v(float *p, int v, int NV, int FULL, __mmask16 tail, __m512 x)
 
 /* One vector of the horizontal sums of 16 accumulators, by a transpose-
  * and-add tree (4 levels, 15 adds). The tree leaves the sum of accumulator
- * SLOT(x) in lane x. */
-#define SLOT(r) ((int[4]){ 0, 2, 1, 3 }[(r) % 4] + (int[4]){ 0, 8, 4, 12 }[(r) / 4])
+ * 4a + b in lane { 0, 2, 1, 3 }[b] + { 0, 8, 4, 12 }[a] (scatter_4x4's
+ * table). */
 
 INLINE __m512 sum16(__m512 a[16])
 {

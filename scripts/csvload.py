@@ -24,3 +24,11 @@ def read_csv(path, need, prog, what, hint):
         if missing:
             die(prog, f"{path}: not {what}: no column {', '.join(missing)}")
         return list(reader)
+
+
+def tally(values):
+    """"3 PASSED, 1 SKIPPED": how many of each value, in sorted order."""
+    count = {}
+    for v in values:
+        count[v] = count.get(v, 0) + 1
+    return ", ".join(f"{n} {v}" for v, n in sorted(count.items()))

@@ -60,11 +60,8 @@ def main():
 
 
 def summary(rows, cases, peers):
-    verdicts = {}
-    for r in rows:
-        verdicts[r["verdict"]] = verdicts.get(r["verdict"], 0) + 1
     print("\nVerdicts (every peer row checked by attnbench's checker): " +
-          ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items())) + ".")
+          csvload.tally(r["verdict"] for r in rows) + ".")
     print("\n| peer | tiled vs the peer at N >= 2048: peer / tiled | where least |")
     print("|---|---|---|")
     for p in peers:

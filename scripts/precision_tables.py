@@ -120,14 +120,6 @@ def ratio_range(by, a, b, t):
     return (min(xs), max(xs)) if xs else None
 
 
-def verdicts(rows):
-    count = {}
-    for r in rows:
-        k = r["tol_class"] if r["verdict"] == "PASSED" else r["verdict"]
-        count[k] = count.get(k, 0) + 1
-    return count
-
-
 def targets(pre, dec):
     print("### Targets\n")
     sp = [(float(c["fp32"]["real_median_s"]) / float(c["bf16"]["real_median_s"]),
@@ -160,7 +152,8 @@ def main():
     print("% of peak: fp32 and fp16 cases against the fp32 FMA peak, bf16 cases against the "
           "bf16 dot-product peak where the CPU has one (attnbench --peak, peak.log). Errors "
           "are against the double-precision reference computed from the rounded inputs.\n")
-    print("Verdicts: " + ", ".join(f"{n} {v}" for v, n in sorted(verdicts(pre + dec).items())) +
+    print("Verdicts: " + csvload.tally(r["tol_class"] if r["verdict"] == "PASSED" else r["verdict"]
+                                       for r in pre + dec) +
           " (PASSED rows counted by the tolerance class they were held to).\n")
     bp, bd = {}, {}
     if pre:

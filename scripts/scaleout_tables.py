@@ -134,10 +134,7 @@ def main():
     table(weak, "B = 1, H = 4, d = 128", lambda r: ring1(weak, r["causal"], "4096"),
           "time / 1 rank's")
     rows = strong + weak
-    count = {}
-    for r in rows:
-        count[r["verdict"]] = count.get(r["verdict"], 0) + 1
-    print("Verdicts: " + ", ".join(f"{n} {v}" for v, n in sorted(count.items())) + ".\n")
+    print("Verdicts: " + csvload.tally(r["verdict"] for r in rows) + ".\n")
     ring = [r for r in rows if r["backend"] == "ring" and r["verdict"] == "PASSED"]
     if ring:
         most = max(float(r["rank_comm_s"]) for r in ring)

@@ -41,11 +41,8 @@ def main():
     rows = csvload.read_csv(path, ["backend", "verdict", "seq_q", "d_k", "causal", "real_median_s",
                                    "gflops", "workspace_bytes"], "sweep_tables.py",
                             "an attnbench sweep CSV", "run scripts/results-sweep")
-    count = {}
-    for r in rows:
-        count[r["verdict"]] = count.get(r["verdict"], 0) + 1
     print(f"<!-- written by scripts/sweep_tables.py from {path}; do not edit -->\n")
-    print(f"{len(rows)} cases: " + ", ".join(f"{n} {v}" for v, n in sorted(count.items())) + ".")
+    print(f"{len(rows)} cases: " + csvload.tally(r["verdict"] for r in rows) + ".")
     skipped = sorted({(r["backend"], r["reason"]) for r in rows if r["verdict"] == "SKIPPED"})
     for be, why in skipped:
         print(f"SKIPPED: {be}: {why}")

@@ -203,11 +203,7 @@ def main():
         threads_table(th)
     fresh_table(sorted(glob.glob(os.path.join(d, "fresh-*.csv"))), peak)
     targets(rate, peak, vs, th)
-    count = {}
-    for v in VERDICTS:
-        count[v] = count.get(v, 0) + 1
-    print("Verdicts over every CSV of the run: " +
-          ", ".join(f"{n} {v}" for v, n in sorted(count.items())) + ".")
+    print("Verdicts over every CSV of the run: " + csvload.tally(VERDICTS) + ".")
 
 
 if __name__ == "__main__":

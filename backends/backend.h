@@ -10,6 +10,22 @@
  * j > i + Nk - Nq (aligned bottom-right), padding masks keys j >= kv_len[b].
  * A fully masked row yields zeros.
  *
+ * Score modifiers (p->mods; the models of today, each off by default).
+ * With i' = i + Nk - Nq and s = scale * <q, k> for query head h of H:
+ *   softcap C > 0   s <- C tanh(s / C), first;
+ *   alibi           s <- s - m_h |i' - j|, m_h the slopes of attn_alibi_slope;
+ *   window L, R     keys outside i' - L <= j <= i' + R are masked, as the
+ *                   causal and padding masks are (attn_visible_range);
+ *   sinks           a logit sigma_h per query head (t->sinks [H]) joins each
+ *                   row's softmax denominator and adds no value:
+ *                   O_i = sum_j e^{s_ij} v_j / (e^{sigma_h} + sum_j e^{s_ij});
+ *                   a fully masked row still yields zeros;
+ *   v_from_k        latent attention: V is the first dv <= dk columns of K,
+ *                   stored once: t->v is t->k (v16 is k16), V rows read with
+ *                   stride dk (attn_v_stride).
+ * A backend names the modifiers it computes in its mods mask; the registry
+ * refuses it every other one, with the reason.
+ *
  * Storage: Q in p->dtype, K and V in p->kv_dtype, each fp32 (the default),
  * bf16 or fp16; O is always fp32. Whatever the storage, products are
  * accumulated in fp32 (at least); a backend may round intermediates (the
@@ -20,6 +36,7 @@
 #ifndef ATTN_BACKEND_H
 #define ATTN_BACKEND_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -67,7 +84,7 @@ static inline size_t attn_dtype_size(attn_dtype d)
  * its own definition (backends/variant.h gives every formula). */
 typedef enum attn_kind {
     ATTN_KIND_SOFTMAX = 0,   /* the definition above */
-    ATTN_KIND_LOCAL,         /* + keys within `window` of the query's diagonal */
+    ATTN_KIND_LOCAL,         /* + the window (mods.window): softmax with it, its own code */
     ATTN_KIND_SPARSE,        /* + window, global tokens, random key blocks */
     ATTN_KIND_LINEAR,        /* elu(x)+1 feature map (Katharopoulos et al. 2020) */
     ATTN_KIND_PERFORMER,     /* FAVOR+ positive orthogonal random features */
@@ -77,7 +94,6 @@ typedef enum attn_kind {
 
 /* The knobs of the variants; each kind reads only its own. */
 typedef struct attn_variant {
-    int window;          /* local, sparse: |j - (i + Nk - Nq)| <= window */
     int globals;         /* sparse: tokens 0..globals-1 see and are seen by all */
     int random_blocks;   /* sparse: random key blocks per query block (0: Longformer) */
     int block;           /* sparse: block size of the random blocks */
@@ -85,6 +101,25 @@ typedef struct attn_variant {
     int proj;            /* linformer: projected length p */
     uint64_t seed;       /* sparse, performer, linformer: their random structure */
 } attn_variant;
+
+/* The score modifiers (see the top of this file). Zeroed: none. */
+typedef struct attn_mods {
+    bool window;                 /* keys i' - left <= j <= i' + right only */
+    int left, right;             /* the window, each >= 0 */
+    float softcap;               /* > 0: s <- softcap tanh(s / softcap); 0: none */
+    bool alibi;                  /* s <- s - m_h |i' - j| */
+    bool sinks;                  /* a sink logit per query head, t->sinks */
+    bool v_from_k;               /* V = K[..., :dv], stored once */
+} attn_mods;
+
+enum {
+    ATTN_MOD_WINDOW = 1u << 0,
+    ATTN_MOD_SOFTCAP = 1u << 1,
+    ATTN_MOD_ALIBI = 1u << 2,
+    ATTN_MOD_SINKS = 1u << 3,
+    ATTN_MOD_V_FROM_K = 1u << 4,
+    ATTN_MOD_ALL = (1u << 5) - 1,
+};
 
 typedef struct attn_problem {
     int batch, heads, seq_q, seq_kv, d_k, d_v;
@@ -97,13 +132,47 @@ typedef struct attn_problem {
                                     attn_kv_heads() */
     attn_dtype dtype;            /* storage of Q (0: fp32) */
     attn_dtype kv_dtype;         /* storage of K and V (0: fp32) */
+    attn_mods mods;              /* score modifiers; zeroed: none */
+    const char *model;           /* the --model preset it came from, or NULL: a name for
+                                    the results only, never read by a backend */
 } attn_problem;
+
+/* The ATTN_MOD_* bits of the modifiers p uses. */
+static inline unsigned attn_mods_used(const attn_problem *p)
+{
+    return (p->mods.window ? ATTN_MOD_WINDOW : 0) | (p->mods.softcap > 0 ? ATTN_MOD_SOFTCAP : 0) |
+           (p->mods.alibi ? ATTN_MOD_ALIBI : 0) | (p->mods.sinks ? ATTN_MOD_SINKS : 0) |
+           (p->mods.v_from_k ? ATTN_MOD_V_FROM_K : 0);
+}
+
+/* "window", "softcap", ... for one ATTN_MOD_* bit; the option that sets it. */
+const char *attn_mod_name(unsigned bit);
+const char *attn_mod_option(unsigned bit);
+
+/* The elements between consecutive rows of V: dk when V is read from K. */
+static inline int attn_v_stride(const attn_problem *p)
+{
+    return p->mods.v_from_k ? p->d_k : p->d_v;
+}
+
+/* ALiBi's slope of query head h of H (Press et al.; ggml's max_bias 8):
+ * with n the largest power of two <= H, m_h = 2^(-8 (h + 1) / n) for
+ * h < n, and 2^(-4 (2 (h - n) + 1) / n) for the others (the odd powers of
+ * the next power of two's sequence). */
+static inline double attn_alibi_slope(int heads, int h)
+{
+    int n = 1;
+    while (n * 2 <= heads)
+        n *= 2;
+    return h < n ? exp2(-8.0 * (h + 1) / n) : exp2(-4.0 * (2 * (h - n) + 1) / n);
+}
 
 /* Each input is given in its storage type only: q, k, v when it is fp32
  * (NULL otherwise), q16, k16, v16 (bf16 or fp16 bits) when it is 16-bit. */
 typedef struct attn_tensors {
     const float *q, *k, *v;
     const uint16_t *q16, *k16, *v16;
+    const float *sinks;          /* [H] sink logits (mods.sinks), else NULL */
     float *o;                    /* host backends write O here during run */
 } attn_tensors;
 
@@ -159,17 +228,31 @@ static inline size_t attn_kv_head_of(const attn_problem *p, size_t bh)
     return attn_kv_head(p, (int)(bh / (size_t)p->heads), (int)(bh % (size_t)p->heads));
 }
 
-/* Dense masks leave each query row a prefix of the keys: query i of batch b
- * sees exactly keys [0, attn_visible_end(p, b, i)). */
+/* The masks leave each query row one interval of keys: query i of batch b
+ * sees exactly keys [*lo, *hi) (lo == hi: none). Without a window lo is 0
+ * and the interval a prefix, [0, attn_visible_end). The one definition of
+ * the window: local and sparse read it too. */
+static inline void attn_visible_range(const attn_problem *p, int b, int i, int *lo, int *hi)
+{
+    long end = p->kv_len ? p->kv_len[b] : p->seq_kv, beg = 0;
+    const long at = (long)i + p->seq_kv - p->seq_q;
+    if (p->causal && at + 1 < end)
+        end = at + 1;
+    if (p->mods.window) {
+        if (at + p->mods.right + 1 < end)
+            end = at + p->mods.right + 1;
+        beg = at - p->mods.left > 0 ? at - p->mods.left : 0;
+    }
+    end = end < 0 ? 0 : end;
+    *lo = (int)(beg < end ? beg : end);
+    *hi = (int)end;
+}
+
 static inline int attn_visible_end(const attn_problem *p, int b, int i)
 {
-    long end = p->kv_len ? p->kv_len[b] : p->seq_kv;
-    if (p->causal) {
-        long diag = (long)i + p->seq_kv - p->seq_q + 1;
-        if (diag < end)
-            end = diag;
-    }
-    return end < 0 ? 0 : (int)end;
+    int lo, hi;
+    attn_visible_range(p, b, i, &lo, &hi);
+    return hi;
 }
 
 static inline void *attn_alloc(const attn_allocator *a, size_t bytes)
@@ -206,6 +289,8 @@ typedef struct attn_backend {
     /* ATTN_DTYPE_BIT()s of the storage types it computes from, beside fp32
      * (0: fp32 only); its supports() may refuse combinations further. */
     unsigned dtypes;
+    /* ATTN_MOD_*s of the score modifiers it computes (0: none). */
+    unsigned mods;
     attn_status (*probe)(char *why, size_t len);                           /* optional */
     /* Whether it can run p under cfg (cfg->alloc may be NULL here):
      * ATTN_OK, or ATTN_EUNSUPPORTED with why. NULL: every problem of its kind. */

@@ -23,7 +23,7 @@ static size_t masked_cap(const attn_problem *p)
 {
     const size_t nk = (size_t)p->seq_kv;
     if (p->kind == ATTN_KIND_LOCAL) {
-        const size_t w = QBLOCK + 2 * (size_t)p->var.window;
+        const size_t w = QBLOCK + (size_t)p->mods.left + (size_t)p->mods.right + 1;
         return w < nk ? w : nk;
     }
     return nk;
@@ -291,6 +291,7 @@ const attn_backend attn_backend_local = {
     .name    = "local",
     .summary = "sliding-window attention (--window), exact softmax over the window only",
     .kind    = ATTN_KIND_LOCAL,
+    .mods    = ATTN_MOD_WINDOW,
     MASKED_VERBS,
 };
 
@@ -298,5 +299,6 @@ const attn_backend attn_backend_sparse = {
     .name    = "sparse",
     .summary = "Longformer/BigBird: window + global tokens + random key blocks",
     .kind    = ATTN_KIND_SPARSE,
+    .mods    = ATTN_MOD_WINDOW,
     MASKED_VERBS,
 };

@@ -5,8 +5,12 @@
  * SIMD (the compiler vectorizes what it can at -O3). Grouped K/V heads are
  * read where they are, never copied. From bf16 or fp16 storage it converts
  * each row of Q, K and V it reads to fp32 as it goes, and computes as from
- * fp32 (no intermediate is rounded to 16 bits). */
+ * fp32 (no intermediate is rounded to 16 bits). The score modifiers are
+ * their definitions (backend.h) in the same loops: tanhf per score for the
+ * softcap, the slope times the distance for ALiBi, the window's keys only,
+ * the sink in the sum. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "host.h"
@@ -20,7 +24,8 @@ typedef struct naive_state {
 
 static size_t row_floats(const attn_problem *p)
 {
-    return (size_t)p->seq_kv + (attn_reduced(p) ? 2 * (size_t)p->d_k + (size_t)p->d_v : 0);
+    return (size_t)p->seq_kv +
+           (attn_reduced(p) ? 2 * (size_t)p->d_k + (size_t)attn_v_stride(p) : 0);
 }
 
 static size_t naive_workspace(const attn_problem *p, const attn_config *cfg)
@@ -67,31 +72,44 @@ static attn_status naive_prepare(const attn_problem *p, const attn_config *cfg, 
 }
 
 /* The unnormalized softmax of one query row: sc[j] = exp(s_j - max) for its
- * visible keys j < *end; returns their sum (0 when none is visible). buf:
- * 2 dk floats for rows of Q and K converted from 16-bit storage. */
+ * visible keys j in [*beg, *end); returns their sum, with the sink's term
+ * (0 when no key is visible). buf: 2 dk floats for rows of Q and K
+ * converted from 16-bit storage. */
 static float naive_probs(const attn_problem *p, const attn_tensors *t, size_t row, float *sc,
-                         float *buf, int *end_out)
+                         float *buf, int *beg_out, int *end_out)
 {
     const int nq = p->seq_q, nk = p->seq_kv, dk = p->d_k;
     const size_t bh = row / (size_t)nq;
     const int i = (int)(row % (size_t)nq);
-    const int b = (int)(bh / (size_t)p->heads);
+    const int b = (int)(bh / (size_t)p->heads), h = (int)(bh % (size_t)p->heads);
     const float *q = row_f32(t->q, t->q16, p->dtype, row, dk, buf);
     const size_t k0 = attn_kv_head_of(p, bh) * (size_t)nk;
-    const int end = *end_out = attn_visible_end(p, b, i);
+    int beg, end;
+    attn_visible_range(p, b, i, &beg, &end);
+    *beg_out = beg;
+    *end_out = end;
+    const float cap = p->mods.softcap;
+    const float slope = p->mods.alibi ? (float)attn_alibi_slope(p->heads, h) : 0.0f;
+    const long at = (long)i + nk - nq;
 
     float m = -INFINITY;
-    for (int j = 0; j < end; j++) {
+    for (int j = beg; j < end; j++) {
         const float *k = row_f32(t->k, t->k16, p->kv_dtype, k0 + (size_t)j, dk, buf + dk);
         float dot = 0.0f;
         for (int c = 0; c < dk; c++)
             dot += q[c] * k[c];
         sc[j] = p->scale * dot;
+        if (cap > 0)
+            sc[j] = cap * tanhf(sc[j] / cap);
+        if (slope != 0.0f)
+            sc[j] -= slope * (float)labs((long)j - at);
         if (sc[j] > m)
             m = sc[j];
     }
-    float l = 0.0f;
-    for (int j = 0; j < end; j++) {
+    if (end == beg)
+        return 0.0f;
+    float l = p->mods.sinks ? expf(t->sinks[h] - m) : 0.0f;
+    for (int j = beg; j < end; j++) {
         sc[j] = expf(sc[j] - m);
         l += sc[j];
     }
@@ -101,20 +119,21 @@ static float naive_probs(const attn_problem *p, const attn_tensors *t, size_t ro
 /* sc: the row's scores (Nk floats), then the rows of 16-bit storage. */
 static void naive_row(const attn_problem *p, const attn_tensors *t, size_t row, float *sc)
 {
-    const int nk = p->seq_kv, dv = p->d_v;
+    const int nk = p->seq_kv, dv = p->d_v, vs = attn_v_stride(p);
     const size_t bh = row / (size_t)p->seq_q;
     const size_t v0 = attn_kv_head_of(p, bh) * (size_t)nk;
     float *o = t->o + row * (size_t)dv, *buf = sc + nk;
-    int end;
-    const float l = naive_probs(p, t, row, sc, buf, &end);
+    int beg, end;
+    const float l = naive_probs(p, t, row, sc, buf, &beg, &end);
 
     for (int c = 0; c < dv; c++)
         o[c] = 0.0f;
-    if (end == 0)
+    if (end == beg)
         return;
-    for (int j = 0; j < end; j++) {
+    for (int j = beg; j < end; j++) {
         const float w = sc[j];
-        const float *v = row_f32(t->v, t->v16, p->kv_dtype, v0 + (size_t)j, dv, buf + 2 * p->d_k);
+        /* A row of V: vs elements apart (V read from K: K's rows), dv used. */
+        const float *v = row_f32(t->v, t->v16, p->kv_dtype, v0 + (size_t)j, vs, buf + 2 * p->d_k);
         for (int c = 0; c < dv; c++)
             o[c] += w * v[c];
     }
@@ -132,10 +151,11 @@ static attn_status naive_weights(void *state, float *out)
     const size_t rows = (size_t)p->batch * p->heads * p->seq_q;
     for (size_t row = 0; row < rows; row++) {
         float *w = out + row * (size_t)nk;
-        int end;
-        const float l = naive_probs(p, &s->h.t, row, w, s->scores + nk, &end);
-        for (int j = 0; j < end; j++)
+        int beg, end;
+        const float l = naive_probs(p, &s->h.t, row, w, s->scores + nk, &beg, &end);
+        for (int j = beg; j < end; j++)
             w[j] /= l;
+        memset(w, 0, (size_t)beg * sizeof(float));
         memset(w + end, 0, (size_t)(nk - end) * sizeof(float));
     }
     return ATTN_OK;
@@ -162,6 +182,7 @@ const attn_backend attn_backend_naive = {
     .name      = "naive",
     .summary   = "plain fp32 loops, one score row per query (the baseline)",
     .dtypes    = ATTN_DTYPE_BIT(ATTN_DTYPE_BF16) | ATTN_DTYPE_BIT(ATTN_DTYPE_FP16),
+    .mods      = ATTN_MOD_ALL,
     .prepare   = naive_prepare,
     .bind      = attn_host_bind,
     .run       = naive_run,

@@ -92,9 +92,48 @@ attn_status attn_backend_supports(const attn_backend *be, const attn_problem *p,
             return ATTN_EUNSUPPORTED;
         }
     }
+    const unsigned missing = attn_mods_used(p) & ~be->mods;
+    if (missing) {
+        const unsigned bit = missing & -missing;
+        snprintf(why, len, "%s does not compute the %s modifier (%s)", be->name,
+                 attn_mod_name(bit), attn_mod_option(bit));
+        return ATTN_EUNSUPPORTED;
+    }
+    if (p->mods.v_from_k && p->d_v > p->d_k) {
+        snprintf(why, len, "%s: V read from K needs dv <= dk (dv = %d, dk = %d)", be->name,
+                 p->d_v, p->d_k);
+        return ATTN_EINVAL;
+    }
     if (be->supports)
         return be->supports(p, cfg, why, len);
     return ATTN_OK;
+}
+
+static const struct {
+    unsigned bit;
+    const char *name, *option;
+} mod_names[] = {
+    { ATTN_MOD_WINDOW, "sliding window", "--window" },
+    { ATTN_MOD_SOFTCAP, "softcap", "--softcap" },
+    { ATTN_MOD_ALIBI, "ALiBi", "--alibi" },
+    { ATTN_MOD_SINKS, "attention sinks", "--sinks" },
+    { ATTN_MOD_V_FROM_K, "latent attention", "--v-from-k" },
+};
+
+const char *attn_mod_name(unsigned bit)
+{
+    for (size_t i = 0; i < sizeof(mod_names) / sizeof(mod_names[0]); i++)
+        if (mod_names[i].bit == bit)
+            return mod_names[i].name;
+    return "?";
+}
+
+const char *attn_mod_option(unsigned bit)
+{
+    for (size_t i = 0; i < sizeof(mod_names) / sizeof(mod_names[0]); i++)
+        if (mod_names[i].bit == bit)
+            return mod_names[i].option;
+    return "?";
 }
 
 static const char *const dtype_names[ATTN_DTYPE_COUNT] = {

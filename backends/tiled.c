@@ -39,7 +39,16 @@
  * fp32.
  * Otherwise (fp16, mixed types, or no AVX512_BF16) each K/V tile and each
  * block of Q is widened to fp32 once, exactly, and the fp32 kernels run on
- * it. */
+ * it.
+ *
+ * Score modifiers (backend.h): a window is one more mask, and tiles wholly
+ * left of a query block's window are never visited, as those past its
+ * causal diagonal are not: time grows with the window, not with Nk. The
+ * softcap and ALiBi change each score tile between Q.K^T and the softmax
+ * (the mods kernel; with the window's left edge, which it sets to -inf and
+ * tiled_unmask then zeroes exactly after the softmax); a sink joins each
+ * row's sum when it is normalized; V read from K is V read with K's row
+ * stride. */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -71,10 +80,23 @@
 #define ROWS_MAX 16
 
 static atomic_int planted;
+static atomic_bool counting;
+static atomic_long tiles_seen;
 
 void attn_tiled_plant(int bug)
 {
     atomic_store(&planted, bug);
+}
+
+void attn_tiled_count_tiles(bool on)
+{
+    atomic_store(&tiles_seen, 0);
+    atomic_store(&counting, on);
+}
+
+long attn_tiled_tiles(void)
+{
+    return atomic_load(&tiles_seen);
 }
 
 /* How the inputs reach the kernels. */
@@ -121,7 +143,8 @@ static size_t round_up(size_t n, size_t to)
  * or packed K/V (tile_bytes), then for each of the sb query blocks of a
  * work item: Q^T [dk][brp], the accumulator [cols][dv], Q's rows
  * [max(ROWS_MAX, br)][dk] (for qk_rows, and for 16-bit Q widened before
- * packing), m, l, alpha [brp] floats, end [brp] ints. */
+ * packing), m, l, alpha [brp] floats, end [brp] ints, and for the
+ * modifiers beg [brp] ints, pos, slope [brp] floats. */
 static size_t qt_bytes(const attn_problem *p, const tiled_plan *t)
 {
     return round_up((size_t)p->d_k * t->brp * sizeof(float), ALIGN);
@@ -174,7 +197,7 @@ static long l2_bytes(void)
 
 static size_t sub_bytes(const attn_problem *p, const tiled_plan *t)
 {
-    return qt_bytes(p, t) + acc_bytes(p, t) + qr_bytes(p, t) + 4 * vec_bytes(t);
+    return qt_bytes(p, t) + acc_bytes(p, t) + qr_bytes(p, t) + 7 * vec_bytes(t);
 }
 
 /* Query blocks per work item (sb), unless the configuration sets it. Each
@@ -239,7 +262,8 @@ static tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg)
         t.bc = cfg->tile_kv;
     } else if (t.cols <= ROWS_MAX) {
         const long per_key = (long)t.cols * (long)sizeof(float) +
-                             (long)(p->d_k + p->d_v) * (long)attn_dtype_size(p->kv_dtype);
+                             (long)(p->d_k + (p->mods.v_from_k ? 0 : p->d_v)) *
+                                 (long)attn_dtype_size(p->kv_dtype);
         const long bc = l1d_bytes() / 2 / per_key / 48 * 48;
         t.bc = bc < 48 ? 48 : bc > 192 ? 192 : (int)bc;
     } else {
@@ -339,6 +363,8 @@ static attn_status tiled_prepare(const attn_problem *p, const attn_config *cfg, 
 typedef struct scratch {
     float *qt, *acc, *qr, *m, *l, *alpha;
     int *end;
+    int *beg;                /* the window's first key of each column */
+    float *pos, *slope;      /* ALiBi: each column's i' and slope (log2 units) */
 } scratch;
 
 /* The score tile of thread tid, shared by its item's blocks. */
@@ -374,6 +400,9 @@ static scratch thread_scratch(const tiled_state *s, int tid, int u)
     w.l = (float *)(at + vec_bytes(t));
     w.alpha = (float *)(at + 2 * vec_bytes(t));
     w.end = (int *)(at + 3 * vec_bytes(t));
+    w.beg = (int *)(at + 4 * vec_bytes(t));
+    w.pos = (float *)(at + 5 * vec_bytes(t));
+    w.slope = (float *)(at + 6 * vec_bytes(t));
     return w;
 }
 
@@ -479,15 +508,16 @@ static void qk_part(const tiled_state *s, float *st, const tile_ops *x, const sc
 static void pv_part(const tiled_state *s, const float *st, const tile_ops *x, const scratch *w,
                     int c, int r, int n)
 {
-    const int dv = s->h.p.d_v, brp = s->plan.brp;
+    const int dv = s->h.p.d_v, vs = attn_v_stride(&s->h.p), brp = s->plan.brp;
     if (s->plan.path == PATH_BF16)
         s->h.k->pv_bf16(w->acc + (size_t)c * dv, dv, x->pp + c, brp, x->vp, dv, w->alpha + c, r,
                         n, dv);
     else if (s->plan.path == PATH_ROWS16)
-        s->h.k->pv16(w->acc + (size_t)c * dv, dv, st + c, brp, x->vh, dv, w->alpha + c, r, n, dv,
+        s->h.k->pv16(w->acc + (size_t)c * dv, dv, st + c, brp, x->vh, vs, w->alpha + c, r, n, dv,
                      s->h.p.kv_dtype == ATTN_DTYPE_BF16);
     else
-        s->h.k->pv(w->acc + (size_t)c * dv, dv, st + c, brp, x->vb, dv, w->alpha + c, r, n, dv);
+        s->h.k->pv(w->acc + (size_t)c * dv, dv, st + c, brp, x->vb,
+                   s->plan.path == PATH_WIDEN ? dv : vs, w->alpha + c, r, n, dv);
 }
 
 /* Q.K^T and P.V of a tile that a mask cuts (end[c]: the keys column c
@@ -540,23 +570,78 @@ static bool rows_finite16(const uint16_t *x, size_t n, size_t cols, bool bf16)
     return !bad;
 }
 
+/* The keys [*b, *e) of the tile (n keys from j0) column c sees: past the
+ * window's left edge when beg is given, before its end when end is. */
+static void col_span(const int *end, const int *beg, int c, int n, int j0, int *b, int *e)
+{
+    *e = !end ? n : end[c] < 0 ? 0 : end[c] > n ? n : end[c];
+    *b = !beg ? 0 : beg[c] - j0 < 0 ? 0 : beg[c] - j0 > *e ? *e : beg[c] - j0;
+}
+
 /* PATH_BF16 with a NaN or Inf in the tile's V: each column over its own
  * visible keys, the weights rounded to bf16 as the kernel rounds them. */
 static void pv_columns_bf16(const tiled_state *s, const float *st, const uint16_t *vh,
-                            const scratch *w, int n, int nc, const int *end)
+                            const scratch *w, int n, int nc, const int *end, const int *beg,
+                            int j0)
 {
-    const int dv = s->h.p.d_v, brp = s->plan.brp;
+    const int dv = s->h.p.d_v, vs = attn_v_stride(&s->h.p), brp = s->plan.brp;
     for (int c = 0; c < nc; c++) {
-        const int e = end[c] < 0 ? 0 : end[c] > n ? n : end[c];
+        int b, e;
+        col_span(end, beg, c, n, j0, &b, &e);
         float *acc = w->acc + (size_t)c * dv;
         for (int y = 0; y < dv; y++) {
             float a = acc[y] * w->alpha[c];
-            for (int j = 0; j < e; j++)
+            for (int j = b; j < e; j++)
                 a += attn_bf16_to_f32(attn_f32_to_bf16(st[(size_t)j * brp + c])) *
-                     attn_bf16_to_f32(vh[(size_t)j * dv + y]);
+                     attn_bf16_to_f32(vh[(size_t)j * vs + y]);
             acc[y] = a;
         }
     }
+}
+
+/* After the softmax of a tile the window's left edge cuts: the weights of
+ * the keys left of each column's window exactly 0 (the mods kernel gave
+ * them -inf, whose exp2 may be a denormal rather than 0), and a column that
+ * has seen no visible key yet keeps l = 0. */
+static void tiled_unmask(float *st, int brp, int n, int nc, int j0, const scratch *w)
+{
+    for (int c = 0; c < nc; c++) {
+        const int e = w->beg[c] - j0 < n ? w->beg[c] - j0 : n;
+        for (int j = 0; j < e; j++)
+            st[(size_t)j * brp + c] = 0.0f;
+        if (w->m[c] == -INFINITY)
+            w->l[c] = 0.0f;
+    }
+}
+
+/* Block k's per-column modifier inputs: the window's first key, i' and
+ * ALiBi's slope in log2 units. */
+static void mods_columns(const tiled_state *s, const scratch *w, const block *k)
+{
+    const attn_problem *p = &s->h.p;
+    const int nc = s->plan.group * k->nq;
+    for (int c = 0; c < nc; c++) {
+        const int i = k->i0 + c % k->nq, h = k->g * attn_group(p) + c / k->nq;
+        const int bug = atomic_load_explicit(&planted, memory_order_relaxed);
+        int hi;
+        attn_visible_range(p, k->b, i, &w->beg[c], &hi);
+        if (bug == ATTN_TILED_PLANT_WINDOW_EARLY && w->beg[c] > 0)
+            w->beg[c]--;
+        w->pos[c] = (float)(i + p->seq_kv - p->seq_q);
+        const int hs = bug == ATTN_TILED_PLANT_ALIBI_HEAD ? (h + 1) % p->heads : h;
+        w->slope[c] = p->mods.alibi ? (float)(attn_alibi_slope(p->heads, hs) * ATTN_LOG2E) : 0.0f;
+    }
+}
+
+/* The sink's term of column c's sum, with its running max m (log2 units):
+ * 2^(sigma log2(e) - m); 0 without sinks. */
+static float sink_term(const tiled_state *s, const block *k, int c, float m)
+{
+    const attn_problem *p = &s->h.p;
+    if (!p->mods.sinks)
+        return 0.0f;
+    const int h = k->g * attn_group(p) + c / k->nq;
+    return exp2f((float)(s->h.t.sinks[h] * ATTN_LOG2E) - m);
 }
 
 /* Block u's Q: packed as Q^T (scaled, fp32; or in bf16 pairs, unscaled, on
@@ -619,17 +704,25 @@ static void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, con
         g = (size_t)k->b * attn_kv_heads(p) + (size_t)(k->g + 1) % (size_t)attn_kv_heads(p);
     const bool kv16 = p->kv_dtype != ATTN_DTYPE_FP32, bf16 = p->kv_dtype == ATTN_DTYPE_BF16;
     const size_t es = attn_dtype_size(p->kv_dtype);
+    const int vs = attn_v_stride(p);   /* V's rows: dk apart when V is read from K */
     const float *kk = kv16 ? NULL : s->h.t.k + g * p->seq_kv * dk;
-    const float *vv = kv16 ? NULL : s->h.t.v + g * p->seq_kv * dv;
+    const size_t shift = p->mods.v_from_k && atomic_load_explicit(&planted, memory_order_relaxed) ==
+                                                 ATTN_TILED_PLANT_V_SHIFTED;
+    const float *vv = kv16 ? NULL : s->h.t.v + g * p->seq_kv * vs + shift;
     const uint16_t *kh = kv16 ? s->h.t.k16 + g * p->seq_kv * dk : NULL;
-    const uint16_t *vh = kv16 ? s->h.t.v16 + g * p->seq_kv * dv : NULL;
+    const uint16_t *vh = kv16 ? s->h.t.v16 + g * p->seq_kv * vs + shift : NULL;
+    const float cap = p->mods.softcap > 0 ? (float)(p->mods.softcap * ATTN_LOG2E) : 0.0f;
+    const bool scores_mod = cap > 0 || p->mods.alibi;
+    const bool count = atomic_load_explicit(&counting, memory_order_relaxed);
     const unsigned char *kbase = kv16 ? (const void *)kh : (const void *)kk;
     const unsigned char *vbase = kv16 ? (const void *)vh : (const void *)vv;
 
-    /* Visible keys are a prefix per query, growing with i: keys below
-     * lo[u] are visible to every query of block u, none at or past hi[u]
-     * is. Blocks come in increasing query order, so the last sees most. */
-    int lo[SB_MAX], hi[SB_MAX], top = j_lo;
+    /* Visible keys are an interval per query, both ends growing with i:
+     * keys in [wbig[u], lo[u]) are visible to every query of block u, none
+     * at or past hi[u] or below wlo[u] is (without a window, an interval is
+     * a prefix: wlo = wbig = 0). Blocks come in increasing query order, so
+     * the last sees most. */
+    int lo[SB_MAX], hi[SB_MAX], wlo[SB_MAX], wbig[SB_MAX], top = j_lo, first = j_hi;
     for (int u = 0; u < nb; u++) {
         const int nc = t->group * k[u].nq;
         load_q(s, &w[u], &k[u]);
@@ -638,36 +731,43 @@ static void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, con
             w[u].l[c] = 0.0f;
         }
         memset(w[u].acc, 0, (size_t)nc * dv * sizeof(float));
-        lo[u] = attn_visible_end(p, k[u].b, k[u].i0);
-        hi[u] = attn_visible_end(p, k[u].b, k[u].i0 + k[u].nq - 1);
+        attn_visible_range(p, k[u].b, k[u].i0, &wlo[u], &lo[u]);
+        attn_visible_range(p, k[u].b, k[u].i0 + k[u].nq - 1, &wbig[u], &hi[u]);
         hi[u] = hi[u] < j_hi ? hi[u] : j_hi;
         top = hi[u] > top ? hi[u] : top;
+        first = wlo[u] < first ? wlo[u] : first;
+        if (scores_mod || p->mods.window)
+            mods_columns(s, &w[u], &k[u]);
     }
 
+    /* The first tile any block sees: those wholly left of every window are
+     * never visited. */
+    const int j_first = first > j_lo ? j_lo + (first - j_lo) / t->bc * t->bc : j_lo;
     const size_t pairs = ((size_t)t->bc + 1) / 2;
-    for (int j0 = j_lo; j0 < top; j0 += t->bc) {
+    for (int j0 = j_first; j0 < top; j0 += t->bc) {
         const int nt = top - j0 < t->bc ? top - j0 : t->bc;
         if (t->cols <= ROWS_MAX)
             prefetch_rows(kbase + (size_t)(j0 + nt) * dk * es,
-                          vbase + (size_t)(j0 + nt) * dv * es,
-                          top - j0 - nt < t->bc ? top - j0 - nt : t->bc, dk, dv, es);
+                          vbase + (size_t)(j0 + nt) * vs * es,
+                          top - j0 - nt < t->bc ? top - j0 - nt : t->bc, dk,
+                          p->mods.v_from_k ? 0 : dv, es);
         tile_ops x = { 0 };
         bool finite = true;
         if (t->path == PATH_FP32) {
             x.kb = kk + (size_t)j0 * dk;
-            x.vb = vv + (size_t)j0 * dv;
+            x.vb = vv + (size_t)j0 * vs;
         } else if (t->path == PATH_ROWS16) {
             x.kh = kh + (size_t)j0 * dk;
-            x.vh = vh + (size_t)j0 * dv;
+            x.vh = vh + (size_t)j0 * vs;
         } else if (t->path == PATH_WIDEN) {
             float *kf = (float *)tile, *vf = kf + (size_t)t->bc * dk;
             kn->cvt_rows(kf, dk, kh + (size_t)j0 * dk, dk, nt, dk, bf16);
-            kn->cvt_rows(vf, dv, vh + (size_t)j0 * dv, dv, nt, dv, bf16);
+            kn->cvt_rows(vf, dv, vh + (size_t)j0 * vs, vs, nt, dv, bf16);
             x.kb = kf;
             x.vb = vf;
         } else {
             uint32_t *vp = (uint32_t *)tile;
-            kn->pack_v_bf16(vp, dv, vh + (size_t)j0 * dv, dv, nt, dv);
+            kn->pack_v_bf16(vp, dv, vh + (size_t)j0 * vs, vs, nt, dv);
             x.kh = kh + (size_t)j0 * dk;
             x.vp = vp;
             x.pp = (const uint32_t *)(tile + round_up(pairs * dv * sizeof(uint32_t), ALIGN));
@@ -678,6 +778,12 @@ static void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, con
                 continue;
             const scratch *wu = &w[u];
             const int n = hi[u] - j0 < t->bc ? hi[u] - j0 : t->bc, nc = t->group * k[u].nq;
+            if (j0 + n <= wlo[u])
+                continue;   /* left of every window of the block */
+            if (count)
+                atomic_fetch_add_explicit(&tiles_seen, 1, memory_order_relaxed);
+            /* Left of some column's window: masked by the mods kernel. */
+            const bool left = p->mods.window && j0 < wbig[u];
             const int *end = NULL;
             if (j0 + n > lo[u]) {
                 for (int c = 0; c < nc; c++)
@@ -695,35 +801,47 @@ static void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, con
                 qk_cut(s, st, &x, wu, n, nc, end);
             else
                 qk_part(s, st, &x, wu, 0, 0, n, nc);
+            if (scores_mod || left)
+                kn->mods(st, brp, n, nc, j0, cap, p->mods.alibi ? wu->slope : NULL, wu->pos,
+                         left ? wu->beg : NULL);
             kn->softmax(st, brp, n, nc, end, wu->m, wu->l, wu->alpha);
+            if (left)
+                tiled_unmask(st, brp, n, nc, j0, wu);
             if (t->path == PATH_BF16)
                 kn->pack_p_bf16((uint32_t *)x.pp, brp, st, brp, n, nc);
-            if (end && !finite_known) {
-                /* Once per tile: over the keys of the longest block. */
+            const bool cut = end || left;
+            if (cut && !finite_known) {
+                /* Once per tile: over the keys of the longest block (V's
+                 * rows whole: with V read from K, K's other columns too). */
                 const int span = top - j0 < t->bc ? top - j0 : t->bc;
                 finite = t->path == PATH_BF16 || t->path == PATH_ROWS16
-                             ? rows_finite16(vh + (size_t)j0 * dv, (size_t)span, (size_t)dv, bf16)
-                             : attn_rows_finite(x.vb, (size_t)span, (size_t)dv);
+                             ? rows_finite16(vh + (size_t)j0 * vs, (size_t)span, (size_t)vs, bf16)
+                             : attn_rows_finite(x.vb, (size_t)span,
+                                                (size_t)(t->path == PATH_WIDEN ? dv : vs));
                 finite_known = true;
             }
-            if (!end) {
+            const int *beg = left ? wu->beg : NULL;
+            if (!cut || (finite && !end)) {
                 pv_part(s, st, &x, wu, 0, nc, n);
             } else if (finite) {
                 pv_cut(s, st, &x, wu, n, nc, end);
             } else if (t->path == PATH_BF16) {
-                pv_columns_bf16(s, st, vh + (size_t)j0 * dv, wu, n, nc, end);
+                pv_columns_bf16(s, st, vh + (size_t)j0 * vs, wu, n, nc, end, beg, j0);
             } else if (t->path == PATH_ROWS16) {
                 for (int c = 0; c < nc; c++) {
-                    const int e = end[c] < 0 ? 0 : end[c] > n ? n : end[c];
-                    kn->pv16(wu->acc + (size_t)c * dv, dv, st + c, brp, x.vh, dv, wu->alpha + c,
-                             1, e, dv, bf16);
+                    int b, e;
+                    col_span(end, beg, c, n, j0, &b, &e);
+                    kn->pv16(wu->acc + (size_t)c * dv, dv, st + (size_t)b * brp + c, brp,
+                             x.vh + (size_t)b * vs, vs, wu->alpha + c, 1, e - b, dv, bf16);
                 }
             } else {
                 /* A NaN or Inf in V: each column over its own visible keys. */
+                const int xs = t->path == PATH_WIDEN ? dv : vs;
                 for (int c = 0; c < nc; c++) {
-                    const int e = end[c] < 0 ? 0 : end[c] > n ? n : end[c];
-                    kn->pv(wu->acc + (size_t)c * dv, dv, st + c, brp, x.vb, dv, wu->alpha + c, 1,
-                           e, dv);
+                    int b, e;
+                    col_span(end, beg, c, n, j0, &b, &e);
+                    kn->pv(wu->acc + (size_t)c * dv, dv, st + (size_t)b * brp + c, brp,
+                           x.vb + (size_t)b * xs, xs, wu->alpha + c, 1, e - b, dv);
                 }
             }
         }
@@ -741,12 +859,17 @@ static void tiled_item(const tiled_state *s, float *st, unsigned char *tile, con
     tiled_keys(s, st, tile, w, k, nb, 0, p->seq_kv);
     for (int u = 0; u < nb; u++)
         for (int c = 0; c < s->plan.group * k[u].nq; c++) {
-            /* l == 0: the query saw no key; its row is 0. */
-            const float inv = w[u].l[c] > 0.0f ? 1.0f / w[u].l[c] : 0.0f;
+            /* l == 0: the query saw no key; its row is 0 (with a sink too:
+             * its term is 2^(sigma - -inf) = inf). */
+            const float sink = sink_term(s, &k[u], c, w[u].m[c]);
+            const float l = w[u].l[c] + sink;
+            const float inv = l > 0.0f ? 1.0f / l : 0.0f;
             const float *a = w[u].acc + (size_t)c * dv;
             float *row = s->h.t.o + column_row(p, &k[u], c) * dv;
+            const float bug = atomic_load_explicit(&planted, memory_order_relaxed) ==
+                                      ATTN_TILED_PLANT_SINK_VALUE && l > 0.0f ? sink : 0.0f;
             for (int x = 0; x < dv; x++)
-                row[x] = a[x] * inv;
+                row[x] = (a[x] + bug) * inv;
         }
 }
 
@@ -807,6 +930,7 @@ static void tiled_merge(const tiled_state *s, long item)
                 row[e] += o[e] * a;
         }
         /* l == 0: the query saw no key; its row stays 0. */
+        l += sink_term(s, &k, c, m);
         const float inv = l > 0.0f || isnan(l) ? 1.0f / l : 0.0f;
         for (int e = 0; e < dv; e++)
             row[e] *= inv;
@@ -868,6 +992,7 @@ const attn_backend attn_backend_tiled = {
     .name      = "tiled",
     .summary   = "fused FlashAttention-style tiles, online softmax, SIMD kernels",
     .dtypes    = ATTN_DTYPE_BIT(ATTN_DTYPE_BF16) | ATTN_DTYPE_BIT(ATTN_DTYPE_FP16),
+    .mods      = ATTN_MOD_ALL,
     .supports  = tiled_supports,
     .prepare   = tiled_prepare,
     .bind      = attn_host_bind,

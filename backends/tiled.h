@@ -10,8 +10,18 @@ enum {
     ATTN_TILED_PLANT_MERGE_NO_RESCALE, /* split-KV: chunks merged without 2^(m_s - m) */
     ATTN_TILED_PLANT_CUT_SHORT,        /* a tile a mask cuts: P.V of each run of queries
                                           stops one key short of the keys it sees */
+    ATTN_TILED_PLANT_WINDOW_EARLY,     /* the window starts one key early */
+    ATTN_TILED_PLANT_ALIBI_HEAD,       /* ALiBi takes the next head's slope */
+    ATTN_TILED_PLANT_SINK_VALUE,       /* the sink adds to the numerator too (a value of 1) */
+    ATTN_TILED_PLANT_V_SHIFTED,        /* V read from K one column on: past dv */
 };
 void attn_tiled_plant(int bug);
+
+/* Counting, from this call on (and from zero), the (query block, key tile)
+ * pairs the runs compute, for tests of what a mask lets them skip. */
+#include <stdbool.h>
+void attn_tiled_count_tiles(bool on);
+long attn_tiled_tiles(void);
 
 /* The split-KV chunks the backend chooses for p with --splits auto. */
 struct attn_problem;

@@ -54,13 +54,18 @@ static int cmp_span(const void *a, const void *b)
 
 int attn_variant_spans(const attn_problem *p, int b, int i, attn_span *sp)
 {
-    const int end = attn_visible_end(p, b, i);
-    const int at = i + p->seq_kv - p->seq_q, w = p->var.window;
+    /* The window is the problem's (attn_visible_range); global keys and
+     * random blocks lie outside it, cut by the causal and padding masks only. */
+    attn_problem nowin = *p;
+    nowin.mods.window = false;
+    const int end = attn_visible_end(&nowin, b, i);
+    const int at = i + p->seq_kv - p->seq_q;
     int n = 0;
     if (p->kind == ATTN_KIND_SPARSE && i < p->var.globals) {
         sp[n++] = (attn_span){ 0, end };
     } else {
-        sp[n++] = (attn_span){ at - w > 0 ? at - w : 0, at + w + 1 };
+        attn_visible_range(p, b, i, &sp[n].lo, &sp[n].hi);
+        n++;
         if (p->kind == ATTN_KIND_SPARSE) {
             sp[n++] = (attn_span){ 0, p->var.globals };
             if (p->var.random_blocks > 0) {
@@ -144,8 +149,8 @@ attn_status attn_variant_supports(const attn_problem *p, char *why, size_t len)
     case ATTN_KIND_LINEAR:
         return ATTN_OK;
     case ATTN_KIND_LOCAL:
-        if (v->window < 0) {
-            snprintf(why, len, "local: --window %d is negative", v->window);
+        if (!p->mods.window || p->mods.left < 0 || p->mods.right < 0) {
+            snprintf(why, len, "local: it needs a window of keys >= 0 either side (--window)");
             return ATTN_EINVAL;
         }
         return ATTN_OK;
@@ -155,7 +160,8 @@ attn_status attn_variant_supports(const attn_problem *p, char *why, size_t len)
                      "self-attention (Nq == Nk), not Nq = %d, Nk = %d", p->seq_q, p->seq_kv);
             return ATTN_EUNSUPPORTED;
         }
-        if (v->window < 0 || v->globals < 0 || v->random_blocks < 0 || v->block < 1) {
+        if (!p->mods.window || p->mods.left < 0 || p->mods.right < 0 || v->globals < 0 ||
+            v->random_blocks < 0 || v->block < 1) {
             snprintf(why, len, "sparse: window, globals and random blocks must be >= 0 and "
                      "the block >= 1");
             return ATTN_EINVAL;

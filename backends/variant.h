@@ -6,8 +6,11 @@
  * alignment). Causal and padding masks apply to every kind but linformer,
  * for which causality is not defined.
  *
- *   local      softmax over the keys with |j - i'| <= window.
- *   sparse     softmax over the keys with |j - i'| <= window, or j < globals,
+ *   local      softmax over the keys of the window, i' - L <= j <= i' + R
+ *              (the problem's window, backend.h; --window W is L = R = W):
+ *              the function of an exact backend given the same window,
+ *              computed by its own code over the window's keys only.
+ *   sparse     softmax over the keys of the window, or j < globals,
  *              or i < globals (global queries see every key), or j in one of
  *              the random_blocks key blocks (of `block` keys) drawn for the
  *              query's block i' / block (attn_random_blocks). Needs Nq == Nk.
@@ -47,7 +50,7 @@ const char *attn_kind_name(attn_kind k);
 /* The knobs at their defaults (seed 1). */
 static inline attn_variant attn_variant_defaults(void)
 {
-    return (attn_variant){ .window = ATTN_DEFAULT_WINDOW, .globals = ATTN_DEFAULT_GLOBALS,
+    return (attn_variant){ .globals = ATTN_DEFAULT_GLOBALS,
                            .random_blocks = ATTN_DEFAULT_RANDOM_BLOCKS,
                            .block = ATTN_DEFAULT_BLOCK, .features = ATTN_DEFAULT_FEATURES,
                            .proj = ATTN_DEFAULT_PROJ, .seed = 1 };

@@ -154,7 +154,7 @@ static void drive(attn_result *r, const attn_backend *be, const attn_config *cfg
     const attn_tensors t = { .q = q16 ? NULL : in->q, .k = kv16 ? NULL : in->k,
                              .v = kv16 ? NULL : in->v, .q16 = q16 ? in->q16 : NULL,
                              .k16 = kv16 ? in->k16 : NULL, .v16 = kv16 ? in->v16 : NULL,
-                             .o = out->data };
+                             .sinks = p->mods.sinks ? in->sinks : NULL, .o = out->data };
     const double t0 = attn_now();
     st = be->bind(state, &t);
     r->upload_s = attn_now() - t0;

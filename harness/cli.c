@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "config.h"
+#include "models.h"
 #include "npy.h"
 #include "variant.h"
 
@@ -26,7 +27,7 @@ typedef enum opt_id {
     O_FEATURES, O_PROJ, O_CSV, O_JSON, O_RESUME, O_PEAK, O_LIST, O_HELP, O_VERSION,
     O_INPUTS, O_DUMP_OUTPUT, O_DUMP_WEIGHTS, O_CASE_TIMEOUT, O_ISA, O_DUMP_INPUTS,
     O_CHECK_OUTPUT, O_PEER, O_PEER_TIMES, O_PEER_SKIP, O_KV_HEADS, O_SPLITS, O_DTYPE,
-    O_KV_DTYPE, O_SHARD,
+    O_KV_DTYPE, O_SHARD, O_SOFTCAP, O_ALIBI, O_SINKS, O_V_FROM_K, O_MODEL,
 } opt_id;
 
 #define ARG_NONE ATTN_ARG_NONE
@@ -59,6 +60,9 @@ static const attn_option options[] = {
     { "peer-skip", O_PEER_SKIP, ARG_REQUIRED }, { "kv-heads", O_KV_HEADS, ARG_REQUIRED },
     { "splits", O_SPLITS, ARG_REQUIRED },     { "dtype", O_DTYPE, ARG_REQUIRED },
     { "kv-dtype", O_KV_DTYPE, ARG_REQUIRED }, { "shard", O_SHARD, ARG_REQUIRED },
+    { "softcap", O_SOFTCAP, ARG_REQUIRED },   { "alibi", O_ALIBI, ARG_NONE },
+    { "sinks", O_SINKS, ARG_NONE },           { "v-from-k", O_V_FROM_K, ARG_NONE },
+    { "model", O_MODEL, ARG_REQUIRED },
 };
 
 int attn_error(int code, const char *fmt, ...)
@@ -446,6 +450,43 @@ static int default_threads(void)
     return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int)n;
 }
 
+/* --model NAME[,NAME...] or list. */
+static int parse_models(attn_opts *o, const char *val)
+{
+    if (!strcmp(val, "list")) {
+        o->model_list = true;
+        return -1;
+    }
+    free(o->models);
+    o->models = NULL;
+    o->nmodels = 0;
+    char buf[1024];
+    if (!*val || strlen(val) >= sizeof(buf))
+        return usage_error("--model: '%s' is not a list of presets (--model list shows them)",
+                           val);
+    strcpy(buf, val);
+    size_t n = 1;
+    for (const char *c = buf; *c; c++)
+        n += *c == ',';
+    if (!(o->models = calloc(n, sizeof(*o->models))))
+        return usage_error("out of memory");
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        const attn_model *m = attn_model_find(tok);
+        if (!m) {
+            char known[1024] = "";
+            for (size_t i = 0; i < attn_model_count(); i++)
+                snprintf(known + strlen(known), sizeof(known) - strlen(known), "%s%s",
+                         i ? ", " : "", attn_model_get(i)->name);
+            return usage_error("--model: '%s' is not a preset (known: %s)", tok, known);
+        }
+        o->models[o->nmodels++] = m;
+    }
+    if (!o->nmodels)
+        return usage_error("--model: '%s' names no preset (--model list shows them)", val);
+    return -1;
+}
+
 static int apply(void *ctx, int opt, const char *name, const char *val)
 {
     attn_opts *o = ctx;
@@ -460,7 +501,7 @@ static int apply(void *ctx, int opt, const char *name, const char *val)
     case O_SEQ_KV:  return attn_parse_list(name, val, 1, MAX_SEQ, &o->seq_kv);
     case O_DK:      return attn_parse_list(name, val, 1, MAX_DIM, &o->dk);
     case O_DV:      return attn_parse_list(name, val, 1, MAX_DIM, &o->dv);
-    case O_CAUSAL:  return parse_causal(val, &o->causal);
+    case O_CAUSAL:  o->causal_set = true; return parse_causal(val, &o->causal);
     case O_KV_LEN:  return parse_kv_len(val, &o->kv_len, &o->nkv);
     case O_SEED:    return attn_opt_seed(name, val, &o->setup.seed);
     case O_THREADS: return attn_opt_int(name, val, 1, MAX_THREADS, &o->setup.threads);
@@ -485,7 +526,22 @@ static int apply(void *ctx, int opt, const char *name, const char *val)
         o->setup.splits = (int)v;
         return -1;
     }
-    case O_WINDOW:  return attn_opt_int(name, val, 0, MAX_SEQ, &o->var.window);
+    case O_WINDOW:
+        o->mods_set |= ATTN_MOD_WINDOW;
+        return attn_parse_window(val, MAX_SEQ, &o->mods);
+    case O_SOFTCAP:
+        if ((rc = attn_opt_real(name, val, 0, 1e6, &x)) >= 0)
+            return rc;
+        if (!(x > 0))
+            return usage_error("--softcap: '%s' is not a cap > 0 (scores become C tanh(s/C))",
+                               val);
+        o->mods.softcap = (float)x;
+        o->mods_set |= ATTN_MOD_SOFTCAP;
+        return -1;
+    case O_ALIBI:    o->mods.alibi = true; o->mods_set |= ATTN_MOD_ALIBI; return -1;
+    case O_SINKS:    o->mods.sinks = true; o->mods_set |= ATTN_MOD_SINKS; return -1;
+    case O_V_FROM_K: o->mods.v_from_k = true; o->mods_set |= ATTN_MOD_V_FROM_K; return -1;
+    case O_MODEL:    return parse_models(o, val);
     case O_GLOBALS: return attn_opt_int(name, val, 0, MAX_SEQ, &o->var.globals);
     case O_RANDOM_BLOCKS:
         return attn_opt_int(name, val, 0, ATTN_MAX_RANDOM_BLOCKS, &o->var.random_blocks);
@@ -616,6 +672,41 @@ static int shape_from_inputs(attn_opts *o)
     return -1;
 }
 
+/* The presets against the explicit options: K/V heads dividing the heads,
+ * and V read from K no wider than K, for every combination the run makes. */
+static int check_models(const attn_opts *o)
+{
+    const size_t nm = o->nmodels ? o->nmodels : 1;
+    for (size_t m = 0; m < nm; m++) {
+        const attn_model *pm = o->nmodels ? o->models[m] : NULL;
+        const bool vk = o->mods.v_from_k || (pm && pm->mods.v_from_k);
+        for (size_t a = 0; a < o->dk.n; a++) {
+            const int dk = pm && !o->dk_set ? pm->d_k : o->dk.v[a];
+            for (size_t b = 0; vk && b < (o->dv.n ? o->dv.n : 1); b++) {
+                const int dv = o->dv_set ? o->dv.v[b] : pm ? pm->d_v : dk;
+                if (dv > dk)
+                    return usage_error("--v-from-k: dv %d is wider than dk %d (V is the first "
+                                       "dv columns of K)", dv, dk);
+            }
+        }
+        if (!pm || o->kv_heads_set || !o->heads_set)
+            continue;
+        for (size_t h = 0; h < o->heads.n; h++)
+            if (o->heads.v[h] % pm->kv_heads)
+                return usage_error("--heads: %d is not a multiple of %s's %d K/V heads (give "
+                                   "--kv-heads too)", o->heads.v[h], pm->name, pm->kv_heads);
+    }
+    if (o->nmodels && o->kv_heads_set && !o->heads_set)
+        for (size_t m = 0; m < o->nmodels; m++)
+            for (size_t g = 0; g < o->kv_heads.n; g++)
+                if (o->kv_heads.v[g] > o->models[m]->heads ||
+                    o->models[m]->heads % o->kv_heads.v[g])
+                    return usage_error("--kv-heads: %d does not divide %s's %d heads",
+                                       o->kv_heads.v[g], o->models[m]->name,
+                                       o->models[m]->heads);
+    return -1;
+}
+
 /* Fills in what depends on other options and checks them against each other. */
 static int finish(attn_opts *o)
 {
@@ -625,9 +716,22 @@ static int finish(attn_opts *o)
     if (!ATTN_HAVE_OPENMP && o->setup.threads > 1)
         return usage_error("--threads: %d, but this build has no OpenMP and runs 1 thread "
                            "(reconfigure with -Dopenmp=enabled)", o->setup.threads);
+    o->heads_set = o->heads.n > 0;
+    o->kv_heads_set = o->kv_heads.n > 0;
+    o->dk_set = o->dk.n > 0;
+    o->dv_set = o->dv.n > 0;
+    /* With presets, a size not given is the preset's (attn_shapes_problem);
+     * the placeholder lists of one value keep the counting the same. */
     if ((rc = default_list(&o->batch, 1)) >= 0 || (rc = default_list(&o->heads, 8)) >= 0 ||
         (rc = default_list(&o->seq, 1024)) >= 0 || (rc = default_list(&o->dk, 64)) >= 0)
         return rc;
+    if ((rc = check_models(o)) >= 0)
+        return rc;
+    const bool mods = o->mods_set || o->nmodels;
+    if (mods && (o->peer || o->dump_inputs))
+        return usage_error("%s: the peers compute attention without score modifiers or "
+                           "presets (no --window, --softcap, --alibi, --sinks, --v-from-k, "
+                           "--model)", o->peer ? "--check-output" : "--dump-inputs");
     if (o->resume && !o->csv)
         return usage_error("--resume needs --csv FILE (the sweep to continue)");
     if (o->shards && !o->csv)
@@ -643,7 +747,7 @@ static int finish(attn_opts *o)
     if (o->peer && (o->json || o->explicit_backends))
         return usage_error("--check-output reports one peer's row: no --backend, and --csv "
                            "rather than --json");
-    for (size_t g = 0; g < o->kv_heads.n; g++)
+    for (size_t g = 0; (!o->nmodels || o->heads_set) && g < o->kv_heads.n; g++)
         for (size_t h = 0; h < o->heads.n; h++)
             if (o->kv_heads.v[g] > o->heads.v[h] || o->heads.v[h] % o->kv_heads.v[g])
                 return usage_error("--kv-heads: %d does not divide --heads %d (K/V heads must "
@@ -743,8 +847,10 @@ void attn_cli_free(attn_opts *o)
     }
     free(o->kv_len);
     free(o->backends);
+    free(o->models);
     o->kv_len = NULL;
     o->backends = NULL;
+    o->models = NULL;
 }
 
 void attn_cli_usage(FILE *f, const char *prog)
@@ -818,7 +924,16 @@ void attn_cli_usage(FILE *f, const char *prog)
 "                   avx512, or auto (default: the widest this CPU runs)\n",
             MAX_THREADS, ATTN_MAX_REPS);
     fprintf(f,
-"  --window W       local, sparse: keys within W of the query's diagonal (default %d)\n"
+"  --window L[,R]   a sliding window: query i sees keys i'-L..i'+R only (i' = i+Nk-Nq;\n"
+"                   W alone: L = R = W); every backend that computes it, and local\n"
+"                   and sparse, whose window it is (theirs by default: %d,%d)\n"
+"  --softcap C      scores become C tanh(s/C), C > 0 (Gemma 2: 50)\n"
+"  --alibi          ALiBi: scores minus m_h |i'-j|, Press et al.'s slopes per head\n"
+"  --sinks          a seeded sink logit per head joins each row's softmax sum\n"
+"  --v-from-k       latent attention: V is the first dv columns of K, stored once\n"
+"  --model NAME[,NAME...]  presets of published models (H, Hkv, dk, dv, scale, causal,\n"
+"                   modifiers), a sweep dimension; explicit options override them;\n"
+"                   --model list prints them with their sources\n"
 "  --globals G      sparse: global tokens (default %d)\n"
 "  --random-blocks R  sparse: random key blocks per query block, 0 = Longformer,\n"
 "                   > 0 = BigBird (default %d)\n"
@@ -840,7 +955,7 @@ void attn_cli_usage(FILE *f, const char *prog)
 "                   and report, with --csv append, its row like a backend's\n"
 "  --dump-weights FILE.npy  one case, one backend that can give them (naive, local,\n"
 "                   sparse): write the attention weights P [B,H,Nq,Nk] (at most 1 GiB)\n",
-            ATTN_DEFAULT_WINDOW, ATTN_DEFAULT_GLOBALS, ATTN_DEFAULT_RANDOM_BLOCKS,
+            ATTN_DEFAULT_WINDOW, ATTN_DEFAULT_WINDOW, ATTN_DEFAULT_GLOBALS, ATTN_DEFAULT_RANDOM_BLOCKS,
             ATTN_DEFAULT_BLOCK, ATTN_DEFAULT_FEATURES, ATTN_DEFAULT_PROJ);
     fputs("  --csv FILE       append one row per finished case to FILE (flushed to disk at once)\n"
 "  --resume         with --csv: skip the cases FILE already holds, append the rest\n"

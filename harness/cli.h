@@ -35,7 +35,14 @@ typedef struct attn_opts {
     int *kv_len;                /* [nkv] when --kv-len was given, else NULL */
     int nkv;
     attn_setup setup;
-    attn_variant var;           /* --window, --globals, ...; its seed is --seed */
+    attn_variant var;           /* --globals, ...; its seed is --seed */
+    attn_mods mods;             /* --window, --softcap, --alibi, --sinks, --v-from-k */
+    unsigned mods_set;          /* ATTN_MOD_*s given on the command line */
+    const struct attn_model **models;   /* --model presets, the outermost sweep dimension */
+    size_t nmodels;
+    bool model_list;            /* --model list */
+    bool heads_set, kv_heads_set, dk_set, dv_set, causal_set;   /* given, not defaulted:
+                                                                  they override a preset */
     const attn_backend **backends;
     size_t nbackends;
     bool explicit_backends;     /* --backend was given */

@@ -15,7 +15,8 @@
 
 static const char header[] =
     "schema,key,backend,verdict,reason,batch,heads,kv_heads,seq_q,seq_kv,d_k,d_v,causal,kv_len,"
-    "dtype,kv_dtype,scale,fill,seed,threads,splits,kind,window,globals,random_blocks,block,"
+    "dtype,kv_dtype,scale,fill,seed,threads,splits,kind,window_left,window_right,"
+    "softcap,alibi,sinks,v_from_k,model,globals,random_blocks,block,"
     "features,proj,rows_checked,rows_total,max_abs,max_rel,nmse,tol,tol_class,approx_max_abs,"
     "approx_nmse,reps,iterations,"
     "real_median_s,real_min_s,real_mean_s,real_stddev_s,real_cv,cpu_median_s,cpu_mean_s,"
@@ -190,8 +191,12 @@ int attn_csv_append(attn_csv *c, const attn_result *r, const attn_setup *s, cons
     attn_csv_num(&l, s->splits > 0, s->splits);
     const attn_kind kind = r->be->kind;
     attn_csv_put(&l, ",%s", attn_kind_name(kind));
-    const bool win = kind == ATTN_KIND_LOCAL || kind == ATTN_KIND_SPARSE;
-    attn_csv_num(&l, win, p->var.window);
+    const attn_mods *m = &p->mods;
+    attn_csv_num(&l, m->window, m->left);
+    attn_csv_num(&l, m->window, m->right);
+    attn_csv_num(&l, m->softcap > 0, m->softcap);
+    attn_csv_put(&l, ",%d,%d,%d", m->alibi, m->sinks, m->v_from_k);
+    attn_csv_text(&l, p->model ? p->model : "");
     attn_csv_num(&l, kind == ATTN_KIND_SPARSE, p->var.globals);
     attn_csv_num(&l, kind == ATTN_KIND_SPARSE, p->var.random_blocks);
     attn_csv_num(&l, kind == ATTN_KIND_SPARSE, p->var.block);

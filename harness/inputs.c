@@ -56,7 +56,7 @@ static void round_to(float *x, uint16_t *h, size_t n, attn_dtype dt)
 
 size_t attn_inputs_bytes(const attn_problem *p, const attn_sizes *sz)
 {
-    size_t fp32 = (sz->q + sz->k + sz->v) * sizeof(float), half = 0;
+    size_t fp32 = (sz->q + sz->k + sz->v + (size_t)p->heads) * sizeof(float), half = 0;
     if (p->dtype != ATTN_DTYPE_FP32)
         half += sz->q * 2;
     if (p->kv_dtype != ATTN_DTYPE_FP32)
@@ -75,16 +75,23 @@ attn_status attn_inputs_make(attn_inputs *in, const attn_problem *p, const attn_
     }
     in->q = attn_host_alloc(sz.q * sizeof(float));
     in->k = attn_host_alloc(sz.k * sizeof(float));
-    in->v = attn_host_alloc(sz.v * sizeof(float));
+    /* Latent attention stores no V: it is read from K (sz.v is 0). */
+    const bool has_v = !p->mods.v_from_k;
+    if (has_v)
+        in->v = attn_host_alloc(sz.v * sizeof(float));
     const bool q16 = p->dtype != ATTN_DTYPE_FP32, kv16 = p->kv_dtype != ATTN_DTYPE_FP32;
     if (q16)
         in->q16 = attn_host_alloc(sz.q * 2);
     if (kv16) {
         in->k16 = attn_host_alloc(sz.k * 2);
-        in->v16 = attn_host_alloc(sz.v * 2);
+        if (has_v)
+            in->v16 = attn_host_alloc(sz.v * 2);
     }
+    if (p->mods.sinks)
+        in->sinks = attn_host_alloc((size_t)p->heads * sizeof(float));
     attn_status st = ATTN_OK;
-    if (!in->q || !in->k || !in->v || (q16 && !in->q16) || (kv16 && (!in->k16 || !in->v16))) {
+    if (!in->q || !in->k || (has_v && !in->v) || (q16 && !in->q16) ||
+        (kv16 && (!in->k16 || (has_v && !in->v16))) || (p->mods.sinks && !in->sinks)) {
         snprintf(why, len, "out of memory for the inputs");
         st = ATTN_ENOMEM;
     } else if (s->inputs) {
@@ -97,18 +104,23 @@ attn_status attn_inputs_make(attn_inputs *in, const attn_problem *p, const attn_
         st = read_npy(s->inputs, "q", want[0], in->q, p->dtype, why, len);
         if (st == ATTN_OK)
             st = read_npy(s->inputs, "k", want[1], in->k, p->kv_dtype, why, len);
-        if (st == ATTN_OK)
+        if (st == ATTN_OK && has_v)
             st = read_npy(s->inputs, "v", want[2], in->v, p->kv_dtype, why, len);
     } else {
         attn_fill(in->q, sz.q, s->fill, s->seed, ATTN_TENSOR_Q, s->threads);
         attn_fill(in->k, sz.k, s->fill, s->seed, ATTN_TENSOR_K, s->threads);
-        attn_fill(in->v, sz.v, s->fill, s->seed, ATTN_TENSOR_V, s->threads);
+        if (has_v)
+            attn_fill(in->v, sz.v, s->fill, s->seed, ATTN_TENSOR_V, s->threads);
     }
+    /* Sink logits: N(0, 1) from the seed, with --inputs as well. */
+    if (st == ATTN_OK && in->sinks)
+        attn_fill(in->sinks, (size_t)p->heads, ATTN_FILL_NORMAL, s->seed, ATTN_TENSOR_SINKS, 1);
     if (st == ATTN_OK && q16)
         round_to(in->q, in->q16, sz.q, p->dtype);
     if (st == ATTN_OK && kv16) {
         round_to(in->k, in->k16, sz.k, p->kv_dtype);
-        round_to(in->v, in->v16, sz.v, p->kv_dtype);
+        if (has_v)
+            round_to(in->v, in->v16, sz.v, p->kv_dtype);
     }
     if (st == ATTN_OK) {
         const attn_tensors t = attn_inputs_tensors(in);
@@ -136,6 +148,7 @@ void attn_inputs_free(attn_inputs *in)
     attn_host_free(in->q16);
     attn_host_free(in->k16);
     attn_host_free(in->v16);
+    attn_host_free(in->sinks);
     memset(in, 0, sizeof(*in));
 }
 

@@ -10,7 +10,9 @@
 typedef struct attn_inputs {
     float *q, *k, *v;       /* attn_host_alloc'ed; fp32, holding the values rounded to
                                the storage types (what the reference reads) */
-    uint16_t *q16, *k16, *v16;  /* the 16-bit storage of those that have it, else NULL */
+    uint16_t *q16, *k16, *v16;  /* the 16-bit storage of those that have it, else NULL;
+                                   v and v16 NULL when V is read from K (v_from_k) */
+    float *sinks;           /* [H] sink logits with mods.sinks, else NULL */
     attn_ref ref;
     double ref_seconds;     /* wall time of the reference */
     bool made;
@@ -33,8 +35,11 @@ size_t attn_inputs_bytes(const attn_problem *p, const attn_sizes *sz);
  * a case hands a backend only each input's storage (harness/case.c). */
 static inline attn_tensors attn_inputs_tensors(const attn_inputs *in)
 {
-    return (attn_tensors){ .q = in->q, .k = in->k, .v = in->v,
-                           .q16 = in->q16, .k16 = in->k16, .v16 = in->v16 };
+    /* Latent attention reads V from K's rows (backend.h). */
+    const bool vk = !in->v;
+    return (attn_tensors){ .q = in->q, .k = in->k, .v = vk ? in->k : in->v,
+                           .q16 = in->q16, .k16 = in->k16, .v16 = vk ? in->k16 : in->v16,
+                           .sinks = in->sinks };
 }
 
 /* The one memory check. A case of p holds its inputs, the reference, two

@@ -129,6 +129,8 @@ static void counters(FILE *f, const void *ctx, double seconds)
     }
     attn_json_field_num(f, "flops", r->flops);
     attn_json_field_num(f, "bytes", r->bytes);
+    if (r->p.model)
+        attn_json_field_str(f, "model", r->p.model);
     if (!r->ws_unknown)
         attn_json_field_num(f, "workspace_bytes", (double)r->ws_peak);
     if (r->rss_known)

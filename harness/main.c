@@ -10,6 +10,7 @@
 #include <omp.h>
 #endif
 
+#include "models.h"
 #include "arch.h"
 #include "cli.h"
 #include "config.h"
@@ -209,6 +210,9 @@ static int attnbench(int argc, char **argv)
             rc = ATTN_EXIT_OK;
         } else if (o.list) {
             list_backends(stdout);
+            rc = ATTN_EXIT_OK;
+        } else if (o.model_list) {
+            attn_models_print(stdout);
             rc = ATTN_EXIT_OK;
         } else {
             rc = run(&o, prog);

@@ -42,7 +42,7 @@ bool attn_problem_sizes(const attn_problem *p, attn_sizes *s)
     size_t in;
     if (!count(&s->q, b, h, (size_t)p->seq_q, (size_t)p->d_k) ||
         !count(&s->k, b, hkv, (size_t)p->seq_kv, (size_t)p->d_k) ||
-        !count(&s->v, b, hkv, (size_t)p->seq_kv, (size_t)p->d_v) ||
+        !count(&s->v, b, hkv, (size_t)p->seq_kv, p->mods.v_from_k ? 0 : (size_t)p->d_v) ||
         !count(&s->o, b, h, (size_t)p->seq_q, (size_t)p->d_v) ||
         !count(&s->rows, b, h, (size_t)p->seq_q, 1) ||
         !count(&s->scores, b, h, (size_t)p->seq_q, (size_t)p->seq_kv) ||
@@ -58,8 +58,8 @@ bool attn_problem_sizes(const attn_problem *p, attn_sizes *s)
     return mul(&s->output, sizeof(float));
 }
 
-/* Score entries left visible by the masks, summed over batch and heads;
- * for local and sparse, by their patterns as well. */
+/* Score entries left visible by the masks and the window, summed over
+ * batch and heads; for local and sparse, by their patterns as well. */
 static double visible_entries(const attn_problem *p)
 {
     double pairs = 0;
@@ -71,7 +71,9 @@ static double visible_entries(const attn_problem *p)
                 for (int x = 0; x < n; x++)
                     pairs += sp[x].hi - sp[x].lo;
             } else {
-                pairs += attn_visible_end(p, b, i);
+                int lo, hi;
+                attn_visible_range(p, b, i, &lo, &hi);
+                pairs += hi - lo;
             }
         }
     return pairs * p->heads;
@@ -119,8 +121,20 @@ static double keys_read(const attn_problem *p, int b, unsigned char *map)
 {
     if (p->kind == ATTN_KIND_LINFORMER)
         return p->kv_len ? p->kv_len[b] : p->seq_kv;
-    if (p->kind != ATTN_KIND_LOCAL && p->kind != ATTN_KIND_SPARSE)
-        return p->seq_q ? attn_visible_end(p, b, p->seq_q - 1) : 0;
+    if (p->kind != ATTN_KIND_LOCAL && p->kind != ATTN_KIND_SPARSE) {
+        /* One interval per query, both ends growing with i: the union is
+         * what each adds past the furthest end before it. */
+        double keys = 0;
+        int top = 0;
+        for (int i = p->mods.window ? 0 : p->seq_q - 1; i >= 0 && i < p->seq_q; i++) {
+            int lo, hi;
+            attn_visible_range(p, b, i, &lo, &hi);
+            lo = lo > top ? lo : top;
+            keys += hi > lo ? hi - lo : 0;
+            top = hi > top ? hi : top;
+        }
+        return keys;
+    }
     if (!map)
         return p->seq_kv;   /* no memory for the map: an upper bound */
     memset(map, 0, (size_t)p->seq_kv);
@@ -148,8 +162,9 @@ double attn_problem_bytes(const attn_problem *p)
         keys += keys_read(p, b, map);
     free(map);
     const double queries = (double)p->batch * p->heads * p->seq_q;
-    return queries * (wq * p->d_k + wo * p->d_v) +
-           wkv * keys * attn_kv_heads(p) * (p->d_k + p->d_v);
+    /* Latent attention reads V inside K's rows: bytes of K only. */
+    const double row = p->mods.v_from_k ? p->d_k : p->d_k + p->d_v;
+    return queries * (wq * p->d_k + wo * p->d_v) + wkv * keys * attn_kv_heads(p) * row;
 }
 
 /* Appends to buf like snprintf, never past len; returns the new end. */
@@ -165,16 +180,13 @@ static size_t cat(char *buf, size_t len, size_t at, const char *fmt, ...)
     return n < 0 ? at : at + (size_t)n;
 }
 
-/* The knobs p's kind reads, each through its format. */
+/* The knobs p's kind reads, each through its format (the window is a
+ * modifier: cat_mods). */
 static size_t cat_variant(char *buf, size_t len, size_t at, const attn_problem *p,
-                          const char *window, const char *sparse, const char *features,
-                          const char *proj)
+                          const char *sparse, const char *features, const char *proj)
 {
     switch (p->kind) {
-    case ATTN_KIND_LOCAL:
-        return cat(buf, len, at, window, p->var.window);
     case ATTN_KIND_SPARSE:
-        at = cat(buf, len, at, window, p->var.window);
         return cat(buf, len, at, sparse, p->var.globals, p->var.random_blocks, p->var.block);
     case ATTN_KIND_PERFORMER:
         return cat(buf, len, at, features, p->var.features);
@@ -183,6 +195,31 @@ static size_t cat_variant(char *buf, size_t len, size_t at, const attn_problem *
     default:
         return at;
     }
+}
+
+/* The score modifiers in one of three forms: a description, a command
+ * line, a case name. */
+enum { FORM_TEXT, FORM_ARGS, FORM_NAME };
+
+static size_t cat_mods(char *buf, size_t len, size_t at, const attn_problem *p, int form)
+{
+    static const char *const fmt[3][5] = {
+        { " window=%d,%d", " softcap=%.9g", " alibi", " sinks", " v_from_k" },
+        { " --window %d,%d", " --softcap %.9g", " --alibi", " --sinks", " --v-from-k" },
+        { "/window:%d.%d", "/softcap:%.9g", "/alibi:1", "/sinks:1", "/vfromk:1" },
+    };
+    const attn_mods *m = &p->mods;
+    if (m->window)
+        at = cat(buf, len, at, fmt[form][0], m->left, m->right);
+    if (m->softcap > 0)
+        at = cat(buf, len, at, fmt[form][1], (double)m->softcap);
+    if (m->alibi)
+        at = cat(buf, len, at, "%s", fmt[form][2]);
+    if (m->sinks)
+        at = cat(buf, len, at, "%s", fmt[form][3]);
+    if (m->v_from_k)
+        at = cat(buf, len, at, "%s", fmt[form][4]);
+    return at;
 }
 
 static size_t cat_kv_len(char *buf, size_t len, size_t at, const attn_problem *p,
@@ -215,13 +252,20 @@ void attn_problem_describe(const attn_problem *p, char *buf, size_t len)
     if (attn_reduced(p))
         at = cat(buf, len, at, " %s", attn_dtype_name(p->dtype));
     if (p->kv_dtype != p->dtype)
-        cat(buf, len, at, " kv:%s", attn_dtype_name(p->kv_dtype));
+        at = cat(buf, len, at, " kv:%s", attn_dtype_name(p->kv_dtype));
+    cat_mods(buf, len, at, p, FORM_TEXT);
 }
 
 attn_problem attn_problem_of(const attn_problem *p, const attn_backend *be)
 {
     attn_problem pk = *p;
     pk.kind = be->kind;
+    /* local and sparse need a window: without --window, their default. */
+    if ((pk.kind == ATTN_KIND_LOCAL || pk.kind == ATTN_KIND_SPARSE) && !pk.mods.window)
+        pk.mods = (attn_mods){ .window = true, .left = ATTN_DEFAULT_WINDOW,
+                               .right = ATTN_DEFAULT_WINDOW, .softcap = pk.mods.softcap,
+                               .alibi = pk.mods.alibi, .sinks = pk.mods.sinks,
+                               .v_from_k = pk.mods.v_from_k };
     return pk;
 }
 
@@ -232,12 +276,16 @@ void attn_repro(char *buf, size_t len, const char *prog, const attn_backend *be,
     /* A scale-out backend's case runs under the launcher that made it. */
     const int ranks = attn_backend_world(be);
     size_t at = ranks > 1 ? cat(buf, len, 0, "mpirun -n %d ", ranks) : 0;
-    at = cat(buf, len, at,
-                    "%s --backend=%s --batch %d --heads %d --seq %d --seq-kv %d --dk %d --dv %d",
-                    prog, be->name, p->batch, p->heads, p->seq_q, p->seq_kv, p->d_k, p->d_v);
-    if (attn_kv_heads(p) != p->heads)
+    at = cat(buf, len, at, "%s --backend=%s", prog, be->name);
+    /* The preset names the case; every value it set is given explicitly
+     * after it, and explicit options win. */
+    if (p->model)
+        at = cat(buf, len, at, " --model %s", p->model);
+    at = cat(buf, len, at, " --batch %d --heads %d --seq %d --seq-kv %d --dk %d --dv %d",
+             p->batch, p->heads, p->seq_q, p->seq_kv, p->d_k, p->d_v);
+    if (attn_kv_heads(p) != p->heads || p->model)
         at = cat(buf, len, at, " --kv-heads %d", attn_kv_heads(p));
-    if (!default_scale(p))
+    if (!default_scale(p) || p->model)
         at = cat(buf, len, at, " --scale %.9g", p->scale);
     if (p->causal)
         at = cat(buf, len, at, " --causal");
@@ -260,7 +308,8 @@ void attn_repro(char *buf, size_t len, const char *prog, const attn_backend *be,
         at = cat(buf, len, at, " --device %d", s->device);
     if (s->isa != ATTN_ISA_AUTO)
         at = cat(buf, len, at, " --isa %s", attn_isa_name(s->isa));
-    at = cat_variant(buf, len, at, p, " --window %d", " --globals %d --random-blocks %d --block %d",
+    at = cat_mods(buf, len, at, p, FORM_ARGS);
+    at = cat_variant(buf, len, at, p, " --globals %d --random-blocks %d --block %d",
                      " --features %d", " --proj %d");
     if (s->check_rows)
         at = s->check_rows < 0 ? cat(buf, len, at, " --check-rows all")
@@ -295,7 +344,10 @@ void attn_case_name(char *buf, size_t len, const attn_backend *be, const attn_pr
         at = cat(buf, len, at, "/device:%d", s->device);
     if (s->isa != ATTN_ISA_AUTO)
         at = cat(buf, len, at, "/isa:%s", attn_isa_name(s->isa));
-    at = cat_variant(buf, len, at, p, "/w:%d", "/g:%d/r:%d/bs:%d", "/m:%d", "/p:%d");
+    at = cat_mods(buf, len, at, p, FORM_NAME);
+    at = cat_variant(buf, len, at, p, "/g:%d/r:%d/bs:%d", "/m:%d", "/p:%d");
+    if (p->model)
+        at = cat(buf, len, at, "/model:%s", p->model);
     if (attn_backend_world(be) > 1)
         cat(buf, len, at, "/ranks:%d", attn_backend_world(be));
 }

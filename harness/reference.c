@@ -12,8 +12,9 @@
 #include "reference.h"
 #include "variant.h"
 
-/* The mask exactly as the definition states it, one entry at a time. It is
- * kept independent of attn_visible_end, which backends use, on purpose. */
+/* The masks exactly as the definition states them, one entry at a time.
+ * They are kept independent of attn_visible_range, which backends use, on
+ * purpose. The causal and padding masks: */
 static bool visible(const attn_problem *p, int b, int i, int j)
 {
     if (p->kv_len && j >= p->kv_len[b])
@@ -21,6 +22,26 @@ static bool visible(const attn_problem *p, int b, int i, int j)
     if (p->causal && j - i > p->seq_kv - p->seq_q)
         return false;
     return true;
+}
+
+/* The window: i' - L <= j <= i' + R, with i' = i + Nk - Nq. */
+static bool in_window(const attn_problem *p, int i, int j)
+{
+    if (!p->mods.window)
+        return true;
+    const long at = (long)i + p->seq_kv - p->seq_q;
+    return j >= at - p->mods.left && j <= at + p->mods.right;
+}
+
+/* ALiBi's slope of head h, from Press et al.'s definition: the geometric
+ * sequence starting at and with ratio 2^(-8/n), n the largest power of two
+ * not above H; heads past n take every other term of the sequence of 2n. */
+static double alibi_slope(int heads, int h)
+{
+    const double n = exp2(floor(log2((double)heads)));
+    if (h < n)
+        return pow(pow(2.0, -8.0 / n), h + 1);
+    return pow(pow(2.0, -8.0 / (2 * n)), 2 * (h - n) + 1);
 }
 
 /* The K/V head query head bh = b*H + h reads: b*Hkv + h / (H/Hkv), written
@@ -75,16 +96,14 @@ static void pick_rows(size_t *rows, size_t n, size_t total, uint64_t seed)
     rows[n - 1] = total - 1;
 }
 
-/* The sparsity patterns by their definitions (variant.h), one entry at a
- * time; blocks[0..nb) are the random key blocks of query i's block. */
+/* The window, and sparse's pattern around it, by their definitions
+ * (variant.h), one entry at a time; blocks[0..nb) are the random key blocks
+ * of query i's block. */
 static bool in_pattern(const attn_problem *p, int i, int j, const int *blocks, int nb)
 {
-    const long at = (long)i + p->seq_kv - p->seq_q;
-    const bool near = labs((long)j - at) <= p->var.window;
-    if (p->kind == ATTN_KIND_LOCAL)
-        return near;
+    const bool near = in_window(p, i, j);
     if (p->kind != ATTN_KIND_SPARSE)
-        return true;
+        return near;
     if (near || j < p->var.globals || i < p->var.globals)
         return true;
     for (int t = 0; t < nb; t++)
@@ -99,9 +118,15 @@ static double ref_row(const attn_problem *p, const attn_tensors *in, size_t row,
     const int nq = p->seq_q, nk = p->seq_kv, dk = p->d_k, dv = p->d_v;
     const size_t bh = row / (size_t)nq;
     const int i = (int)(row % (size_t)nq), b = (int)(bh / (size_t)p->heads);
+    const int h = (int)(bh % (size_t)p->heads);
     const float *q = in->q + row * (size_t)dk;
     const float *k = in->k + kv_of(p, bh) * (size_t)nk * dk;
-    const float *v = in->v + kv_of(p, bh) * (size_t)nk * dv;
+    /* Latent attention: V is the first dv columns of K's rows. */
+    const size_t vs = p->mods.v_from_k ? (size_t)dk : (size_t)dv;
+    const float *v = (p->mods.v_from_k ? in->k : in->v) + kv_of(p, bh) * (size_t)nk * vs;
+    const double cap = p->mods.softcap;
+    const double slope = p->mods.alibi ? alibi_slope(p->heads, h) : 0.0;
+    const long at = (long)i + nk - nq;
 
     int blocks[ATTN_MAX_RANDOM_BLOCKS], nb = 0;
     if (p->kind == ATTN_KIND_SPARSE && p->var.random_blocks > 0)
@@ -122,23 +147,32 @@ static double ref_row(const attn_problem *p, const attn_tensors *in, size_t row,
         for (int c = 0; c < dk; c++)
             dot += (double)q[c] * (double)k[(size_t)j * dk + c];
         s[j] = (double)p->scale * dot;
+        if (cap > 0)
+            s[j] = cap * tanh(s[j] / cap);
+        s[j] -= slope * (double)labs((long)j - at);
         if (s[j] > m || isnan(s[j]))
             m = isnan(m) ? m : s[j];
-        if (fabs(s[j]) > max_abs && isfinite(s[j]))
+        if (fabs(s[j]) > max_abs && isfinite(s[j]) && !p->mods.alibi)
             max_abs = fabs(s[j]);
     }
     for (int c = 0; c < dv; c++)
         o[c] = 0.0;
     if (!seen)
         return 0.0;   /* fully masked: zeros by definition */
-    double l = 0.0;
+    /* A sink joins the denominator only. */
+    double l = p->mods.sinks ? exp((double)in->sinks[h] - m) : 0.0;
     for (int j = 0; j < nk; j++) {
         if (!visible(p, b, i, j) || !in_pattern(p, i, j, blocks, nb))
             continue;
         const double w = exp(s[j] - m);
         l += w;
         for (int c = 0; c < dv; c++)
-            o[c] += w * (double)v[(size_t)j * dv + c];
+            o[c] += w * (double)v[(size_t)j * vs + c];
+        /* ALiBi's bias grows with the distance, to |logits| of m_h Nk, but
+         * a logit 64 below the row's maximum weighs e^-64 and its rounding
+         * reaches no output: the logits that count are the others. */
+        if (p->mods.alibi && s[j] >= m - 64 && fabs(s[j]) > max_abs && isfinite(s[j]))
+            max_abs = fabs(s[j]);
     }
     for (int c = 0; c < dv; c++)
         o[c] /= l;
@@ -184,7 +218,7 @@ attn_status attn_ref_compute(attn_ref *r, const attn_problem *p_any, const attn_
     pick_rows(r->rows, r->nrows, r->total_rows, seed);
 
     const size_t hkv = p->kv_heads > 0 ? (size_t)p->kv_heads : (size_t)p->heads;
-    const size_t nv = (size_t)p->batch * hkv * p->seq_kv * p->d_v;
+    const size_t nv = p->mods.v_from_k ? 0 : (size_t)p->batch * hkv * p->seq_kv * p->d_v;
     double max_v = 0.0, max_logit = 0.0;
     for (size_t e = 0; e < nv; e++) {
         if (!isfinite(in->v[e]))
@@ -192,6 +226,15 @@ attn_status attn_ref_compute(attn_ref *r, const attn_problem *p_any, const attn_
         else if (fabs((double)in->v[e]) > max_v)
             max_v = fabs((double)in->v[e]);
     }
+    /* Latent attention: V is K's first dv columns (K's non-finite values are
+     * counted below, once). */
+    const size_t kvrows = p->mods.v_from_k ? (size_t)p->batch * hkv * p->seq_kv : 0;
+    for (size_t x = 0; x < kvrows; x++)
+        for (int c = 0; c < p->d_v; c++) {
+            const double e = fabs((double)in->k[x * (size_t)p->d_k + c]);
+            if (isfinite(e) && e > max_v)
+                max_v = e;
+        }
     const size_t nq_all = (size_t)p->batch * p->heads * p->seq_q * p->d_k;
     const size_t nk_all = (size_t)p->batch * hkv * p->seq_kv * p->d_k;
     for (size_t e = 0; e < nq_all; e++)

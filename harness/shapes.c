@@ -1,6 +1,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "models.h"
 #include "shapes.h"
 
 static size_t count_or_1(const attn_list *l)
@@ -11,7 +12,7 @@ static size_t count_or_1(const attn_list *l)
 size_t attn_shapes_count(const attn_opts *o)
 {
     const size_t causal = (o->causal & ATTN_CAUSAL_NO ? 1 : 0) + (o->causal & ATTN_CAUSAL_YES ? 1 : 0);
-    return o->batch.n * o->heads.n * count_or_1(&o->kv_heads) * o->seq.n *
+    return (o->nmodels ? o->nmodels : 1) * o->batch.n * o->heads.n * count_or_1(&o->kv_heads) * o->seq.n *
            count_or_1(&o->seq_kv) * o->dk.n *
            count_or_1(&o->dv) * count_or_1(&o->dtype) * count_or_1(&o->kv_dtype) * causal;
 }
@@ -36,6 +37,8 @@ void attn_shapes_problem(const attn_opts *o, size_t idx, attn_problem *p, int *k
     i = idx % count_or_1(&o->kv_heads); idx /= count_or_1(&o->kv_heads); const size_t hkv = i;
     i = idx % o->heads.n;          idx /= o->heads.n;              const size_t h = i;
     const size_t b = idx % o->batch.n;
+    idx /= o->batch.n;
+    const attn_model *pm = o->nmodels ? o->models[idx % o->nmodels] : NULL;
 
     memset(p, 0, sizeof(*p));
     p->batch = o->batch.v[b];
@@ -51,6 +54,30 @@ void attn_shapes_problem(const attn_opts *o, size_t idx, attn_problem *p, int *k
     p->kv_dtype = o->kv_dtype.n ? (attn_dtype)o->kv_dtype.v[kvd] : p->dtype;
     p->var = o->var;
     p->var.seed = o->setup.seed;
+    p->mods = o->mods;
+    if (pm) {
+        /* The preset, under every option given explicitly. */
+        p->model = pm->name;
+        p->heads = o->heads_set ? p->heads : pm->heads;
+        p->kv_heads = o->kv_heads_set ? p->kv_heads : pm->kv_heads;
+        p->d_k = o->dk_set ? p->d_k : pm->d_k;
+        p->d_v = o->dv_set ? p->d_v : o->dk_set ? p->d_k : pm->d_v;
+        p->scale = o->scale_set ? o->scale
+                                : o->dk_set ? (float)(1.0 / sqrt((double)p->d_k))
+                                            : attn_model_scale(pm);
+        p->causal = o->causal_set ? causal : pm->causal;
+        p->mods = pm->mods;
+        if (o->mods_set & ATTN_MOD_WINDOW) {
+            p->mods.window = true;
+            p->mods.left = o->mods.left;
+            p->mods.right = o->mods.right;
+        }
+        if (o->mods_set & ATTN_MOD_SOFTCAP)
+            p->mods.softcap = o->mods.softcap;
+        p->mods.alibi |= o->mods.alibi;
+        p->mods.sinks |= o->mods.sinks;
+        p->mods.v_from_k |= o->mods.v_from_k;
+    }
     if (o->kv_len) {
         for (int x = 0; x < p->batch; x++)
             kv[x] = o->kv_len[o->nkv == 1 ? 0 : x];

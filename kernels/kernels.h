@@ -123,6 +123,19 @@
     const uint32_t *restrict pp, ptrdiff_t pp_stride, const uint32_t *restrict vp, \
     ptrdiff_t vp_stride, const float *restrict alpha, int nq, int nk, int dv)
 
+/* The score modifiers (backend.h) on a tile of log2-scaled scores S^T (nk
+ * keys x nq queries), key j at position j0 + j, in this order:
+ *   cap > 0        s <- cap tanh(s / cap)   (cap in log2 units: C log2(e))
+ *   slope != NULL  s <- s - slope[i] |pos[i] - (j0 + j)|  (ALiBi; pos[i] = i')
+ *   beg != NULL    s <- -inf where j0 + j < beg[i]         (the window's left edge)
+ * tanh(y) = sign(y) (1 - e) / (1 + e) with e = 2^(-2 log2(e) |y|) on the
+ * exp2 of the softmax: within a few units of fp32 rounding of cap
+ * (tests/test_kernels.c measures it), not libm per score. */
+#define decl_mods_fn(name) void (name)(float *restrict st, ptrdiff_t st_stride, int nk, \
+    int nq, int j0, float cap, const float *restrict slope, const float *restrict pos, \
+    const int *restrict beg)
+
+typedef decl_mods_fn(attn_mods_fn);
 typedef decl_qk_fn(attn_qk_fn);
 typedef decl_cvt_rows_fn(attn_cvt_rows_fn);
 typedef decl_qk_rows16_fn(attn_qk_rows16_fn);
@@ -166,6 +179,7 @@ typedef struct attn_kernels {
     attn_pack_v_bf16_fn *pack_v_bf16;
     attn_pack_p_bf16_fn *pack_p_bf16;
     attn_pv_bf16_fn *pv_bf16;
+    attn_mods_fn *mods;
     int bf16_dot;       /* its bf16 kernels run on the CPU's bf16 dot products
                            (AVX512_BF16); where not, they are C's, the definition,
                            and the tiled backend converts bf16 to fp32 instead */

@@ -372,6 +372,40 @@ static decl_softmax_fn(softmax_avx512)
     }
 }
 
+static decl_mods_fn(mods_avx512)
+{
+    const __m512 k2 = _mm512_set1_ps((float)(-2.0 * ATTN_LOG2E));
+    const __m512 vcap = _mm512_set1_ps(cap), inv = _mm512_set1_ps(cap > 0 ? 1.0f / cap : 0.0f);
+    const __m512 one = _mm512_set1_ps(1.0f), ninf = _mm512_set1_ps(-INFINITY);
+    const __m512i sign = _mm512_set1_epi32((int)0x80000000u);
+    for (int i = 0; i < nq; i += 16) {
+        const __mmask16 t = lanes(nq - i);
+        const __m512 sl = slope ? _mm512_maskz_loadu_ps(t, slope + i) : _mm512_setzero_ps();
+        const __m512 ps = slope ? _mm512_maskz_loadu_ps(t, pos + i) : _mm512_setzero_ps();
+        const __m512i bg = beg ? _mm512_maskz_loadu_epi32(t, beg + i) : _mm512_setzero_si512();
+        for (int j = 0; j < nk; j++) {
+            float *s = st + j * st_stride + i;
+            __m512 x = _mm512_maskz_loadu_ps(t, s);
+            if (cap > 0) {
+                const __m512 y = _mm512_mul_ps(x, inv);
+                const __m512 e = exp2_ps(_mm512_mul_ps(k2, _mm512_abs_ps(y)));
+                const __m512 th = _mm512_div_ps(_mm512_sub_ps(one, e), _mm512_add_ps(one, e));
+                const __m512i sy = _mm512_and_si512(_mm512_castps_si512(y), sign);
+                x = _mm512_mul_ps(vcap, _mm512_castsi512_ps(
+                                            _mm512_or_si512(_mm512_castps_si512(th), sy)));
+            }
+            if (slope) {
+                const __m512 d = _mm512_abs_ps(_mm512_sub_ps(ps, _mm512_set1_ps((float)(j0 + j))));
+                x = _mm512_fnmadd_ps(sl, d, x);
+            }
+            if (beg)
+                x = _mm512_mask_mov_ps(x, _mm512_cmpgt_epi32_mask(bg, _mm512_set1_epi32(j0 + j)),
+                                       ninf);
+            _mm512_mask_storeu_ps(s, t, x);
+        }
+    }
+}
+
 /* V is fp32 (v) or 16-bit (vh), as ST says. */
 INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, ptrdiff_t ps,
                     const float *restrict v, const uint16_t *restrict vh, ptrdiff_t vs,
@@ -543,4 +577,5 @@ void attn_kernels_init_avx512(attn_kernels *k)
     k->cvt_rows = cvt_rows_avx512;
     k->qk_rows16 = qk_rows16_avx512;
     k->pv16 = pv16_avx512;
+    k->mods = mods_avx512;
 }

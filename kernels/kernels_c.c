@@ -111,6 +111,28 @@ static decl_softmax_fn(softmax_c)
     }
 }
 
+static decl_mods_fn(mods_c)
+{
+    const float k2 = (float)(-2.0 * ATTN_LOG2E), inv = cap > 0 ? 1.0f / cap : 0.0f;
+    for (int j = 0; j < nk; j++) {
+        float *s = st + j * st_stride;
+        const float at = (float)(j0 + j);
+        for (int i = 0; i < nq; i++) {
+            float x = s[i];
+            if (cap > 0) {
+                const float y = x * inv, e = exp2_one(k2 * fabsf(y));
+                const float t = (1.0f - e) / (1.0f + e);
+                x = cap * (y < 0 ? -t : t);
+            }
+            if (slope)
+                x -= slope[i] * fabsf(pos[i] - at);
+            if (beg && j0 + j < beg[i])
+                x = -INFINITY;
+            s[i] = x;
+        }
+    }
+}
+
 static decl_pv_fn(pv_c)
 {
     for (int i = 0; i < nq; i++) {
@@ -284,5 +306,6 @@ void attn_kernels_init_c(attn_kernels *k)
     k->pack_v_bf16 = pack_v_bf16_c;
     k->pack_p_bf16 = pack_p_bf16_c;
     k->pv_bf16 = pv_bf16_c;
+    k->mods = mods_c;
     k->bf16_dot = 0;
 }

@@ -38,7 +38,7 @@ import csvload
 
 NEED = ["backend", "verdict", "batch", "heads", "seq_q", "seq_kv", "d_k", "d_v", "causal",
         "real_median_s", "gflops", "peak_gflops", "workspace_bytes", "rss_peak_bytes", "kind",
-        "approx_nmse", "features", "proj", "window"]
+        "approx_nmse", "features", "proj", "window_left", "window_right"]
 
 
 def die(msg):
@@ -130,7 +130,7 @@ def main():
     # One line per backend and variant setting (the knobs make different functions).
     def series(r):
         k = r["kind"]
-        tag = {"local": f" w={r['window']}", "performer": f" m={r['features']}",
+        tag = {"local": f" w={r['window_left']},{r['window_right']}", "performer": f" m={r['features']}",
                "linformer": f" p={r['proj']}"}.get(k, "")
         # Storage types other than fp32 (schema 5) are series of their own.
         dt, kvdt = r.get("dtype") or "fp32", r.get("kv_dtype") or "fp32"

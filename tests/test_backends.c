@@ -18,14 +18,24 @@ typedef struct grid_case {
     long check_rows;
     int hkv;                 /* K/V heads; 0: h */
     attn_dtype dt, kvdt;     /* storage of Q, of K and V */
+    attn_mods mods;          /* score modifiers */
 } grid_case;
 
 static const int kv_mixed[] = { 64, 1, 0 };       /* full, one key, fully masked */
 
 /* Small knobs, so the variants' patterns and features matter at these sizes
  * (the exact backends ignore them). */
-static const attn_variant grid_var = { .window = 5, .globals = 3, .random_blocks = 2,
-                                       .block = 8, .features = 32, .proj = 16, .seed = 3 };
+static const attn_variant grid_var = { .globals = 3, .random_blocks = 2, .block = 8,
+                                       .features = 32, .proj = 16, .seed = 3 };
+
+/* A case's modifiers as be is given them: local and sparse, which need a
+ * window, get one of 5 keys either side when the case has none. */
+static attn_mods mods_for(const attn_backend *be, attn_mods m)
+{
+    if (!m.window && (be->kind == ATTN_KIND_LOCAL || be->kind == ATTN_KIND_SPARSE))
+        m.window = true, m.left = 5, m.right = 5;
+    return m;
+}
 static const int kv_tail[] = { 129, 100 };
 /* Decoding against caches of 1, 63 and 1000 keys: full, part, and empty. */
 static const int kv_dec[3][3] = { { 1, 1, 0 }, { 63, 31, 0 }, { 1000, 517, 0 } };
@@ -100,6 +110,38 @@ static size_t build_grid(grid_case *g)
     g[n++] = (grid_case){ 1, 8, 129, 129, 32, 32, .causal = true, .hkv = 1, .dt = F, .kvdt = B };
     g[n++] = (grid_case){ 3, 4, 2, 63, 32, 32, .kv_len = kv_dec[1], .hkv = 4, .dt = F, .kvdt = H };
     g[n++] = (grid_case){ 1, 2, 64, 129, 16, 16, .causal = true, .dt = H, .kvdt = B };
+    /* Score modifiers, each alone and combined: the window with causal and
+     * with padding (rows it leaves empty), prefill and decoding (split-KV),
+     * softcap on logits to 1e4, ALiBi with grouped heads, sinks with a
+     * fully masked row, V read from K with dk > dv, 16-bit storage. */
+    const attn_mods W = { .window = true, .left = 40, .right = 0 };
+    const attn_mods W2 = { .window = true, .left = 3, .right = 9 };
+    g[n++] = (grid_case){ 1, 2, 400, 400, 64, 64, .causal = true, .mods = W };
+    g[n++] = (grid_case){ 3, 4, 64, 64, 16, 16, .kv_len = kv_mixed, .mods = W2 };
+    g[n++] = (grid_case){ 2, 8, 7, 129, 64, 64, .causal = true, .kv_len = kv_tail, .hkv = 2,
+                          .mods = W };
+    g[n++] = (grid_case){ 3, 4, 1, 1000, 32, 32, .kv_len = kv_dec[2], .hkv = 2, .mods = W2 };
+    g[n++] = (grid_case){ 1, 2, 129, 129, 64, 64, .causal = true, .fill = ATTN_FILL_EXTREME,
+                          .mods = { .softcap = 50.0f } };
+    g[n++] = (grid_case){ 1, 2, 64, 64, 16, 16, .mods = { .softcap = 1.5f } };
+    g[n++] = (grid_case){ 2, 6, 33, 65, 16, 24, .hkv = 3, .mods = { .alibi = true } };
+    g[n++] = (grid_case){ 1, 8, 129, 129, 32, 32, .causal = true, .hkv = 1,
+                          .mods = { .alibi = true } };
+    g[n++] = (grid_case){ 3, 4, 64, 64, 16, 16, .kv_len = kv_mixed, .mods = { .sinks = true } };
+    g[n++] = (grid_case){ 3, 4, 1, 1000, 32, 32, .kv_len = kv_dec[2], .hkv = 1,
+                          .mods = { .sinks = true } };
+    g[n++] = (grid_case){ 1, 4, 64, 64, 96, 64, .causal = true, .hkv = 1,
+                          .mods = { .v_from_k = true } };
+    g[n++] = (grid_case){ 3, 4, 1, 1000, 72, 64, .kv_len = kv_dec[2], .hkv = 1, .dt = B,
+                          .kvdt = B, .mods = { .v_from_k = true } };
+    g[n++] = (grid_case){ 2, 8, 129, 129, 64, 64, .causal = true, .kv_len = kv_tail, .hkv = 2,
+                          .dt = B, .kvdt = B,
+                          .mods = { .window = true, .left = 30, .softcap = 5.0f, .alibi = true,
+                                    .sinks = true } };
+    g[n++] = (grid_case){ 3, 4, 2, 1000, 72, 64, .kv_len = kv_dec[2], .hkv = 2, .dt = H,
+                          .kvdt = H,
+                          .mods = { .window = true, .left = 100, .right = 2, .softcap = 8.0f,
+                                    .alibi = true, .sinks = true, .v_from_k = true } };
     return n;
 }
 
@@ -182,7 +224,8 @@ static void thread_invariance(const attn_backend *be)
     static const int kv[] = { 200, 77 };
     const attn_problem p = { .batch = 2, .heads = 3, .seq_q = 150, .seq_kv = 200, .d_k = 40,
                              .d_v = 24, .scale = 0.15f, .causal = true, .kv_len = kv,
-                             .kind = be->kind, .var = grid_var };
+                             .kind = be->kind, .var = grid_var,
+                             .mods = mods_for(be, (attn_mods){ 0 }) };
     char why[256] = "";
     if (attn_backend_usable(be, why, sizeof(why)) != ATTN_OK ||
         attn_backend_supports(be, &p, &(attn_config){ .threads = 1, .device = -1 }, why,
@@ -192,6 +235,66 @@ static void thread_invariance(const attn_backend *be)
     }
     tap_ok(same_for_threads(be, &p, 0), "%s: output bitwise identical with 1, 2 and 3 threads",
            be->name);
+}
+
+/* The same under a window, the softcap and ALiBi. */
+static void thread_invariance_mods(const attn_backend *be)
+{
+    static const int kv[] = { 700, 377 };
+    const attn_problem p = { .batch = 2, .heads = 4, .kv_heads = 2, .seq_q = 150,
+                             .seq_kv = 700, .d_k = 40, .d_v = 24, .scale = 0.15f,
+                             .causal = true, .kv_len = kv, .kind = be->kind, .var = grid_var,
+                             .mods = { .window = true, .left = 90, .right = 0,
+                                       .softcap = 3.0f, .alibi = true } };
+    char why[256] = "";
+    if (attn_backend_usable(be, why, sizeof(why)) != ATTN_OK ||
+        attn_backend_supports(be, &p, &(attn_config){ .threads = 1, .device = -1 }, why,
+                              sizeof(why)) != ATTN_OK) {
+        tap_skip(why, "%s: with modifiers, output independent of the thread count", be->name);
+        return;
+    }
+    tap_ok(same_for_threads(be, &p, 0),
+           "%s: window, softcap, ALiBi: output bitwise identical with 1, 2 and 3 threads",
+           be->name);
+}
+
+/* tiled visits no key tile wholly outside a query block's window: at
+ * N = 4096 with a window of 256 keys and tiles of 64 x 64, each of the 64
+ * query blocks (one head, H = Hkv) sees the tiles its rows' windows touch,
+ * [i0 - 256, i0 + 63], 5 of them (4 for the first four blocks, which start
+ * at key 0: 1, 2, 3, 4), counted; without the window, causal, it is 1 + 2
+ * + ... + 64. */
+static void window_tiles(void)
+{
+    const attn_backend *be = attn_backend_find("tiled");
+    const attn_problem win = { .batch = 1, .heads = 1, .seq_q = 4096, .seq_kv = 4096, .d_k = 16,
+                               .d_v = 16, .scale = 0.25f, .causal = true,
+                               .mods = { .window = true, .left = 256, .right = 0 } };
+    attn_problem full = win;
+    full.mods.window = false;
+    const attn_config knobs = { .threads = 2, .splits = 1, .tile_q = 64, .tile_kv = 64 };
+    long seen[2];
+    for (int x = 0; x < 2; x++) {
+        const attn_problem *p = x ? &full : &win;
+        attn_sizes sz;
+        attn_problem_sizes(p, &sz);
+        float *buf = attn_host_alloc((sz.q + sz.k + sz.v + sz.o) * sizeof(float));
+        if (!buf) {
+            printf("Bail out! out of memory\n");
+            exit(2);
+        }
+        memset(buf, 0, (sz.q + sz.k + sz.v) * sizeof(float));
+        const attn_tensors in = { .q = buf, .k = buf + sz.q, .v = buf + sz.q + sz.k };
+        attn_tiled_count_tiles(true);
+        const bool ran = output_with(be, p, &in, &knobs, buf + sz.q + sz.k + sz.v);
+        seen[x] = ran ? attn_tiled_tiles() : -1;
+        attn_tiled_count_tiles(false);
+        attn_host_free(buf);
+    }
+    const long want = 1 + 2 + 3 + 4 + 60 * 5, full_want = 64 * 65 / 2;
+    tap_ok(seen[0] == want && seen[1] == full_want,
+           "tiled visits only the tiles a window touches: %ld (want %ld), causal without it "
+           "%ld (want %ld)", seen[0], want, seen[1], full_want);
 }
 
 /* Block sizes that do not divide anything, single rows and columns, and
@@ -324,7 +427,8 @@ static void grid_one(const attn_backend *be, const grid_case *g, attn_isa isa)
                              .d_k = g->dk, .d_v = g->dv,
                              .scale = (float)(1.0 / sqrt((double)g->dk)), .causal = g->causal,
                              .kv_len = g->kv_len, .var = grid_var, .kv_heads = g->hkv,
-                             .dtype = g->dt, .kv_dtype = g->kvdt };
+                             .dtype = g->dt, .kv_dtype = g->kvdt,
+                             .mods = mods_for(be, g->mods) };
     char shape[256], at[32] = "";
     attn_problem_describe(&p, shape, sizeof(shape));
     if (isa != ATTN_ISA_AUTO)
@@ -369,18 +473,19 @@ static void list_matches_registry(void)
 
 int main(void)
 {
-    grid_case grid[96];
+    grid_case grid[128];
     const size_t ncases = build_grid(grid);
     int extra = 0;
     for (size_t i = 0; i < attn_backend_count(); i++)
-        extra += !strcmp(attn_backend_get(i)->name, "tiled") ? NTILES + NSPLIT_TESTS + NSB_TESTS : 0;
+        extra += !strcmp(attn_backend_get(i)->name, "tiled") ? NTILES + NSPLIT_TESTS + NSB_TESTS + 1
+                                                             : 0;
     /* The grid at the widest ISA for every backend, then at each ISA for the
      * host backends (device backends have no kernels of kernels/ to pick). */
     const int isas = ATTN_ISA_COUNT - ATTN_ISA_C;
     int host = 0;
     for (size_t i = 0; i < attn_backend_count(); i++)
         host += !attn_backend_has_devices(attn_backend_get(i));
-    tap_plan((int)(attn_backend_count() * (ncases + 1) + (size_t)host * isas * ncases) + extra + 1);
+    tap_plan((int)(attn_backend_count() * (ncases + 2) + (size_t)host * isas * ncases) + extra + 1);
     list_matches_registry();
 
     for (size_t i = 0; i < attn_backend_count(); i++) {
@@ -403,6 +508,9 @@ int main(void)
             }
         }
         thread_invariance(be);
+        thread_invariance_mods(be);
+        if (!strcmp(be->name, "tiled"))
+            window_tiles();
         tile_sizes(be);
         split_kv(be);
         query_block_groups(be);

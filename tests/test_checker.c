@@ -287,6 +287,31 @@ static void tiled_planted(void)
                  "passes", ATTN_PASSED);
     tiled_expect(ATTN_TILED_PLANT_CUT_SHORT, &causal, 0,
                  "planted: a diagonal tile's P.V stopping one key short fails", ATTN_FAILED);
+    /* The score modifiers: each right passes, each planted bug fails. */
+    const struct {
+        attn_mods m;
+        int bug, splits;
+        const char *right, *wrong;
+    } mods[] = {
+        { { .window = true, .left = 37, .right = 0 }, ATTN_TILED_PLANT_WINDOW_EARLY, 0,
+          "a window of 37 keys passes", "the window starting one key early fails" },
+        { { .window = true, .left = 37, .right = 0 }, ATTN_TILED_PLANT_WINDOW_EARLY, 3,
+          "a window, decoding split in 3, passes", "split, the window one key early fails" },
+        { { .alibi = true }, ATTN_TILED_PLANT_ALIBI_HEAD, 0, "ALiBi passes",
+          "ALiBi with the next head's slope fails" },
+        { { .sinks = true }, ATTN_TILED_PLANT_SINK_VALUE, 0, "sinks pass",
+          "a sink added to the numerator fails" },
+        { { .v_from_k = true }, ATTN_TILED_PLANT_V_SHIFTED, 0, "V read from K passes",
+          "V read from K one column on, past dv, fails" },
+    };
+    for (size_t i = 0; i < sizeof(mods) / sizeof(mods[0]); i++) {
+        attn_problem p = mods[i].splits ? dec : causal;
+        p.mods = mods[i].m;
+        if (mods[i].m.v_from_k)
+            p.d_v = p.d_k / 2;
+        tiled_expect(ATTN_TILED_PLANT_NONE, &p, mods[i].splits, mods[i].right, ATTN_PASSED);
+        tiled_expect(mods[i].bug, &p, mods[i].splits, mods[i].wrong, ATTN_FAILED);
+    }
 }
 
 static void nonfinite_checks(void)

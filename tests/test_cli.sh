@@ -60,6 +60,22 @@ refused 2 "unknown option '--seq2'" --seq2=4
 refused 2 "unexpected argument 'naive'" naive
 refused 2 "--seq needs a value" --seq
 refused 2 "--causal: 'maybe' is not one of: yes, no, both" --causal=maybe
+# Score modifiers and presets: each bad value in one line.
+refused 2 "--window: '-1' is not L or L,R" --window -1
+refused 2 "--window: '8,' is not L or L,R" --window 8,
+refused 2 "--window: '1,2,3' is not L or L,R" --window 1,2,3
+refused 2 "--softcap: '0' is not a cap > 0" --softcap 0
+refused 2 "--softcap: '-5' is not a finite number" --softcap -5
+refused 2 "--v-from-k: dv 128 is wider than dk 64" --v-from-k --dk 64 --dv 128
+refused 2 "--model: 'llama-9' is not a preset (known: llama-3.1-8b," --model llama-9
+refused 2 "--heads: 30 is not a multiple of llama-3.1-8b's 8 K/V heads" --model llama-3.1-8b --heads 30
+refused 2 "--check-output: the peers compute attention without score modifiers" --softcap 5 --check-output x.npy --peer p
+"$bin" --model list >"$tmp/out" 2>&1
+result "$(grep -q '^deepseek-v3-decode *128 *1 *576 *512 0.135' "$tmp/out" && grep -q 'source: mistralai/Mistral-7B-v0.1' "$tmp/out" && echo 1 || echo 0)" \
+    "--model list: each preset with its fields and source" "$(head -6 "$tmp/out")"
+"$bin" --model gemma-2-9b-local --backend=naive,blas --seq 3 --seq-kv 40 --heads 2 --kv-heads 1 --reps 0 --csv "$tmp/m.csv" >"$tmp/out" 2>&1
+result "$(grep -q 'attn/naive/.*/window:4096.0/softcap:50/model:gemma-2-9b-local' "$tmp/m.csv" && grep -q 'blas does not compute the sliding window modifier (--window)' "$tmp/m.csv" && grep -q -- '--model gemma-2-9b-local --batch 1 --heads 2 --seq 3 --seq-kv 40 --dk 256 --dv 256 --kv-heads 1' "$tmp/out" && echo 1 || echo 0)" \
+    "a preset under explicit heads: named, keyed, repro'd, and SKIPPED where a backend lacks its modifier" "$(tail -5 "$tmp/out")"
 refused 2 "--list takes no value" --list=yes
 refused 2 "--seq: range 256:16:x2 runs backwards" --seq 256:16:x2
 refused 2 "--seq: range step 'x1' is not xF (F >= 2)" --seq 256:4096:x1
@@ -96,7 +112,7 @@ refused 2 "--shard: shard 3 of 3: need 0 <= I < N" --seq 8 --shard 3/3 --csv "$t
 refused 2 "--shard: 'x' is not I/N" --seq 8 --shard x --csv "$tmp/s.csv"
 refused 2 "--shard needs --csv FILE" --seq 8 --shard 0/2
 refused 2 "--shard slurm: SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT are not set" --seq 8 --shard slurm --csv "$tmp/s.csv"
-refused 2 "not an attnbench CSV of schema 7 (its header differs)" --seq 8 --csv "$tmp/old.csv" --resume
+refused 2 "not an attnbench CSV of schema 8 (its header differs)" --seq 8 --csv "$tmp/old.csv" --resume
 if "$bin" --threads 2 --list >/dev/null 2>&1; then
     refused 2 "--pin: --threads 1024, but only" --pin --threads 1024
 else

@@ -56,7 +56,7 @@ int main(void)
     int kv[2] = { 40, 23 };
     attn_problem p = { 2, 2, 40, 40, 16, 24, 0.25f, false, kv, ATTN_KIND_SOFTMAX };
     p.var = attn_variant_defaults();
-    p.var.window = 5, p.var.globals = 3, p.var.random_blocks = 2, p.var.block = 8;
+    p.var.globals = 3, p.var.random_blocks = 2, p.var.block = 8;
     p.var.features = 12, p.var.proj = 10;
     for (size_t b = 0; b < attn_backend_count(); b++) {
         const attn_backend *be = attn_backend_get(b);

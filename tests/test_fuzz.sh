@@ -15,7 +15,7 @@ seconds=${ATTN_FUZZ_SECONDS:-30}
 case $target in
 npy) what="the .npy reader"; files="harness/npy.c" ;;
 cli) what="the command line parser"
-     files="harness/cli.c arch/cli.c backends/registry.c harness/problem.c kernels/rng.c
+     files="harness/cli.c harness/models.c arch/cli.c backends/registry.c harness/problem.c kernels/rng.c
             kernels/isa.c backends/variant.c harness/npy.c" ;;
 csv) what="the --resume CSV reader"; files="harness/csv.c harness/io.c" ;;
 *) echo "Bail out! unknown fuzz target '$target'"; exit 1 ;;

@@ -65,7 +65,7 @@ static void make(inputs *x, const scenario *sc, attn_kind kind)
     x->kv[1] = sc->kv1;
     x->p = (attn_problem){ B, H, N, N, D, D, 0.25f, sc->causal, x->kv, kind };
     x->p.var = attn_variant_defaults();
-    x->p.var.window = 8, x->p.var.globals = 2, x->p.var.random_blocks = 1, x->p.var.block = 8;
+    x->p.var.globals = 2, x->p.var.random_blocks = 1, x->p.var.block = 8;
     x->p.var.features = 16, x->p.var.proj = 12, x->p.var.seed = 5;
     attn_problem_sizes(&x->p, &x->sz);
     x->q = attn_host_alloc(x->sz.q * sizeof(float));

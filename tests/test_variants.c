@@ -23,35 +23,39 @@ static void grids(void)
     const struct {
         const char *be;
         attn_variant v;
+        int w;               /* the window, either side */
         int b, nq, nk, d;
         bool causal;
         const int *kv;
         const char *what;
     } cases[] = {
-        { "local", { .window = 0 }, 1, 77, 77, 16, false, NULL, "window 0" },
-        { "local", { .window = 50 }, 1, 20, 20, 16, false, NULL, "N smaller than the window" },
-        { "local", { .window = 7 }, 2, 77, 77, 33, true, kv_pad, "odd N, causal, padded" },
-        { "local", { .window = 9 }, 1, 40, 77, 16, false, NULL, "cross, window on the diagonal" },
-        { "sparse", { .window = 3, .globals = 77, .block = 8 }, 1, 77, 77, 16, false, NULL,
+        { "local", { 0 }, 0, 1, 77, 77, 16, false, NULL, "window 0" },
+        { "local", { 0 }, 50, 1, 20, 20, 16, false, NULL, "N smaller than the window" },
+        { "local", { 0 }, 7, 2, 77, 77, 33, true, kv_pad, "odd N, causal, padded" },
+        { "local", { 0 }, 9, 1, 40, 77, 16, false, NULL, "cross, window on the diagonal" },
+        { "sparse", { .globals = 77, .block = 8 }, 3, 1, 77, 77, 16, false, NULL,
           "all tokens global" },
-        { "sparse", { .window = 4, .globals = 2, .block = 8 }, 2, 77, 77, 16, true, kv_pad,
+        { "sparse", { .globals = 2, .block = 8 }, 4, 2, 77, 77, 16, true, kv_pad,
           "Longformer, causal, padded" },
-        { "sparse", { .window = 2, .globals = 1, .random_blocks = 3, .block = 7 }, 1, 101, 101,
+        { "sparse", { .globals = 1, .random_blocks = 3, .block = 7 }, 2, 1, 101, 101,
           24, false, NULL, "BigBird, odd block" },
-        { "sparse", { .window = 0, .globals = 0, .random_blocks = 2, .block = 16 }, 1, 64, 64,
+        { "sparse", { .globals = 0, .random_blocks = 2, .block = 16 }, 0, 1, 64, 64,
           16, true, NULL, "random blocks only, causal" },
-        { "linear", { 0 }, 2, 77, 77, 33, true, kv_pad, "causal, padded" },
-        { "linear", { 0 }, 1, 50, 90, 16, false, NULL, "cross" },
-        { "performer", { .features = 16 }, 1, 77, 77, 16, true, NULL, "m = 16, causal" },
-        { "performer", { .features = 100 }, 2, 50, 77, 24, false, kv_pad, "m = 100 > d, padded" },
-        { "linformer", { .proj = 5 }, 2, 77, 77, 16, false, kv_pad, "p = 5, padded" },
-        { "linformer", { .proj = 200 }, 1, 30, 90, 16, false, NULL, "p > Nk, cross" },
+        { "linear", { 0 }, 0, 2, 77, 77, 33, true, kv_pad, "causal, padded" },
+        { "linear", { 0 }, 0, 1, 50, 90, 16, false, NULL, "cross" },
+        { "performer", { .features = 16 }, 0, 1, 77, 77, 16, true, NULL, "m = 16, causal" },
+        { "performer", { .features = 100 }, 0, 2, 50, 77, 24, false, kv_pad, "m = 100 > d, padded" },
+        { "linformer", { .proj = 5 }, 0, 2, 77, 77, 16, false, kv_pad, "p = 5, padded" },
+        { "linformer", { .proj = 200 }, 0, 1, 30, 90, 16, false, NULL, "p > Nk, cross" },
     };
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         attn_problem p = { cases[c].b, 2, cases[c].nq, cases[c].nk, cases[c].d, cases[c].d,
                            (float)(1.0 / sqrt(cases[c].d)), cases[c].causal, cases[c].kv };
         p.var = cases[c].v;
         p.var.seed = 5;
+        const attn_kind kind = attn_backend_find(cases[c].be)->kind;
+        if (kind == ATTN_KIND_LOCAL || kind == ATTN_KIND_SPARSE)
+            p.mods = (attn_mods){ .window = true, .left = cases[c].w, .right = cases[c].w };
         attn_result r;
         const attn_verdict v = run_case(attn_backend_find(cases[c].be), &p, ATTN_FILL_NORMAL,
                                         0, &r);
@@ -64,7 +68,13 @@ static void grids(void)
 static void variant_ref(attn_ref *vr, attn_ref *dense, const attn_problem *p,
                         const attn_tensors *in)
 {
-    if (attn_ref_compute(dense, p, in, -1, 1, 1) != ATTN_OK ||
+    /* The dense reference of the shape: with the variant's window only when
+     * the shape has it, as when --window is given; local and sparse here
+     * take theirs as their own knob. */
+    attn_problem shape = *p;
+    if (p->kind == ATTN_KIND_LOCAL || p->kind == ATTN_KIND_SPARSE)
+        shape.mods.window = false;
+    if (attn_ref_compute(dense, &shape, in, -1, 1, 1) != ATTN_OK ||
         attn_ref_variant(vr, dense, p, in, 1) != ATTN_OK)
         bail("out of memory");
 }
@@ -94,6 +104,7 @@ static void hand_values(void)
             v[e] = (float)e;
         }
         attn_problem p = { 1, 1, 6, 6, 2, 2, 0.5f, false, NULL, ATTN_KIND_LOCAL };
+        p.mods = (attn_mods){ .window = true };
         const attn_tensors in = { .q = q, .k = k, .v = v };
         attn_ref d, r;
         variant_ref(&r, &d, &p, &in);
@@ -107,7 +118,8 @@ static void hand_values(void)
     /* sparse with every token global is dense softmax attention, exactly. */
     {
         attn_problem p = { 1, 2, 33, 33, 8, 8, 0.3f, true, NULL, ATTN_KIND_SPARSE };
-        p.var = (attn_variant){ .window = 1, .globals = 33, .random_blocks = 1, .block = 4 };
+        p.var = (attn_variant){ .globals = 33, .random_blocks = 1, .block = 4 };
+        p.mods = (attn_mods){ .window = true, .left = 1, .right = 1 };
         attn_sizes sz;
         attn_problem_sizes(&p, &sz);
         float *q = malloc(sz.q * 4), *k = malloc(sz.k * 4), *v = malloc(sz.v * 4);
@@ -140,14 +152,15 @@ static void planted(void)
         const char *be, *what;
         attn_variant right, wrong;
         bool causal, wrong_causal;
+        int wr, ww;          /* local, sparse: the window, right and wrong */
     } cases[] = {
-        { "local", "window off by one", { .window = 6 }, { .window = 7 } },
-        { "sparse", "one global token fewer", { .window = 2, .globals = 3, .random_blocks = 2,
-          .block = 8, .seed = 4 }, { .window = 2, .globals = 2, .random_blocks = 2, .block = 8,
-          .seed = 4 } },
-        { "sparse", "random blocks from another seed", { .window = 2, .globals = 1,
-          .random_blocks = 2, .block = 8, .seed = 4 }, { .window = 2, .globals = 1,
-          .random_blocks = 2, .block = 8, .seed = 5 } },
+        { "local", "window off by one", { 0 }, { 0 }, false, false, 6, 7 },
+        { "sparse", "one global token fewer", { .globals = 3, .random_blocks = 2,
+          .block = 8, .seed = 4 }, { .globals = 2, .random_blocks = 2, .block = 8,
+          .seed = 4 }, false, false, 2, 2 },
+        { "sparse", "random blocks from another seed", { .globals = 1,
+          .random_blocks = 2, .block = 8, .seed = 4 }, { .globals = 1,
+          .random_blocks = 2, .block = 8, .seed = 5 }, false, false, 2, 2 },
         { "linear", "causal prefix sums dropped", { 0 }, { 0 }, true, false },
         { "performer", "features from another seed", { .features = 64, .seed = 4 },
           { .features = 64, .seed = 5 } },
@@ -160,6 +173,8 @@ static void planted(void)
         const attn_backend *be = attn_backend_find(cases[c].be);
         attn_problem p = { 1, 2, 64, 64, 16, 16, 0.25f, cases[c].causal, NULL, be->kind };
         p.var = cases[c].right;
+        if (cases[c].wr)
+            p.mods = (attn_mods){ .window = true, .left = cases[c].wr, .right = cases[c].wr };
         attn_sizes sz;
         attn_problem_sizes(&p, &sz);
         float *q = malloc(sz.q * 4), *k = malloc(sz.k * 4), *v = malloc(sz.v * 4);
@@ -182,6 +197,8 @@ static void planted(void)
 
         attn_problem wrong = p;
         wrong.var = cases[c].wrong;
+        if (cases[c].ww)
+            wrong.mods = (attn_mods){ .window = true, .left = cases[c].ww, .right = cases[c].ww };
         wrong.causal = cases[c].causal != cases[c].wrong_causal ? cases[c].wrong_causal
                                                                 : cases[c].causal;
         const attn_tensors in = { .q = q, .k = k, .v = v };
@@ -213,7 +230,8 @@ static void approximation(void)
 {
     attn_problem p = { 1, 2, 64, 64, 16, 16, 0.25f, false, NULL };
     attn_result r;
-    p.var = (attn_variant){ .window = 64 };
+    /* No window on the shape: local takes its default, 128 keys either side. */
+    p.var = (attn_variant){ 0 };
     run_case(attn_backend_find("local"), &p, ATTN_FILL_NORMAL, 0, &r);
     tap_ok(r.verdict == ATTN_PASSED && r.approx_known && r.approx_max_abs < 1e-5,
            "local with a window over every key: approximation error %.3g (fp32 rounding only)",
@@ -229,7 +247,7 @@ static void flop_counts(void)
 {
     attn_problem p = { 1, 3, 10, 10, 4, 2, 0.5f, false, NULL, ATTN_KIND_LOCAL };
     p.var = attn_variant_defaults();
-    p.var.window = 2;
+    p.mods = (attn_mods){ .window = true, .left = 2, .right = 2 };
     /* Rows see 3, 4, 5 x 6, 4, 3 keys: 44 pairs, 2 (dk + dv) = 12 each, 3 heads. */
     tap_ok(attn_problem_flops(&p) == 44.0 * 12 * 3, "local: flops for 44 visible pairs (got %g)",
            attn_problem_flops(&p));

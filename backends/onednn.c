@@ -1,14 +1,18 @@
 /* onednn: attention from oneDNN primitives, as a framework would build it.
  *   S = scale * Q.K^T + M   one matmul over all (batch, head) at once: the
  *                           scale is the primitive's output scale, the mask
- *                           M (0 or -inf) a binary-add post-op;
+ *                           M (0 or -inf: causal, padding, a window) a
+ *                           binary-add post-op; the softcap C, when there
+ *                           is one, an output scale of scale / C and a tanh
+ *                           post-op times C before the mask;
  *   P = softmax(S)          the softmax primitive along the key axis, in place;
  *   O = P.V                 one matmul, batched the same way.
  * K is read in place as the transposed weights [B,H,dk,Nk] (format abdc).
  * The whole score tensor B*H*Nq*Nk is materialized, as it is in a framework.
  *
  * The mask tensor is as small as the problem allows and oneDNN broadcasts it:
- * [1,1,Nq,Nk] for causal, [B,1,1,Nk] for padding, [B,1,Nq,Nk] for both.
+ * [1,1,Nq,Nk] for causal or a window, [B,1,1,Nk] for padding, [B,1,Nq,Nk]
+ * for both. ALiBi, sinks and V read from K are not computed (SKIP).
  * Which broadcasts have a JIT implementation matters: in oneDNN 2.6 a
  * [1,1,Nq,Nk] mask over [B>1,H,Nq,Nk] scores falls back to the reference
  * matmul (ref:any), measured at 10 s against 11 ms for B*H=8, N=1024. So
@@ -110,17 +114,23 @@ static void threads_restore(omp_guard g)
     omp_set_num_threads(g.saved);
 }
 
+/* Whether the mask has a row per query: causal, or a window. */
+static bool mask_rows(const attn_problem *p)
+{
+    return p->causal || p->mods.window;
+}
+
 static void mask_dims(const attn_problem *p, dnnl_dims_t d)
 {
     d[0] = p->kv_len ? p->batch : 1;
     d[1] = 1;
-    d[2] = p->causal ? (dnnl_dim_t)attn_group(p) * p->seq_q : 1;
+    d[2] = mask_rows(p) ? (dnnl_dim_t)attn_group(p) * p->seq_q : 1;
     d[3] = p->seq_kv;
 }
 
 static size_t mask_elems(const attn_problem *p)
 {
-    if (!p->causal && !p->kv_len)
+    if (!mask_rows(p) && !p->kv_len)
         return 0;
     dnnl_dims_t d;
     mask_dims(p, d);
@@ -158,12 +168,17 @@ static dnnl_status_t create_qk(plan *pl, const attn_problem *p)
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t po = NULL;
     dnnl_matmul_desc_t md;
+    /* The softcap C: the output scale divides by C, a tanh post-op times C
+     * follows, before the mask. */
+    const float cap = p->mods.softcap, scale = cap > 0 ? p->scale / cap : p->scale;
     dnnl_status_t st = attr_create(&attr);
     if (st == dnnl_success)
-        st = dnnl_primitive_attr_set_output_scales(attr, 1, 0, &p->scale);
-    if (st == dnnl_success && pl->masked) {
+        st = dnnl_primitive_attr_set_output_scales(attr, 1, 0, &scale);
+    if (st == dnnl_success && (pl->masked || cap > 0)) {
         st = dnnl_post_ops_create(&po);
-        if (st == dnnl_success)
+        if (st == dnnl_success && cap > 0)
+            st = dnnl_post_ops_append_eltwise(po, cap, dnnl_eltwise_tanh, 0.0f, 0.0f);
+        if (st == dnnl_success && pl->masked)
             st = dnnl_post_ops_append_binary(po, dnnl_binary_add, &pl->mask);
         if (st == dnnl_success)
             st = dnnl_primitive_attr_set_post_ops(attr, po);
@@ -384,11 +399,12 @@ static void fill_mask(const onednn_state *s)
     float *m = s->maskbuf;
     for (int b = 0; b < (int)d[0]; b++)
         for (int r = 0; r < (int)d[2]; r++) {
-            /* Row r is query r % Nq of a group's head; without causal the
-             * row does not matter: any will do. */
-            const int end = attn_visible_end(p, b, p->causal ? r % p->seq_q : p->seq_q - 1);
+            /* Row r is query r % Nq of a group's head; without causal or
+             * a window the row does not matter: any will do. */
+            int beg, end;
+            attn_visible_range(p, b, mask_rows(p) ? r % p->seq_q : p->seq_q - 1, &beg, &end);
             for (int j = 0; j < p->seq_kv; j++)
-                *m++ = j < end ? 0.0f : -INFINITY;
+                *m++ = j >= beg && j < end ? 0.0f : -INFINITY;
         }
 }
 
@@ -482,27 +498,32 @@ static dnnl_status_t execute(const onednn_state *s, int i, dnnl_exec_arg_t *args
     return dnnl_primitive_execute(s->prim[i], s->stream, nargs, args);
 }
 
-/* Rows that see no key: the softmax left NaN there, the contract says 0.
- * Visibility only grows with the query index, so they are a prefix. */
+/* Rows that see no key: the softmax left NaN there, the contract says 0. */
 static void zero_masked_rows(const onednn_state *s)
 {
     const attn_problem *p = &s->h.p;
     const size_t row = (size_t)p->d_v;
     for (int b = 0; b < p->batch; b++)
-        for (int i = 0; i < p->seq_q && attn_visible_end(p, b, i) == 0; i++)
+        for (int i = 0; i < p->seq_q; i++) {
+            int beg, end;
+            attn_visible_range(p, b, i, &beg, &end);
+            if (end > beg)
+                continue;
             for (int h = 0; h < p->heads; h++)
                 memset(s->h.t.o + (((size_t)b * p->heads + h) * p->seq_q + i) * row, 0,
                        row * sizeof(float));
+        }
 }
 
 /* Whether head (b, h) of x (K or V, rows of d) holds a NaN or Inf among the
- * keys some query cannot see, [visible_end(b, 0), Nk). The mask is added to
- * the scores (NaN + -inf = NaN) and P V multiplies every key by its weight
- * (0 x NaN = NaN), so such a key would reach rows that mask it. */
+ * keys some query cannot see, [visible_end(b, 0), Nk), or with a window
+ * anywhere. The mask is added to the scores (NaN + -inf = NaN) and P V
+ * multiplies every key by its weight (0 x NaN = NaN), so such a key would
+ * reach rows that mask it. */
 static bool masked_nonfinite(const onednn_state *s, bool is_v, int b, int h)
 {
     const attn_problem *p = &s->h.p;
-    const int lo = attn_visible_end(p, b, 0), d = is_v ? p->d_v : p->d_k;
+    const int lo = p->mods.window ? 0 : attn_visible_end(p, b, 0), d = is_v ? p->d_v : p->d_k;
     const size_t bh = attn_kv_head(p, b, h), at = (bh * p->seq_kv + lo) * d;
     const size_t n = (size_t)(p->seq_kv - lo) * d;
     if (lo >= p->seq_kv)
@@ -523,14 +544,18 @@ static float kv16(const attn_problem *p, const uint16_t *x, size_t i)
     return attn_half_to_f32(x[i], p->kv_dtype == ATTN_DTYPE_BF16);
 }
 
-/* Scores of head (b, h) set to -inf past each row's visible keys. */
+/* Scores of head (b, h) set to -inf outside each row's visible keys. */
 static void remask_head(const onednn_state *s, int b, int h)
 {
     const attn_problem *p = &s->h.p;
     float *sc = s->scores + ((size_t)b * p->heads + h) * p->seq_q * p->seq_kv;
-    for (int i = 0; i < p->seq_q; i++)
-        for (int j = attn_visible_end(p, b, i); j < p->seq_kv; j++)
-            sc[(size_t)i * p->seq_kv + j] = -INFINITY;
+    for (int i = 0; i < p->seq_q; i++) {
+        int beg, end;
+        attn_visible_range(p, b, i, &beg, &end);
+        for (int j = 0; j < p->seq_kv; j++)
+            if (j < beg || j >= end)
+                sc[(size_t)i * p->seq_kv + j] = -INFINITY;
+    }
 }
 
 /* Rows of head (b, h) that do not see every key, again over their visible
@@ -543,12 +568,13 @@ static void masked_rows_pv(const onednn_state *s, int b, int h)
     const size_t bh = (size_t)b * p->heads + h, v0 = attn_kv_head(p, b, h) * nk * dv;
     const size_t p0 = bh * p->seq_q * nk;
     for (int i = 0; i < p->seq_q; i++) {
-        const int end = attn_visible_end(p, b, i);
-        if (end == nk)
+        int beg, end;
+        attn_visible_range(p, b, i, &beg, &end);
+        if (beg == 0 && end == nk)
             continue;
         float *o = s->h.t.o + (bh * p->seq_q + i) * dv;
         memset(o, 0, (size_t)dv * sizeof(float));
-        for (int j = 0; j < end; j++) {
+        for (int j = beg; j < end; j++) {
             const size_t at = p0 + (size_t)i * nk + j;
             const float w = s->pl.reduced ? kv16(p, s->weights, at) : s->scores[at];
             for (int c = 0; c < dv; c++) {
@@ -565,7 +591,9 @@ static attn_status onednn_run(void *state)
     const omp_guard g = threads_set(s->h.threads);
     dnnl_exec_arg_t qk[5] = {
         { DNNL_ARG_SRC, s->q }, { DNNL_ARG_WEIGHTS, s->kt }, { DNNL_ARG_DST, s->s },
-        { DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, s->mask },
+        /* The mask's post-op follows the softcap's tanh when there is one. */
+        { DNNL_ARG_ATTR_MULTIPLE_POST_OP(s->h.p.mods.softcap > 0 ? 1 : 0) | DNNL_ARG_SRC_1,
+          s->mask },
     };
     const dnnl_memory_t pm = s->pl.reduced ? s->pw : s->s;
     dnnl_exec_arg_t sm[3] = { { DNNL_ARG_SRC, s->s }, { DNNL_ARG_DST, pm } };
@@ -621,6 +649,7 @@ const attn_backend attn_backend_onednn = {
     .name      = "onednn",
     .summary   = "oneDNN batched matmul + mask post-op + softmax + matmul, materialized scores",
     .dtypes    = ATTN_DTYPE_BIT(ATTN_DTYPE_BF16) | ATTN_DTYPE_BIT(ATTN_DTYPE_FP16),
+    .mods      = ATTN_MOD_WINDOW | ATTN_MOD_SOFTCAP,
     .supports  = onednn_supports,
     .prepare   = onednn_prepare,
     .bind      = onednn_bind,

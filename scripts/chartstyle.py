@@ -32,6 +32,26 @@ STYLE = {
     "attention": ("#d62728", "^"),
     "mha": ("#9467bd", "D"),
 }
+# attnbench --model's presets (results/models): a family shares a hue, its
+# members tell apart by marker and, for a windowed layer, a dashed line.
+MODELS = {
+    "llama-3.1-8b": ("#1f77b4", "o"),
+    "llama-3.1-70b": ("#1f77b4", "s"),
+    "llama-3.2-1b": ("#1f77b4", "^"),
+    "mistral-7b": ("#ff7f0e", "o"),
+    "qwen2.5-7b": ("#2ca02c", "o"),
+    "gemma-2-9b-local": ("#d62728", "v"),
+    "gemma-2-9b-global": ("#d62728", "o"),
+    "gpt-oss-20b-local": ("#9467bd", "v"),
+    "gpt-oss-20b-global": ("#9467bd", "o"),
+    "deepseek-v3-decode": ("#8c564b", "D"),
+    "phi-3-mini": ("#e377c2", "o"),
+    "falcon-7b": ("#7f7f7f", "o"),
+    "bloom-7b1": ("#bcbd22", "o"),
+    "bert-base": ("#17becf", "o"),
+    "vit-b-16": ("#17becf", "s"),
+}
+WINDOWED = {"mistral-7b", "gemma-2-9b-local", "gpt-oss-20b-local"}
 VARIANTS = {"local", "sparse", "linear", "performer", "linformer"}
 PEERS = {"torch-sdpa", "torch-math", "numpy"}
 
@@ -51,6 +71,14 @@ def linestyle(name):
 def kw(name, **more):
     """plot() keywords for name's line."""
     d = dict(color=color(name), marker=marker(name), linestyle=linestyle(name), markersize=5)
+    d.update(more)
+    return d
+
+
+def model_kw(name, **more):
+    """plot() keywords for preset name's line (MODELS)."""
+    c, m = MODELS.get(name, ("#555555", "x"))
+    d = dict(color=c, marker=m, linestyle="--" if name in WINDOWED else "-", markersize=5)
     d.update(more)
     return d
 

@@ -3,7 +3,7 @@
 
     python3 scripts/plot.py SWEEP.csv --out DIR [--baseline blas] [--machine TEXT]
 
-Writes into DIR, one panel per (batch, heads, K/V heads, d_k, d_v, causal) slice
+Writes into DIR, one panel per (model, batch, heads, K/V heads, d_k, d_v, causal) slice
 of the CSV. N is the query length, or the key length Nk for a decode sweep (a
 CSV whose query lengths are fewer than its key lengths: Nq = 1 against a
 growing cache), with one slice per Nq then:
@@ -113,13 +113,15 @@ def main():
         return int(r.get("kv_heads") or r["heads"])   # schema 3 has no kv_heads: Hkv = H
 
     def skey(r):
-        return (int(r["batch"]), int(r["heads"]), hkv(r), int(r["d_k"]), int(r["d_v"]),
-                r["causal"] == "1", int(r["seq_q"]) if decode else 0)
+        # A --model preset (schema 8) is a slice of its own, named first.
+        return (r.get("model") or "", int(r["batch"]), int(r["heads"]), hkv(r), int(r["d_k"]),
+                int(r["d_v"]), r["causal"] == "1", int(r["seq_q"]) if decode else 0)
 
     def sname(k):
-        b, h, g, dk, dv, c, nq = k
-        return f"B={b} H={h}" + (f" Hkv={g}" if g != h else "") + (f" Nq={nq}" if decode else "") + \
-            f" d_k={dk}" + (f" d_v={dv}" if dv != dk else "") + (" causal" if c else "")
+        m, b, h, g, dk, dv, c, nq = k
+        return (f"{m}: " if m else "") + f"B={b} H={h}" + (f" Hkv={g}" if g != h else "") + \
+            (f" Nq={nq}" if decode else "") + f" d_k={dk}" + (f" d_v={dv}" if dv != dk else "") + \
+            (" causal" if c else "")
 
     exact = [r for r in rows if r["kind"] in ("softmax", "local", "sparse", "linear",
                                               "performer", "linformer")]

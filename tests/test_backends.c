@@ -6,7 +6,7 @@
 
 #include "kernels/half.h"
 #include "tap.h"
-#include "tiled.h"
+#include "tiled/tiled.h"
 #include "util.h"
 #include "variant.h"
 
@@ -371,7 +371,7 @@ static void query_block_groups(const attn_backend *be)
 static const int split_counts[] = { 1, 3, 64 };
 #define NSPLITS (int)(sizeof(split_counts) / sizeof(split_counts[0]))
 #define NSPLIT_SHAPES 3
-#define NSPLIT_TESTS (NSPLITS * NSPLIT_SHAPES + 2)
+#define NSPLIT_TESTS (NSPLITS * NSPLIT_SHAPES + 3)
 
 static void split_kv(const attn_backend *be)
 {
@@ -418,6 +418,12 @@ static void split_kv(const attn_backend *be)
               c = attn_tiled_auto_splits(&pre, 0, 0);
     tap_ok(a > 1 && b == 1 && c == 1, "tiled --splits auto: %d chunks for B=1 Hkv=1 Nk=16K "
            "decoding, %d for Hkv=32, %d for a 4096-query prefill", a, b, c);
+    /* A window: the chunks cut the keys it shows, not all Nk of them. */
+    attn_problem win = mqa;
+    win.mods = (attn_mods){ .window = true, .left = 4095, .right = 0 };
+    const int w = attn_tiled_auto_splits(&win, 0, 0);
+    tap_ok(w > 1 && w * 4 == a, "tiled --splits auto: a window of 4096 keys in Nk=16K splits "
+           "%d ways, a quarter of the %d of the whole cache", w, a);
 }
 
 /* One grid case of be at isa (ATTN_ISA_AUTO: the widest), as a TAP line. */

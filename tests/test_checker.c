@@ -6,7 +6,7 @@
 
 #include "kernels/half.h"
 #include "tap.h"
-#include "tiled.h"
+#include "tiled/tiled.h"
 #include "util.h"
 
 typedef enum fault {

@@ -73,8 +73,8 @@ refused 2 "--check-output: the peers compute attention without score modifiers" 
 "$bin" --model list >"$tmp/out" 2>&1
 result "$(grep -q '^deepseek-v3-decode *128 *1 *576 *512 0.135' "$tmp/out" && grep -q 'source: mistralai/Mistral-7B-v0.1' "$tmp/out" && echo 1 || echo 0)" \
     "--model list: each preset with its fields and source" "$(head -6 "$tmp/out")"
-"$bin" --model gemma-2-9b-local --backend=naive,blas --seq 3 --seq-kv 40 --heads 2 --kv-heads 1 --reps 0 --csv "$tmp/m.csv" >"$tmp/out" 2>&1
-result "$(grep -q 'attn/naive/.*/window:4096.0/softcap:50/model:gemma-2-9b-local' "$tmp/m.csv" && grep -q 'blas does not compute the sliding window modifier (--window)' "$tmp/m.csv" && grep -q -- '--model gemma-2-9b-local --batch 1 --heads 2 --seq 3 --seq-kv 40 --dk 256 --dv 256 --kv-heads 1' "$tmp/out" && echo 1 || echo 0)" \
+"$bin" --model gemma-2-9b-local --backend=naive,linear --seq 3 --seq-kv 40 --heads 2 --kv-heads 1 --reps 0 --csv "$tmp/m.csv" >"$tmp/out" 2>&1
+result "$(grep -q 'attn/naive/.*/window:4096.0/softcap:50/model:gemma-2-9b-local' "$tmp/m.csv" && grep -q 'linear does not compute the sliding window modifier (--window)' "$tmp/m.csv" && grep -q -- '--model gemma-2-9b-local --batch 1 --heads 2 --seq 3 --seq-kv 40 --dk 256 --dv 256 --kv-heads 1' "$tmp/out" && echo 1 || echo 0)" \
     "a preset under explicit heads: named, keyed, repro'd, and SKIPPED where a backend lacks its modifier" "$(tail -5 "$tmp/out")"
 refused 2 "--list takes no value" --list=yes
 refused 2 "--seq: range 256:16:x2 runs backwards" --seq 256:16:x2

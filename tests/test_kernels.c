@@ -305,6 +305,92 @@ static bool check_softmax_rows(const attn_kernels *kr, const attn_kernels *c, in
     return ok;
 }
 
+/* ---- score modifiers -------------------------------------------------------------- */
+
+/* mods on an nk x nq tile (S^T: keys by queries) against the definition in
+ * double: cap tanh(s / cap), minus slope |pos - (j0 + j)|, -inf left of
+ * beg. *worst: the largest error of the capped scores (without ALiBi) in
+ * ulp of cap. */
+static bool check_mods(const attn_kernels *kr, int nk, int nq, float cap, bool alibi,
+                       bool window, double *worst, char *why, size_t len)
+{
+    const ptrdiff_t ss = nq + PAD;
+    const int j0 = (int)(next32() % 50u);
+    guarded s0 = guarded_new((size_t)nk * ss), got = guarded_new((size_t)nk * ss);
+    float *slope = malloc((size_t)nq * sizeof(float)), *pos = malloc((size_t)nq * sizeof(float));
+    int *beg = malloc((size_t)nq * sizeof(int));
+    if (!slope || !pos || !beg) {
+        printf("Bail out! out of memory\n");
+        exit(2);
+    }
+    const float span = cap > 0 ? 4.0f * cap : 60.0f;
+    for (int j = 0; j < nk; j++)
+        for (int i = 0; i < nq; i++)
+            s0.data[j * ss + i] = uniform(-span, span);
+    for (int i = 0; i < nq; i++) {
+        slope[i] = uniform(0.001f, 0.7f);
+        pos[i] = (float)(next32() % 100u);
+        beg[i] = j0 - 2 + (int)(next32() % (uint32_t)(nk + 5));
+    }
+    copy_region(&got, &s0);
+    kr->mods(got.data, ss, nk, nq, j0, cap, alibi ? slope : NULL, pos, window ? beg : NULL);
+    bool ok = guarded_intact(&got, nk, nq, ss);
+    if (!ok)
+        snprintf(why, len, "wrote outside the %dx%d tile", nk, nq);
+    for (int j = 0; ok && j < nk; j++)
+        for (int i = 0; ok && i < nq; i++) {
+            const double x = s0.data[j * ss + i], at = j0 + j;
+            const double capped = cap > 0 ? cap * tanh(x / cap) : x;
+            const double bias = alibi ? (double)slope[i] * fabs(pos[i] - at) : 0.0;
+            const bool hidden = window && j0 + j < beg[i];
+            const float y = got.data[j * ss + i];
+            /* tanh to a few ulp of cap; the bias's product and sum rounded. */
+            const double tol = 16 * ulp_of(cap > 0 ? cap : x) + 2 * ulp_of(bias) +
+                               2 * ulp_of(capped - bias);
+            if (hidden ? y != -INFINITY : !close(y, (float)(capped - bias), tol)) {
+                snprintf(why, len, "cap %g%s%s: S[%d][%d] = %.9g from %.9g, want %.9g", cap,
+                         alibi ? " alibi" : "", window ? " window" : "", j, i, y, x,
+                         hidden ? -INFINITY : capped - bias);
+                ok = false;
+            }
+            if (!hidden && !alibi && cap > 0)
+                *worst = fmax(*worst, fabs(y - capped) / ulp_of(cap));
+        }
+    attn_host_free(s0.base);
+    attn_host_free(got.base);
+    free(slope);
+    free(pos);
+    free(beg);
+    return ok;
+}
+
+/* Every tail of 16-lane vectors (queries 1..40), keys 1..5; caps at
+ * Gemma's 50 (in log2 units) and small; with and without ALiBi and the
+ * window. */
+static bool mods_all(const attn_kernels *kr, double *worst, char *why, size_t len)
+{
+    static const float caps[] = { 0.0f, 0.75f, (float)(50.0 * ATTN_LOG2E) };
+    bool ok = true;
+    for (int nk = 1; ok && nk <= 5; nk++)
+        for (int nq = 1; ok && nq <= 40; nq++)
+            for (size_t c = 0; ok && c < 3; c++)
+                for (int f = 0; ok && f < 4; f++)
+                    ok = check_mods(kr, nk, nq, caps[c], f & 1, f & 2, worst, why, len);
+    return ok;
+}
+
+static void test_mods(const attn_kernels *kr)
+{
+    char why[256] = "";
+    double worst = 0.0;
+    if (!tap_ok(mods_all(kr, &worst, why, sizeof(why)), "mods_%s: softcap, ALiBi and the "
+                "window's left edge against their definitions, every tail, guarded",
+                attn_isa_name(kr->isa)))
+        tap_diag("%s", why);
+    tap_diag("mods_%s: the softcap's tanh within %.2f ulp of cap", attn_isa_name(kr->isa),
+             worst);
+}
+
 /* ---- exp2 accuracy -------------------------------------------------------------- */
 
 /* Every float in [lo, hi) at a step of 1/2^13 plus 2^20 random ones: the
@@ -929,6 +1015,25 @@ static void test_exp2(const attn_kernels *kr)
     tap_diag("exp2_%s: max error %.2f ulp (at x = %.9g)", name, e, wx);
 }
 
+/* A mods whose window starts one key late. */
+static decl_mods_fn(mods_window_late)
+{
+    int b[64];
+    for (int i = 0; i < nq && i < 64; i++)
+        b[i] = beg ? beg[i] + 1 : 0;
+    attn_kernels_for(ATTN_ISA_C)->mods(st, st_stride, nk, nq, j0, cap, slope, pos,
+                                       beg ? b : NULL);
+}
+
+/* A mods that caps with the wrong sign for negative scores. */
+static decl_mods_fn(mods_cap_abs)
+{
+    attn_kernels_for(ATTN_ISA_C)->mods(st, st_stride, nk, nq, j0, cap, slope, pos, beg);
+    for (int j = 0; cap > 0 && j < nk; j++)
+        for (int i = 0; i < nq; i++)
+            st[j * st_stride + i] = fabsf(st[j * st_stride + i]);
+}
+
 /* A planted bug must be caught: a qk that drops the last query of a tile. */
 static decl_qk_fn(qk_drops_last_query)
 {
@@ -1083,6 +1188,14 @@ static void test_planted(const attn_kernels *c)
     tap_ok(!check_packs(&bad, c, 9, 16, why, sizeof(why)),
            "the checker rejects a P packing that truncates to bf16 instead of rounding");
     bad = *c;
+    bad.mods = mods_window_late;
+    double worst = 0.0;
+    tap_ok(!check_mods(&bad, 5, 20, 0.0f, false, true, &worst, why, sizeof(why)),
+           "the checker rejects a mods whose window starts one key late");
+    bad.mods = mods_cap_abs;
+    tap_ok(!check_mods(&bad, 5, 20, 3.0f, false, false, &worst, why, sizeof(why)),
+           "the checker rejects a softcap that loses the sign");
+    bad = *c;
     bad.pv_bf16 = pv_bf16_short;
     tap_ok(!check_pv_bf16(&bad, c, 5, 5, 20, why, sizeof(why)),
            "the checker rejects a pv_bf16 that stops a pair of keys short");
@@ -1168,7 +1281,7 @@ static void run_exp2(const attn_kernels *kr, void *p)
     kr->exp2(b->alpha, b->x, b->nk * b->nq);
 }
 
-/* The tiled backend's prefill key tile on a 1 MiB L2 (backends/tiled.c). */
+/* The tiled backend's prefill key tile on a 1 MiB L2 (backends/tiled/plan.c). */
 #define BENCH_KEYS 192
 
 static int bench(void)
@@ -1235,7 +1348,7 @@ int main(int argc, char **argv)
     }
     const attn_kernels *c = attn_kernels_for(ATTN_ISA_C);
     const int isas = ATTN_ISA_COUNT - ATTN_ISA_C;
-    tap_plan(6 * (isas - 1) + 6 * isas + 14);
+    tap_plan(6 * (isas - 1) + 7 * isas + 16);
     test_planted(c);
     for (int isa = ATTN_ISA_C; isa < ATTN_ISA_COUNT; isa++) {
         const attn_kernels *kr = attn_kernels_for((attn_isa)isa);
@@ -1244,6 +1357,7 @@ int main(int argc, char **argv)
             const char *why = "this CPU or build lacks it";
             tap_skip(why, "exp2_%s edge cases", name);
             tap_skip(why, "exp2_%s accuracy", name);
+            tap_skip(why, "mods_%s", name);
             for (int t = 0; t < 4; t++)
                 tap_skip(why, "%s 16-bit kernel %d", name, t);
             if (isa != ATTN_ISA_C)
@@ -1252,6 +1366,7 @@ int main(int argc, char **argv)
             continue;
         }
         test_exp2(kr);
+        test_mods(kr);
         test_bf16(kr, c);
         if (isa != ATTN_ISA_C)
             test_isa(kr, c);

@@ -19,7 +19,8 @@
 #include "util.h"
 #include "variant.h"
 
-enum { B = 2, H = 2, N = 72, D = 16, BH = 1 /* b=0, h=1 */, I = 37, J = 50, CQ = 3, CV = 5 };
+enum { B = 2, H = 2, N = 72, D = 16, BH = 1 /* b=0, h=1 */, I = 37, J = 50, CQ = 3, CV = 5,
+       WL = 8 };
 
 typedef struct scenario {
     const char *name;
@@ -31,23 +32,26 @@ typedef struct scenario {
     /* The reference's expected pattern in (b, h=1) for the rules that fix
      * it: 'r' row I NaN; 'a' all rows NaN; 'c' column CV NaN in all rows;
      * 'C' column CV NaN in rows >= J; 'K' all NaN in rows >= J; '-' column CV
-     * -Inf in rows >= J; 'z' batch 1 all zero; '0' nothing non-finite;
+     * -Inf in rows >= J; 'W' column CV NaN in rows J..J+WL only (the
+     * window's); 'z' batch 1 all zero; '0' nothing non-finite;
      * '?' not fixed by a rule (depends on the signs of the data). */
     char rule;
+    int window;            /* > 0: a causal window of that many keys left */
 } scenario;
 
 static const scenario scenarios[] = {
-    { "NaN in q_i",                          'q', 0, I, CQ, NAN, false, N, 'r' },
-    { "NaN in k_j",                          'k', 0, J, CQ, NAN, false, N, 'a' },
-    { "NaN in v_j[c]",                       'v', 0, J, CV, NAN, false, N, 'c' },
-    { "NaN in k_j, causal (rows < j masked)", 'k', 0, J, CQ, NAN, true, N, 'K' },
-    { "NaN in v_j[c], causal",               'v', 0, J, CV, NAN, true, N, 'C' },
-    { "NaN in K and V of a padded key",      'p', 1, 45, -1, NAN, false, 30, '0' },
-    { "NaN in q_i of a row with no key",     'q', 1, 10, CQ, NAN, false, 0, 'z' },
-    { "+Inf in q_i",                         'q', 0, I, CQ, INFINITY, false, N, '?' },
-    { "+Inf in k_j",                         'k', 0, J, CQ, INFINITY, false, N, '?' },
-    { "+Inf in v_j[c]",                      'v', 0, J, CV, INFINITY, false, N, '?' },
-    { "-Inf in v_j[c], causal",              'v', 0, J, CV, -INFINITY, true, N, '-' },
+    { "NaN in q_i",                          'q', 0, I, CQ, NAN, false, N, 'r', 0 },
+    { "NaN in k_j",                          'k', 0, J, CQ, NAN, false, N, 'a', 0 },
+    { "NaN in v_j[c]",                       'v', 0, J, CV, NAN, false, N, 'c', 0 },
+    { "NaN in k_j, causal (rows < j masked)", 'k', 0, J, CQ, NAN, true, N, 'K', 0 },
+    { "NaN in v_j[c], causal",               'v', 0, J, CV, NAN, true, N, 'C', 0 },
+    { "NaN in K and V of a padded key",      'p', 1, 45, -1, NAN, false, 30, '0', 0 },
+    { "NaN in q_i of a row with no key",     'q', 1, 10, CQ, NAN, false, 0, 'z', 0 },
+    { "+Inf in q_i",                         'q', 0, I, CQ, INFINITY, false, N, '?', 0 },
+    { "+Inf in k_j",                         'k', 0, J, CQ, INFINITY, false, N, '?', 0 },
+    { "+Inf in v_j[c]",                      'v', 0, J, CV, INFINITY, false, N, '?', 0 },
+    { "-Inf in v_j[c], causal",              'v', 0, J, CV, -INFINITY, true, N, '-', 0 },
+    { "NaN in v_j[c], causal window",        'v', 0, J, CV, NAN, true, N, 'W', WL },
 };
 enum { NS = sizeof(scenarios) / sizeof(scenarios[0]) };
 
@@ -65,6 +69,7 @@ static void make(inputs *x, const scenario *sc, attn_kind kind)
     x->kv[1] = sc->kv1;
     x->p = (attn_problem){ B, H, N, N, D, D, 0.25f, sc->causal, x->kv, kind };
     x->p.var = attn_variant_defaults();
+    x->p.mods = (attn_mods){ .window = sc->window > 0, .left = sc->window };
     x->p.var.globals = 2, x->p.var.random_blocks = 1, x->p.var.block = 8;
     x->p.var.features = 16, x->p.var.proj = 12, x->p.var.seed = 5;
     attn_problem_sizes(&x->p, &x->sz);
@@ -114,6 +119,7 @@ static bool rule_holds(const scenario *sc, const attn_ref *ref, char *why, size_
             case 'C': want = here && c == CV && i >= J ? 'n' : 'f'; break;
             case 'K': want = here && i >= J ? 'n' : 'f'; break;
             case '-': want = here && c == CV && i >= J ? '-' : 'f'; break;
+            case 'W': want = here && c == CV && i >= J && i <= J + WL ? 'n' : 'f'; break;
             case 'z': want = b == 1 ? '0' : 'f'; break;
             case '0': want = 'f'; break;
             default: return true;

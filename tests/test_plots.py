@@ -109,7 +109,45 @@ def main():
                        capture_output=True, text=True)
     ok(r.returncode == 1 and "--baseline blas: not in the CSV" in r.stderr,
        f"an absent baseline: {r.stderr.strip()}")
+    models(bench, plot, work, header_only)
     done()
+
+
+def models(bench, plot, work, header_only):
+    """results/models' charts and tables (plot_models.py, models_tables.py)
+    on small runs of two presets, one of them windowed with sinks."""
+    scripts = os.path.dirname(plot)
+    mdir = os.path.join(work, "models")
+    os.makedirs(mdir)
+    common = ["--model", "llama-3.2-1b,gpt-oss-20b-local", "--heads", "8", "--dtype", "bf16",
+              "--reps", "2", "--min-time", "0.005"]
+    r1 = subprocess.run([bench, "--backend=naive,tiled,blas", "--seq", "64:128:x2", "--csv",
+                         os.path.join(mdir, "prefill.csv")] + common, capture_output=True)
+    r2 = subprocess.run([bench, "--backend=naive,tiled", "--seq", "1", "--seq-kv", "256:1024:x2",
+                         "--csv", os.path.join(mdir, "decode.csv")] + common, capture_output=True)
+    ok(r1.returncode == 0 and r2.returncode == 0,
+       f"two presets, prefill and decode: exit {r1.returncode}, {r2.returncode}")
+    r = subprocess.run([sys.executable, os.path.join(scripts, "plot_models.py"), mdir,
+                        "--machine", "test"], capture_output=True, text=True)
+    ok(r.returncode == 0, f"plot_models.py: exit {r.returncode} {r.stderr.strip()[-300:]}")
+    for name in ("prefill", "decode"):
+        svg = os.path.join(mdir, name + ".svg")
+        body = open(svg).read() if os.path.exists(svg) else ""
+        why = check_png(os.path.join(mdir, name + ".png"))
+        ok(why is None and "llama-3.2-1b" in body and "gpt-oss-20b-local" in body,
+           f"models {name}: a line per preset ({why or 'valid png'})")
+    r = subprocess.run([sys.executable, os.path.join(scripts, "models_tables.py"), mdir],
+                       capture_output=True, text=True)
+    rows = [ln for ln in r.stdout.splitlines() if ln.startswith("| gpt-oss-20b-local |")]
+    ok(r.returncode == 0 and len(rows) >= 3 and "window 128,0, sinks" in r.stdout and
+       "blas computes from fp32 storage only" in r.stdout,
+       f"models_tables.py: the preset in the presets, prefill and decode tables, the SKIPPED "
+       f"reasons (exit {r.returncode} {r.stderr.strip()[-200:]})")
+    shutil.copy(header_only, os.path.join(mdir, "prefill.csv"))
+    r = subprocess.run([sys.executable, os.path.join(scripts, "plot_models.py"), mdir],
+                       capture_output=True, text=True)
+    ok(r.returncode == 1 and "no PASSED, timed rows of a --model preset" in r.stderr and
+       "Traceback" not in r.stderr, f"plot_models.py on a CSV without rows: {r.stderr.strip()}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,109 @@
+/* The tiled backend's pieces, shared by its files: the plan (plan.c: tile
+ * sizes, split-KV, each thread's scratch), the key loop (keys.c) and the
+ * backend around them (tiled.c). */
+#ifndef ATTN_TILED_INTERNAL_H
+#define ATTN_TILED_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "host.h"
+#include "tiled/tiled.h"
+
+/* Tiles of at most this many columns (decoding: Nq x G of them) take Q.K^T
+ * as dot products along d (qk_rows) rather than the outer product of qk,
+ * whose 16 query lanes they would leave mostly empty or, at 16 columns,
+ * fill with one broadcast per FMA. 16 rather than 8: decoding H = 32,
+ * Hkv = 8, d = 128, Nq = 4 (16 columns), Nk = 32K on the 2-core EPYC ran
+ * in 19.9 ms against 22.6 (medians of 3 interleaved processes each) with
+ * qk_rows' 4 x 4 blocks. */
+#define ROWS_MAX 16
+
+/* The alignment of every part of a thread's scratch. */
+#define ALIGN 64
+
+static inline size_t round_up(size_t n, size_t to)
+{
+    return (n + to - 1) / to * to;
+}
+
+/* At most this many query blocks share a work item's pass over K/V
+ * (plan.c's auto_sb says why). */
+#define SB_MAX 8
+
+/* The planted bug and the tile count of tiled.h's test hooks. */
+extern atomic_int tiled_planted;
+extern atomic_bool tiled_counting;
+extern atomic_long tiled_tiles_seen;
+
+/* How the inputs reach the kernels. */
+typedef enum tiled_path {
+    PATH_FP32 = 0,       /* fp32 storage, read in place */
+    PATH_WIDEN,          /* 16-bit storage widened to fp32 a tile at a time */
+    PATH_BF16,           /* bf16 dot products on bf16 storage */
+    PATH_ROWS16,         /* decoding tiles (qk_rows) on 16-bit K/V, widened in registers */
+} tiled_path;
+
+typedef struct tiled_plan {
+    tiled_path path;
+    bool rows_dot;       /* PATH_ROWS16 with bf16 Q and K on bf16 dot products */
+    int br, bc;          /* queries of each head per block, keys per tile */
+    int group;           /* G: query heads per K/V head, one work item together */
+    int cols;            /* G * br: the columns of a tile */
+    int brp;             /* cols rounded up to 16: the stride of the packed tiles */
+    int sb;              /* query blocks per work item, sharing each pass over K/V */
+    int splits;          /* key chunks per block; 1: unsplit */
+    int chunk;           /* keys per chunk, a multiple of bc */
+    int key_lo;          /* the first key of chunk 0: the first any query sees */
+    long blocks;         /* B * Hkv * ceil(Nq / br) */
+    long items;          /* B * Hkv * ceil(ceil(Nq / br) / sb): work items unsplit */
+    size_t part_floats;  /* one (block, chunk)'s partial result: m, l [brp], O [cols][dv] */
+    size_t sub_bytes;    /* one query block's share of a thread's scratch */
+    size_t tile_bytes;   /* the converted K/V tile (PATH_WIDEN: K, V in fp32) or the
+                            packed pairs (PATH_BF16: V^T pairs, P pairs) */
+    size_t thread_bytes; /* one thread's scratch, a multiple of ALIGN */
+} tiled_plan;
+
+typedef struct tiled_state {
+    attn_host h;
+    tiled_plan plan;
+    float qscale;                 /* scale * log2(e): scores come out in log2 units */
+    unsigned char *scratch;       /* [threads][plan.thread_bytes] */
+    float *parts;                 /* [blocks][splits][part_floats] when split */
+} tiled_state;
+
+/* One query block's running state. */
+typedef struct scratch {
+    float *qt, *acc, *qr, *m, *l, *alpha;
+    int *end;
+    int *beg;                /* the window's first key of each column */
+    float *pos, *slope;      /* ALiBi: each column's i' and slope (log2 units) */
+} scratch;
+
+/* A block: batch item b, K/V head g, queries [i0, i0 + nq) of each of the
+ * group's heads. Column c of its tiles is query i0 + c % nq of the group's
+ * head c / nq. */
+typedef struct block {
+    int b, g, i0, nq;
+} block;
+
+/* The query row of column c: its offset in Q (rows of dk) and O (rows of dv). */
+static inline size_t column_row(const attn_problem *p, const block *k, int c)
+{
+    const int h = k->g * attn_group(p) + c / k->nq;
+    return ((size_t)k->b * p->heads + h) * p->seq_q + (size_t)(k->i0 + c % k->nq);
+}
+
+/* plan.c */
+tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg);
+size_t tiled_parts_bytes(const tiled_plan *t);
+float *tiled_thread_st(const tiled_state *s, int tid);
+unsigned char *tiled_thread_tile(const tiled_state *s, int tid);
+scratch tiled_thread_scratch(const tiled_state *s, int tid, int u);
+
+/* keys.c: keys [j_lo, j_hi) of the nb blocks k[] into w[]'s accumulators
+ * and statistics (unnormalized). */
+void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scratch *w,
+                const block *k, int nb, int j_lo, int j_hi);
+
+#endif

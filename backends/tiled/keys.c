@@ -1,0 +1,398 @@
+/* tiled's key loop: the keys of one work item's query blocks, a tile at a
+ * time, through the kernels of kernels/ (Q.K^T, the score modifiers, the
+ * online softmax, P.V), with the masks' cuts. */
+#include <math.h>
+#include <string.h>
+
+#include "kernels/half.h"
+#include "tiled/internal.h"
+
+/* Decoding tiles (at most ROWS_MAX columns): the next tile's K and V rows
+ * towards L2 while this one is computed. Decoding reads each row once, and
+ * the hardware prefetchers alone leave that stream well below the memory
+ * bandwidth (kernels_avx512.c has the numbers, with its own prefetch
+ * further ahead). Prefill tiles go without: a whole tile's prefetches at
+ * once (1536 at 192 keys, d = 64) held 1.6% of the samples of a causal
+ * N = 1K run on one thread, and without them whole runs were as fast or
+ * faster (B = 1, H = 8, 2 threads, medians of interleaved processes:
+ * N = 1K causal d = 64 185 against 176 GFLOP/s over 4 each; N = 32K
+ * d = 64 201 against 196 over 2 each), the hardware prefetchers following
+ * the K/V stream well enough when a tile serves sb x cols queries. */
+static void prefetch_rows(const void *k, const void *v, int n, int dk, int dv, size_t es)
+{
+    const char *a = k, *b = v;
+    const size_t kb = (size_t)n * dk * es, vb = (size_t)n * dv * es;
+    for (size_t x = 0; x < kb; x += 64)
+        __builtin_prefetch(a + x, 0, 1);
+    for (size_t x = 0; x < vb; x += 64)
+        __builtin_prefetch(b + x, 0, 1);
+}
+
+/* The rows of the AVX-512 kernels' register tiles: a tile on the causal
+ * diagonal is computed in runs of that many keys (Q.K^T) or queries (P.V). */
+#define TILE_ROWS 6
+
+/* The first 16-column strip (as a column index) holding a column that sees
+ * key j (end[c] > j); nc if none does. */
+static int first_strip(const int *end, int nc, int j)
+{
+    for (int c = 0; c < nc; c++)
+        if (end[c] > j)
+            return c / 16 * 16;
+    return nc;
+}
+
+/* One tile's operands as the kernels of the plan's path take them. */
+typedef struct tile_ops {
+    const float *kb, *vb;         /* K, V rows in fp32 (PATH_FP32, PATH_WIDEN) */
+    const uint16_t *kh, *vh;      /* K rows in bf16 (PATH_BF16); K, V rows (PATH_ROWS16) */
+    const uint32_t *vp, *pp;      /* V and P in pairs of keys (PATH_BF16) */
+} tile_ops;
+
+/* Q.K^T of keys [j, j + rows) against columns [c0, c0 + cols) of block w. */
+static void qk_part(const tiled_state *s, float *st, const tile_ops *x, const scratch *w, int j,
+                    int c0, int rows, int cols)
+{
+    const int dk = s->h.p.d_k, brp = s->plan.brp;
+    if (s->plan.path == PATH_BF16)
+        s->h.k->qk_bf16(st + (size_t)j * brp + c0, brp, x->kh + (size_t)j * dk, dk,
+                        (const uint32_t *)w->qt + c0, brp, rows, cols, dk, s->qscale);
+    else
+        s->h.k->qk(st + (size_t)j * brp + c0, brp, x->kb + (size_t)j * dk, dk, w->qt + c0, brp,
+                   rows, cols, dk);
+}
+
+/* P.V of keys [0, n) into the accumulator rows of columns [c, c + r). */
+static void pv_part(const tiled_state *s, const float *st, const tile_ops *x, const scratch *w,
+                    int c, int r, int n)
+{
+    const int dv = s->h.p.d_v, vs = attn_v_stride(&s->h.p), brp = s->plan.brp;
+    if (s->plan.path == PATH_BF16)
+        s->h.k->pv_bf16(w->acc + (size_t)c * dv, dv, x->pp + c, brp, x->vp, dv, w->alpha + c, r,
+                        n, dv);
+    else if (s->plan.path == PATH_ROWS16)
+        s->h.k->pv16(w->acc + (size_t)c * dv, dv, st + c, brp, x->vh, vs, w->alpha + c, r, n, dv,
+                     s->h.p.kv_dtype == ATTN_DTYPE_BF16);
+    else
+        s->h.k->pv(w->acc + (size_t)c * dv, dv, st + c, brp, x->vb,
+                   s->plan.path == PATH_WIDEN ? dv : vs, w->alpha + c, r, n, dv);
+}
+
+/* Q.K^T and P.V of a tile that a mask cuts (end[c]: the keys column c
+ * sees), without the work the mask throws away: runs of TILE_ROWS keys
+ * only for the 16-column strips from the first that sees any of them on,
+ * and each run of TILE_ROWS queries only over the keys the last of them
+ * sees. Scores left out are never read as visible, and the weights P.V
+ * skips are the softmax's zeros, so the result is the one the whole tile
+ * would give; on the diagonal of a causal mask this halves the tile. (In
+ * pairs of keys, an odd count's last pair adds a key whose weight is 0.) */
+static void qk_cut(const tiled_state *s, float *st, const tile_ops *x, const scratch *w, int n,
+                   int nc, const int *end)
+{
+    for (int j = 0; j < n;) {
+        const int c0 = first_strip(end, nc, j);
+        int j1 = j + TILE_ROWS;
+        while (j1 < n && first_strip(end, nc, j1) == c0)
+            j1 += TILE_ROWS;
+        j1 = j1 < n ? j1 : n;
+        if (c0 < nc)
+            qk_part(s, st, x, w, j, c0, j1 - j, nc - c0);
+        j = j1;
+    }
+}
+
+static void pv_cut(const tiled_state *s, const float *st, const tile_ops *x, const scratch *w,
+                   int n, int nc, const int *end)
+{
+    for (int c = 0; c < nc; c += TILE_ROWS) {
+        const int r = nc - c < TILE_ROWS ? nc - c : TILE_ROWS;
+        int e = 0;
+        for (int y = c; y < c + r; y++)
+            e = end[y] > e ? end[y] : e;
+        if (atomic_load_explicit(&tiled_planted, memory_order_relaxed) == ATTN_TILED_PLANT_CUT_SHORT)
+            e--;
+        pv_part(s, st, x, w, c, r, e < n ? e : n);
+    }
+}
+
+/* Whether rows [0, n) of 16-bit storage hold only finite values (the
+ * exponent field not all ones: bf16 0x7f80, fp16 0x7c00). */
+static bool rows_finite16(const uint16_t *x, size_t n, size_t cols, bool bf16)
+{
+    const unsigned e = bf16 ? 0x7f80u : 0x7c00u;
+    const size_t count = n * cols;
+    unsigned bad = 0;
+#pragma omp simd reduction(| : bad)
+    for (size_t i = 0; i < count; i++)
+        bad |= (x[i] & e) == e;
+    return !bad;
+}
+
+/* The keys [*b, *e) of the tile (n keys from j0) column c sees: past the
+ * window's left edge when beg is given, before its end when end is. */
+static void col_span(const int *end, const int *beg, int c, int n, int j0, int *b, int *e)
+{
+    *e = !end ? n : end[c] < 0 ? 0 : end[c] > n ? n : end[c];
+    *b = !beg ? 0 : beg[c] - j0 < 0 ? 0 : beg[c] - j0 > *e ? *e : beg[c] - j0;
+}
+
+/* PATH_BF16 with a NaN or Inf in the tile's V: each column over its own
+ * visible keys, the weights rounded to bf16 as the kernel rounds them. */
+static void pv_columns_bf16(const tiled_state *s, const float *st, const uint16_t *vh,
+                            const scratch *w, int n, int nc, const int *end, const int *beg,
+                            int j0)
+{
+    const int dv = s->h.p.d_v, vs = attn_v_stride(&s->h.p), brp = s->plan.brp;
+    for (int c = 0; c < nc; c++) {
+        int b, e;
+        col_span(end, beg, c, n, j0, &b, &e);
+        float *acc = w->acc + (size_t)c * dv;
+        for (int y = 0; y < dv; y++) {
+            float a = acc[y] * w->alpha[c];
+            for (int j = b; j < e; j++)
+                a += attn_bf16_to_f32(attn_f32_to_bf16(st[(size_t)j * brp + c])) *
+                     attn_bf16_to_f32(vh[(size_t)j * vs + y]);
+            acc[y] = a;
+        }
+    }
+}
+
+/* After the softmax of a tile the window's left edge cuts: the weights of
+ * the keys left of each column's window exactly 0 (the mods kernel gave
+ * them -inf, whose exp2 may be a denormal rather than 0), and a column that
+ * has seen no visible key yet keeps l = 0. */
+static void tiled_unmask(float *st, int brp, int n, int nc, int j0, const scratch *w)
+{
+    for (int c = 0; c < nc; c++) {
+        const int e = w->beg[c] - j0 < n ? w->beg[c] - j0 : n;
+        for (int j = 0; j < e; j++)
+            st[(size_t)j * brp + c] = 0.0f;
+        if (w->m[c] == -INFINITY)
+            w->l[c] = 0.0f;
+    }
+}
+
+/* Block k's per-column modifier inputs: the window's first key, i' and
+ * ALiBi's slope in log2 units. */
+static void mods_columns(const tiled_state *s, const scratch *w, const block *k)
+{
+    const attn_problem *p = &s->h.p;
+    const int nc = s->plan.group * k->nq;
+    for (int c = 0; c < nc; c++) {
+        const int i = k->i0 + c % k->nq, h = k->g * attn_group(p) + c / k->nq;
+        const int bug = atomic_load_explicit(&tiled_planted, memory_order_relaxed);
+        int hi;
+        attn_visible_range(p, k->b, i, &w->beg[c], &hi);
+        if (bug == ATTN_TILED_PLANT_WINDOW_EARLY && w->beg[c] > 0)
+            w->beg[c]--;
+        w->pos[c] = (float)(i + p->seq_kv - p->seq_q);
+        const int hs = bug == ATTN_TILED_PLANT_ALIBI_HEAD ? (h + 1) % p->heads : h;
+        w->slope[c] = p->mods.alibi ? (float)(attn_alibi_slope(p->heads, hs) * ATTN_LOG2E) : 0.0f;
+    }
+}
+
+/* Block u's Q: packed as Q^T (scaled, fp32; or in bf16 pairs, unscaled, on
+ * PATH_BF16), or for tiles of at most ROWS_MAX columns as scaled rows (qr).
+ * 16-bit Q is widened to fp32 first, exactly. */
+static void load_q(const tiled_state *s, const scratch *w, const block *k)
+{
+    const attn_problem *p = &s->h.p;
+    const attn_kernels *kn = s->h.k;
+    const int dk = p->d_k, brp = s->plan.brp, nc = s->plan.group * k->nq;
+    const bool q16 = p->dtype != ATTN_DTYPE_FP32, bf16 = p->dtype == ATTN_DTYPE_BF16;
+    const float qscale = s->qscale;
+    if (s->plan.rows_dot) {
+        /* bf16 rows as they are: qk_rows_bf16 scales its sums. */
+        for (int c = 0; c < nc; c++)
+            memcpy((uint16_t *)w->qr + (size_t)c * dk, s->h.t.q16 + column_row(p, k, c) * dk,
+                   (size_t)dk * sizeof(uint16_t));
+        return;
+    }
+    if (s->plan.path != PATH_BF16 && nc <= ROWS_MAX) {
+        for (int c = 0; c < nc; c++) {
+            const size_t row = column_row(p, k, c);
+            float *qr = w->qr + (size_t)c * dk;
+            if (q16)
+                kn->cvt_rows(qr, dk, s->h.t.q16 + row * dk, dk, 1, dk, bf16);
+            const float *q = q16 ? qr : s->h.t.q + row * dk;
+            for (int x = 0; x < dk; x++)
+                qr[x] = q[x] * qscale;
+        }
+        return;
+    }
+    /* Each head's nq queries are consecutive rows of Q. */
+    for (int c = 0; c < nc; c += k->nq) {
+        const size_t row = column_row(p, k, c);
+        if (s->plan.path == PATH_BF16) {
+            kn->pack_qt_bf16((uint32_t *)w->qt + c, brp, s->h.t.q16 + row * dk, dk, k->nq, dk);
+        } else if (q16) {
+            kn->cvt_rows(w->qr, dk, s->h.t.q16 + row * dk, dk, k->nq, dk, bf16);
+            kn->pack_qt(w->qt + c, brp, w->qr, dk, k->nq, dk, qscale);
+        } else {
+            kn->pack_qt(w->qt + c, brp, s->h.t.q + row * dk, dk, k->nq, dk, qscale);
+        }
+    }
+}
+
+/* Keys [j_lo, j_hi) of the nb blocks k[] (all of one batch item and K/V
+ * head) into their accumulators w[u].acc [cols][dv] (unnormalized) and
+ * statistics w[u].m, w[u].l (log2 units). Each key tile is loaded (and on
+ * the 16-bit paths widened or packed) once and used by every block that
+ * sees any of it, one block after the other. */
+void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scratch *w,
+                const block *k, int nb, int j_lo, int j_hi)
+{
+    const attn_problem *p = &s->h.p;
+    const tiled_plan *t = &s->plan;
+    const attn_kernels *kn = s->h.k;
+    const int dk = p->d_k, dv = p->d_v, brp = t->brp;
+    size_t g = (size_t)k->b * attn_kv_heads(p) + (size_t)k->g;
+    if (atomic_load_explicit(&tiled_planted, memory_order_relaxed) == ATTN_TILED_PLANT_WRONG_KV_HEAD)
+        g = (size_t)k->b * attn_kv_heads(p) + (size_t)(k->g + 1) % (size_t)attn_kv_heads(p);
+    const bool kv16 = p->kv_dtype != ATTN_DTYPE_FP32, bf16 = p->kv_dtype == ATTN_DTYPE_BF16;
+    const size_t es = attn_dtype_size(p->kv_dtype);
+    const int vs = attn_v_stride(p);   /* V's rows: dk apart when V is read from K */
+    const float *kk = kv16 ? NULL : s->h.t.k + g * p->seq_kv * dk;
+    const size_t shift = p->mods.v_from_k && atomic_load_explicit(&tiled_planted, memory_order_relaxed) ==
+                                                 ATTN_TILED_PLANT_V_SHIFTED;
+    const float *vv = kv16 ? NULL : s->h.t.v + g * p->seq_kv * vs + shift;
+    const uint16_t *kh = kv16 ? s->h.t.k16 + g * p->seq_kv * dk : NULL;
+    const uint16_t *vh = kv16 ? s->h.t.v16 + g * p->seq_kv * vs + shift : NULL;
+    const float cap = p->mods.softcap > 0 ? (float)(p->mods.softcap * ATTN_LOG2E) : 0.0f;
+    const bool scores_mod = cap > 0 || p->mods.alibi;
+    const bool count = atomic_load_explicit(&tiled_counting, memory_order_relaxed);
+    const unsigned char *kbase = kv16 ? (const void *)kh : (const void *)kk;
+    const unsigned char *vbase = kv16 ? (const void *)vh : (const void *)vv;
+
+    /* Visible keys are an interval per query, both ends growing with i:
+     * keys in [wbig[u], lo[u]) are visible to every query of block u, none
+     * at or past hi[u] or below wlo[u] is (without a window, an interval is
+     * a prefix: wlo = wbig = 0). Blocks come in increasing query order, so
+     * the last sees most. */
+    int lo[SB_MAX], hi[SB_MAX], wlo[SB_MAX], wbig[SB_MAX], top = j_lo, first = j_hi;
+    for (int u = 0; u < nb; u++) {
+        const int nc = t->group * k[u].nq;
+        load_q(s, &w[u], &k[u]);
+        for (int c = 0; c < nc; c++) {
+            w[u].m[c] = -INFINITY;
+            w[u].l[c] = 0.0f;
+        }
+        memset(w[u].acc, 0, (size_t)nc * dv * sizeof(float));
+        attn_visible_range(p, k[u].b, k[u].i0, &wlo[u], &lo[u]);
+        attn_visible_range(p, k[u].b, k[u].i0 + k[u].nq - 1, &wbig[u], &hi[u]);
+        hi[u] = hi[u] < j_hi ? hi[u] : j_hi;
+        top = hi[u] > top ? hi[u] : top;
+        first = wlo[u] < first ? wlo[u] : first;
+        if (scores_mod || p->mods.window)
+            mods_columns(s, &w[u], &k[u]);
+    }
+
+    /* The first tile any block sees: those wholly left of every window are
+     * never visited. */
+    const int j_first = first > j_lo ? j_lo + (first - j_lo) / t->bc * t->bc : j_lo;
+    const size_t pairs = ((size_t)t->bc + 1) / 2;
+    for (int j0 = j_first; j0 < top; j0 += t->bc) {
+        const int nt = top - j0 < t->bc ? top - j0 : t->bc;
+        if (t->cols <= ROWS_MAX)
+            prefetch_rows(kbase + (size_t)(j0 + nt) * dk * es,
+                          vbase + (size_t)(j0 + nt) * vs * es,
+                          top - j0 - nt < t->bc ? top - j0 - nt : t->bc, dk,
+                          p->mods.v_from_k ? 0 : dv, es);
+        tile_ops x = { 0 };
+        bool finite = true;
+        if (t->path == PATH_FP32) {
+            x.kb = kk + (size_t)j0 * dk;
+            x.vb = vv + (size_t)j0 * vs;
+        } else if (t->path == PATH_ROWS16) {
+            x.kh = kh + (size_t)j0 * dk;
+            x.vh = vh + (size_t)j0 * vs;
+        } else if (t->path == PATH_WIDEN) {
+            float *kf = (float *)tile, *vf = kf + (size_t)t->bc * dk;
+            kn->cvt_rows(kf, dk, kh + (size_t)j0 * dk, dk, nt, dk, bf16);
+            kn->cvt_rows(vf, dv, vh + (size_t)j0 * vs, vs, nt, dv, bf16);
+            x.kb = kf;
+            x.vb = vf;
+        } else {
+            uint32_t *vp = (uint32_t *)tile;
+            kn->pack_v_bf16(vp, dv, vh + (size_t)j0 * vs, vs, nt, dv);
+            x.kh = kh + (size_t)j0 * dk;
+            x.vp = vp;
+            x.pp = (const uint32_t *)(tile + round_up(pairs * dv * sizeof(uint32_t), ALIGN));
+        }
+        bool finite_known = false;
+        for (int u = 0; u < nb; u++) {
+            if (j0 >= hi[u])
+                continue;
+            const scratch *wu = &w[u];
+            const int n = hi[u] - j0 < t->bc ? hi[u] - j0 : t->bc, nc = t->group * k[u].nq;
+            if (j0 + n <= wlo[u])
+                continue;   /* left of every window of the block */
+            if (count)
+                atomic_fetch_add_explicit(&tiled_tiles_seen, 1, memory_order_relaxed);
+            /* Left of some column's window: masked by the mods kernel. */
+            const bool left = p->mods.window && j0 < wbig[u];
+            const int *end = NULL;
+            if (j0 + n > lo[u]) {
+                for (int c = 0; c < nc; c++)
+                    wu->end[c] = attn_visible_end(p, k[u].b, k[u].i0 + c % k[u].nq) - j0;
+                end = wu->end;
+            }
+            if (t->rows_dot)
+                kn->qk_rows_bf16(st, brp, x.kh, dk, (const uint16_t *)wu->qr, dk, n, nc, dk,
+                                 s->qscale);
+            else if (t->path == PATH_ROWS16)
+                kn->qk_rows16(st, brp, x.kh, dk, wu->qr, dk, n, nc, dk, bf16);
+            else if (t->path != PATH_BF16 && nc <= ROWS_MAX)
+                kn->qk_rows(st, brp, x.kb, dk, wu->qr, dk, n, nc, dk);
+            else if (end)
+                qk_cut(s, st, &x, wu, n, nc, end);
+            else
+                qk_part(s, st, &x, wu, 0, 0, n, nc);
+            if (scores_mod || left)
+                kn->mods(st, brp, n, nc, j0, cap, p->mods.alibi ? wu->slope : NULL, wu->pos,
+                         left ? wu->beg : NULL);
+            kn->softmax(st, brp, n, nc, end, wu->m, wu->l, wu->alpha);
+            if (left)
+                tiled_unmask(st, brp, n, nc, j0, wu);
+            if (t->path == PATH_BF16)
+                kn->pack_p_bf16((uint32_t *)x.pp, brp, st, brp, n, nc);
+            const bool cut = end || left;
+            if (cut && !finite_known) {
+                /* Once per tile: over the keys of the longest block, from
+                 * the first row's start to the last row's dv-th value (with
+                 * V read from K, K's other columns between them too). */
+                const int span = top - j0 < t->bc ? top - j0 : t->bc;
+                const size_t stride = (size_t)(t->path == PATH_WIDEN ? dv : vs);
+                const size_t elems = (size_t)(span - 1) * stride + (size_t)dv;
+                finite = t->path == PATH_BF16 || t->path == PATH_ROWS16
+                             ? rows_finite16(vh + (size_t)j0 * vs, 1, elems, bf16)
+                             : attn_rows_finite(x.vb, 1, elems);
+                finite_known = true;
+            }
+            const int *beg = left ? wu->beg : NULL;
+            if (!cut || (finite && !end)) {
+                pv_part(s, st, &x, wu, 0, nc, n);
+            } else if (finite) {
+                pv_cut(s, st, &x, wu, n, nc, end);
+            } else if (t->path == PATH_BF16) {
+                pv_columns_bf16(s, st, vh + (size_t)j0 * vs, wu, n, nc, end, beg, j0);
+            } else if (t->path == PATH_ROWS16) {
+                for (int c = 0; c < nc; c++) {
+                    int b, e;
+                    col_span(end, beg, c, n, j0, &b, &e);
+                    kn->pv16(wu->acc + (size_t)c * dv, dv, st + (size_t)b * brp + c, brp,
+                             x.vh + (size_t)b * vs, vs, wu->alpha + c, 1, e - b, dv, bf16);
+                }
+            } else {
+                /* A NaN or Inf in V: each column over its own visible keys. */
+                const int xs = t->path == PATH_WIDEN ? dv : vs;
+                for (int c = 0; c < nc; c++) {
+                    int b, e;
+                    col_span(end, beg, c, n, j0, &b, &e);
+                    kn->pv(wu->acc + (size_t)c * dv, dv, st + (size_t)b * brp + c, brp,
+                           x.vb + (size_t)b * xs, xs, wu->alpha + c, 1, e - b, dv);
+                }
+            }
+        }
+    }
+}

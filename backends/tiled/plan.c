@@ -1,0 +1,256 @@
+/* tiled's plan: the tile sizes, the query blocks per work item, split-KV
+ * (all from the problem alone, so that the output does not depend on the
+ * thread count), and the layout of each thread's scratch. */
+#include <unistd.h>
+
+#include "tiled/internal.h"
+
+/* Split-KV, chosen from the problem alone: unsplit when there are at least
+ * SPLIT_ITEMS work items, else enough chunks to reach that many, each of at
+ * least SPLIT_MIN_KEYS keys for every ROWS_MAX columns of the tile (begun).
+ * A fixed target rather than a multiple of the thread count, so that the
+ * chunks, and the output, are the same for any thread count; 32 items keep
+ * up to 16 threads busy. A wide tile's chunk leaves a wide partial result
+ * for one thread to merge: DeepSeek-V3's latent decode (128 columns, dv 512,
+ * bf16, Nk 32K, 2 threads, Zen 4) ran at 58% of its roofline in 32 chunks of
+ * 1024 keys, 73% in 16, 75% in 8 (the 4096 keys this rule gives it). */
+#define SPLIT_ITEMS 32
+#define SPLIT_MIN_KEYS 512
+
+/* Per-thread scratch, in this order: S^T [bc][brp], the tile's converted
+ * or packed K/V (tile_bytes), then for each of the sb query blocks of a
+ * work item: Q^T [dk][brp], the accumulator [cols][dv], Q's rows
+ * [max(ROWS_MAX, br)][dk] (for qk_rows, and for 16-bit Q widened before
+ * packing), m, l, alpha [brp] floats, end [brp] ints, and for the
+ * modifiers beg [brp] ints, pos, slope [brp] floats. */
+static size_t qt_bytes(const attn_problem *p, const tiled_plan *t)
+{
+    return round_up((size_t)p->d_k * t->brp * sizeof(float), ALIGN);
+}
+
+static size_t st_bytes(const tiled_plan *t)
+{
+    return round_up((size_t)t->bc * t->brp * sizeof(float), ALIGN);
+}
+
+static size_t acc_bytes(const attn_problem *p, const tiled_plan *t)
+{
+    return round_up((size_t)t->cols * p->d_v * sizeof(float), ALIGN);
+}
+
+static size_t qr_bytes(const attn_problem *p, const tiled_plan *t)
+{
+    const size_t rows = p->dtype != ATTN_DTYPE_FP32 && t->br > ROWS_MAX ? (size_t)t->br
+                                                                         : ROWS_MAX;
+    return round_up(rows * p->d_k * sizeof(float), ALIGN);
+}
+
+static size_t tile_bytes(const attn_problem *p, const tiled_plan *t)
+{
+    const size_t pairs = ((size_t)t->bc + 1) / 2;
+    if (t->path == PATH_WIDEN)
+        return round_up((size_t)t->bc * (p->d_k + p->d_v) * sizeof(float), ALIGN);
+    if (t->path == PATH_BF16)
+        return round_up(pairs * p->d_v * sizeof(uint32_t), ALIGN) +
+               round_up(pairs * t->brp * sizeof(uint32_t), ALIGN);
+    return 0;
+}
+
+static size_t vec_bytes(const tiled_plan *t)
+{
+    return round_up((size_t)t->brp * sizeof(float), ALIGN);
+}
+
+static long l1d_bytes(void)
+{
+    const long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+    return l1 > 0 ? l1 : 32 * 1024;
+}
+
+static long l2_bytes(void)
+{
+    const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return l2 > 0 ? l2 : 1024 * 1024;
+}
+
+static size_t sub_bytes(const attn_problem *p, const tiled_plan *t)
+{
+    return qt_bytes(p, t) + acc_bytes(p, t) + qr_bytes(p, t) + 7 * vec_bytes(t);
+}
+
+/* Query blocks per work item (sb), unless the configuration sets it. Each
+ * K/V tile, once brought in, serves the sb blocks one after the other, so
+ * K and V stream from L3 or memory once per sb blocks instead of once per
+ * block: as many as have their Q^T tiles and accumulators (sb x sub_bytes)
+ * fit in L2, at most SB_MAX (measured at N = 32K, d = 64 and 128: 8 ran
+ * 10-13% faster than 1, 16 no faster than 8). Fewer when that would leave
+ * fewer than SB_ITEMS work items to share out. The blocks of an item are
+ * computed exactly as they would be alone (same tiles, same order), so sb
+ * changes no bit of the output. */
+#define SB_ITEMS 16
+
+static int auto_sb(const attn_problem *p, const tiled_plan *t)
+{
+    const long fit = l2_bytes() / (long)sub_bytes(p, t);
+    const long spare = t->blocks / SB_ITEMS;
+    long sb = fit < spare ? fit : spare;
+    sb = sb < SB_MAX ? sb : SB_MAX;
+    return sb > 1 ? (int)sb : 1;
+}
+
+static int auto_splits(long blocks, int keys, int cols)
+{
+    if (blocks >= SPLIT_ITEMS)
+        return 1;
+    const long wide = (cols + ROWS_MAX - 1) / ROWS_MAX;
+    const long want = (SPLIT_ITEMS + blocks - 1) / blocks, most = keys / (SPLIT_MIN_KEYS * wide);
+    const long n = want < most ? want : most;
+    return n > 1 ? (int)n : 1;
+}
+
+/* The keys [*lo, *hi) some query of the problem sees: the union of every
+ * row's visible interval. Split-KV cuts this span, not [0, Nk): a window
+ * that shows a decoding query its last L keys is split L ways, not Nk. */
+static void key_span(const attn_problem *p, int *lo, int *hi)
+{
+    *lo = p->seq_kv;
+    *hi = 0;
+    for (int b = 0; b < p->batch; b++) {
+        int l0, h0, l1, h1;
+        attn_visible_range(p, b, 0, &l0, &h0);
+        attn_visible_range(p, b, p->seq_q - 1, &l1, &h1);
+        if (h1 > l0) {
+            *lo = l0 < *lo ? l0 : *lo;
+            *hi = h1 > *hi ? h1 : *hi;
+        }
+    }
+    if (*hi <= *lo)
+        *lo = *hi = 0;
+    /* The planted early window starts the span early too. */
+    if (*lo > 0 && atomic_load_explicit(&tiled_planted, memory_order_relaxed) ==
+                       ATTN_TILED_PLANT_WINDOW_EARLY)
+        (*lo)--;
+}
+
+/* Tile sizes, unless the configuration sets them: 64 columns (one 64-lane
+ * register tile of the AVX-512 Q.K^T kernel), that is Br = 64/G queries of
+ * each of the G heads of a group (at least 1); Bc keys a multiple of 48
+ * (whole 6-row register tiles and whole 16-lane vectors), at least 48:
+ *  - prefill: the K and V tile in a quarter of L2, at most 192. The
+ *    accumulator is loaded, rescaled and stored once per tile, so a longer
+ *    tile spends less on it: in L2, on the 2-core EPYC, P.V ran at 108
+ *    GFLOP/s a core with 48 keys, 112 with 96, 114 with 192 (peak 117).
+ *    Whole runs (B = 1, H = 8, 2 threads, medians of 4 or 5 interleaved
+ *    processes; N = 1K and 4K, d = 64 and 128, causal or not, and N = 256,
+ *    d = 128) were 0.8-3.3% faster with 192 than with 96 at 7 of those 9
+ *    shapes, and 0.1-0.2% slower at the other two (N = 4K: d = 64 causal,
+ *    d = 128 not). With Br = 64 (or 32, 16, ...) dividing 192, the causal
+ *    diagonal of a query block never straddles two tiles, so each block
+ *    has one masked tile, not up to two;
+ *  - decoding (tiles of at most ROWS_MAX columns): the score tile and the
+ *    K and V rows it touches in half of L1 (48 at d = 128: see
+ *    kernels_avx512.c's PF_KEYS for why short tiles stream better).
+ * Neither they nor the chunks depend on the thread count, so neither does
+ * the output. */
+tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg)
+{
+    tiled_plan t;
+    const attn_kernels *kn = attn_kernels_for(cfg->isa);
+    t.group = attn_group(p);
+    t.br = cfg->tile_q > 0 ? cfg->tile_q : (64 / t.group > 1 ? 64 / t.group : 1);
+    t.br = t.br < p->seq_q ? t.br : p->seq_q > 0 ? p->seq_q : 1;
+    t.cols = t.group * t.br;
+    if (cfg->tile_kv > 0) {
+        t.bc = cfg->tile_kv;
+    } else if (t.cols <= ROWS_MAX) {
+        const long per_key = (long)t.cols * (long)sizeof(float) +
+                             (long)(p->d_k + (p->mods.v_from_k ? 0 : p->d_v)) *
+                                 (long)attn_dtype_size(p->kv_dtype);
+        const long bc = l1d_bytes() / 2 / per_key / 48 * 48;
+        t.bc = bc < 48 ? 48 : bc > 192 ? 192 : (int)bc;
+    } else {
+        const long per_key = (long)(p->d_k + p->d_v) * (long)sizeof(float);
+        const long bc = l2_bytes() / 4 / per_key / 48 * 48;
+        t.bc = bc < 48 ? 48 : bc > 192 ? 192 : (int)bc;
+    }
+    t.brp = (int)round_up((size_t)t.cols, 16);
+    t.path = PATH_FP32;
+    if (p->kv_dtype != ATTN_DTYPE_FP32 && t.cols <= ROWS_MAX)
+        t.path = PATH_ROWS16;
+    else if (p->dtype == ATTN_DTYPE_BF16 && p->kv_dtype == ATTN_DTYPE_BF16 && kn &&
+             kn->bf16_dot)
+        t.path = PATH_BF16;
+    else if (p->kv_dtype != ATTN_DTYPE_FP32)
+        t.path = PATH_WIDEN;
+    t.rows_dot = t.path == PATH_ROWS16 && p->dtype == ATTN_DTYPE_BF16 &&
+                 p->kv_dtype == ATTN_DTYPE_BF16 && kn && kn->bf16_dot;
+    t.blocks = (long)p->batch * attn_kv_heads(p) * ((p->seq_q + t.br - 1) / t.br);
+    int key_hi;
+    key_span(p, &t.key_lo, &key_hi);
+    t.splits = cfg->splits > 0 ? cfg->splits : auto_splits(t.blocks, key_hi - t.key_lo, t.cols);
+    /* Split blocks and decoding tiles (qk_rows) are one block per item. */
+    t.sb = 1;
+    if (t.splits == 1 && t.cols > ROWS_MAX)
+        t.sb = cfg->tile_sb > 0 ? cfg->tile_sb : auto_sb(p, &t);
+    const long nqb = (p->seq_q + t.br - 1) / t.br;
+    t.items = (long)p->batch * attn_kv_heads(p) * ((nqb + t.sb - 1) / t.sb);
+    /* Chunks of whole key tiles from the span's first key; with more chunks
+     * than tiles the last ones are empty and merge as nothing. */
+    const long per = ((long)key_hi - t.key_lo + t.splits - 1) / t.splits;
+    t.chunk = (int)round_up((size_t)(per > 0 ? per : 1), (size_t)t.bc);
+    t.part_floats = t.splits > 1 ? round_up(2 * (size_t)t.brp + (size_t)t.cols * p->d_v, 16) : 0;
+    t.sub_bytes = sub_bytes(p, &t);
+    t.tile_bytes = tile_bytes(p, &t);
+    t.thread_bytes = st_bytes(&t) + t.tile_bytes + (size_t)t.sb * t.sub_bytes;
+    return t;
+}
+
+int attn_tiled_auto_splits(const attn_problem *p, int tile_q, int tile_kv)
+{
+    const attn_config cfg = { .threads = 1, .tile_q = tile_q, .tile_kv = tile_kv };
+    return tiled_make_plan(p, &cfg).splits;
+}
+
+size_t tiled_parts_bytes(const tiled_plan *t)
+{
+    return t->splits > 1 ? (size_t)t->blocks * t->splits * t->part_floats * sizeof(float) : 0;
+}
+
+/* The score tile of thread tid, shared by its item's blocks. */
+float *tiled_thread_st(const tiled_state *s, int tid)
+{
+    return (float *)(s->scratch + (size_t)tid * s->plan.thread_bytes);
+}
+
+/* Thread tid's K/V tile area (tile_bytes; NULL on PATH_FP32): PATH_WIDEN's
+ * K [bc][dk] then V [bc][dv] in fp32; PATH_BF16's V pairs [bc/2][dv] then
+ * P pairs [bc/2][brp]. */
+unsigned char *tiled_thread_tile(const tiled_state *s, int tid)
+{
+    if (!s->plan.tile_bytes)
+        return NULL;
+    return s->scratch + (size_t)tid * s->plan.thread_bytes + st_bytes(&s->plan);
+}
+
+/* The state of block u (< sb) of thread tid's item. */
+scratch tiled_thread_scratch(const tiled_state *s, int tid, int u)
+{
+    const tiled_plan *t = &s->plan;
+    unsigned char *at = s->scratch + (size_t)tid * t->thread_bytes + st_bytes(t) +
+                        t->tile_bytes + (size_t)u * t->sub_bytes;
+    scratch w;
+    w.qt = (float *)at;
+    at += qt_bytes(&s->h.p, t);
+    w.acc = (float *)at;
+    at += acc_bytes(&s->h.p, t);
+    w.qr = (float *)at;
+    at += qr_bytes(&s->h.p, t);
+    w.m = (float *)at;
+    w.l = (float *)(at + vec_bytes(t));
+    w.alpha = (float *)(at + 2 * vec_bytes(t));
+    w.end = (int *)(at + 3 * vec_bytes(t));
+    w.beg = (int *)(at + 4 * vec_bytes(t));
+    w.pos = (float *)(at + 5 * vec_bytes(t));
+    w.slope = (float *)(at + 6 * vec_bytes(t));
+    return w;
+}

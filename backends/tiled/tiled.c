@@ -1,0 +1,322 @@
+/* tiled: fused attention in the FlashAttention manner. For each (batch, K/V
+ * head, block of Br queries), the keys are visited in blocks of Bc: a score
+ * tile S = Q_blk.K_blk^T, an online-softmax step (running max m and sum l
+ * per query, the accumulator rescaled by alpha when m grows), O_blk += P.V_blk,
+ * and a division by l at the end. The N x N score matrix never exists: a
+ * thread holds one Bc x Br score tile and, for each of the SB query blocks
+ * of its work item, Q_blk^T, the Br x dv accumulator and per-query
+ * statistics, whatever the sequence length.
+ *
+ * Query blocks share each pass over K/V: a work item is SB consecutive
+ * query blocks of one (batch, K/V head), and each K/V tile, once loaded,
+ * serves all of them, so K and V stream from L3 or memory once per SB
+ * blocks (see auto_sb).
+ *
+ * Grouped K/V heads: the G = H/Hkv query heads that share a K/V head are one
+ * work item, their queries side by side as the columns of one tile (G x Br
+ * of them; Br = 64/G by default, so a tile stays 64 columns wide), so each
+ * K/V tile is loaded once for the whole group. In decoding (Nq = 1) that is
+ * what fills the tile at all: its columns are the group's heads.
+ *
+ * Split-KV (flash-decoding): when there are few work items, as in decoding
+ * with a small batch, the keys some query sees (all Nk of them, or a
+ * window's span) are cut into chunks computed as separate items; each leaves its unnormalized O, m and l, and a merge adds
+ * them exactly: m = max m_s, l = sum l_s 2^(m_s - m), O = sum O_s 2^(m_s - m) / l.
+ *
+ * The inner pieces are the kernels of kernels/ (C, AVX2, AVX-512, picked at
+ * run time). Causal masks and padding cut the key loop short: blocks wholly
+ * past a query block's last visible key are never computed, and only tiles
+ * that straddle a boundary pay for a visibility mask, computed only as far
+ * as the mask lets anything through (qk_cut, pv_cut).
+ *
+ * 16-bit storage (tiled_path): bf16 Q, K and V on a CPU with AVX512_BF16
+ * run Q.K^T and P.V on bf16 dot products (two products per fp32 lane per
+ * instruction), P rounded to bf16 before P.V as FlashAttention does, the
+ * scores, the softmax and every sum in fp32. Decoding tiles (at most
+ * ROWS_MAX columns) read 16-bit K and V in place, widened to fp32 in
+ * registers as they stream by (qk_rows16, pv16), or for bf16 Q and K with
+ * AVX512_BF16 Q.K^T on the dot products (qk_rows_bf16): half the bytes of
+ * fp32.
+ * Otherwise (fp16, mixed types, or no AVX512_BF16) each K/V tile and each
+ * block of Q is widened to fp32 once, exactly, and the fp32 kernels run on
+ * it.
+ *
+ * Score modifiers (backend.h): a window is one more mask, and tiles wholly
+ * left of a query block's window are never visited, as those past its
+ * causal diagonal are not: time grows with the window, not with Nk. The
+ * softcap and ALiBi change each score tile between Q.K^T and the softmax
+ * (the mods kernel; with the window's left edge, which it sets to -inf and
+ * tiled_unmask then zeroes exactly after the softmax); a sink joins each
+ * row's sum when it is normalized; V read from K is V read with K's row
+ * stride.
+ *
+ * Files: this one is the backend (work items, the merge, the sinks);
+ * plan.c chooses the tiles, sb and the chunks and lays out each thread's
+ * scratch; keys.c is the key loop; internal.h what they share. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tiled/internal.h"
+
+atomic_int tiled_planted;
+atomic_bool tiled_counting;
+atomic_long tiled_tiles_seen;
+
+void attn_tiled_plant(int bug)
+{
+    atomic_store(&tiled_planted, bug);
+}
+
+void attn_tiled_count_tiles(bool on)
+{
+    atomic_store(&tiled_tiles_seen, 0);
+    atomic_store(&tiled_counting, on);
+}
+
+long attn_tiled_tiles(void)
+{
+    return atomic_load(&tiled_tiles_seen);
+}
+
+static size_t tiled_workspace(const attn_problem *p, const attn_config *cfg)
+{
+    const tiled_plan t = tiled_make_plan(p, cfg);
+    return attn_host_workspace(sizeof(tiled_state), p) + (size_t)cfg->threads * t.thread_bytes +
+           tiled_parts_bytes(&t);
+}
+
+static attn_status tiled_supports(const attn_problem *p, const attn_config *cfg, char *why,
+                                  size_t len)
+{
+    (void)p;
+    return attn_host_supports_isa("tiled", cfg, why, len);
+}
+
+static void tiled_release(void *state)
+{
+    tiled_state *s = state;
+    if (s) {
+        attn_free(s->h.alloc, s->parts);
+        attn_free(s->h.alloc, s->scratch);
+    }
+    attn_host_destroy(s);
+}
+
+static attn_status tiled_prepare(const attn_problem *p, const attn_config *cfg, void **state)
+{
+    if ((cfg->tile_q < 0 || cfg->tile_kv < 0) ||
+        (cfg->tile_q > 4096 || cfg->tile_kv > 4096) || cfg->splits < 0 || cfg->tile_sb < 0 ||
+        cfg->tile_sb > SB_MAX)
+        return ATTN_EINVAL;
+    tiled_state *s;
+    attn_status st = attn_host_create(sizeof(*s), p, cfg, (void **)&s);
+    if (st != ATTN_OK)
+        return st;
+    s->plan = tiled_make_plan(p, cfg);
+    s->qscale = (float)((double)p->scale * ATTN_LOG2E);
+    s->scratch = attn_alloc(cfg->alloc, (size_t)cfg->threads * s->plan.thread_bytes);
+    if (s->scratch && s->plan.splits > 1)
+        s->parts = attn_alloc(cfg->alloc, tiled_parts_bytes(&s->plan));
+    if (!s->scratch || (s->plan.splits > 1 && !s->parts)) {
+        tiled_release(s);
+        return ATTN_ENOMEM;
+    }
+    *state = s;
+    return ATTN_OK;
+}
+
+/* The blocks of work item `item`, into k[0..sb); returns how many (the
+ * last item of a head may have fewer). Unsplit, items are runs of sb
+ * consecutive query blocks; split, one block each (sb = 1). */
+static int item_blocks(const tiled_state *s, long item, block *k)
+{
+    const attn_problem *p = &s->h.p;
+    const tiled_plan *t = &s->plan;
+    const long nqb = (p->seq_q + t->br - 1) / t->br, nit = (nqb + t->sb - 1) / t->sb;
+    /* The last query blocks of a head first: under a causal mask they are
+     * the longest, so handing them out first (dynamic, one at a time)
+     * leaves the short ones to fill in at the end. */
+    const long r = item / nit, first = (nit - 1 - item % nit) * t->sb;
+    int n = 0;
+    for (long qb = first; qb < first + t->sb && qb < nqb; qb++, n++) {
+        k[n].b = (int)(r / attn_kv_heads(p));
+        k[n].g = (int)(r % attn_kv_heads(p));
+        k[n].i0 = (int)(qb * t->br);
+        k[n].nq = p->seq_q - k[n].i0 < t->br ? p->seq_q - k[n].i0 : t->br;
+    }
+    return n;
+}
+
+static block block_of(const tiled_state *s, long item)
+{
+    block k[1] = { { 0, 0, 0, 0 } };
+    item_blocks(s, item, k);
+    return k[0];
+}
+
+/* The sink's term of column c's sum, with its running max m (log2 units):
+ * 2^(sigma log2(e) - m); 0 without sinks. */
+static float sink_term(const tiled_state *s, const block *k, int c, float m)
+{
+    const attn_problem *p = &s->h.p;
+    if (!p->mods.sinks)
+        return 0.0f;
+    const int h = k->g * attn_group(p) + c / k->nq;
+    return exp2f((float)(s->h.t.sinks[h] * ATTN_LOG2E) - m);
+}
+
+/* The whole of work item `item`: its blocks' rows of O, normalized. */
+static void tiled_item(const tiled_state *s, float *st, unsigned char *tile, const scratch *w,
+                       long item)
+{
+    const attn_problem *p = &s->h.p;
+    const int dv = p->d_v;
+    block k[SB_MAX] = { { 0, 0, 0, 0 } };
+    const int nb = item_blocks(s, item, k);
+    tiled_keys(s, st, tile, w, k, nb, 0, p->seq_kv);
+    for (int u = 0; u < nb; u++)
+        for (int c = 0; c < s->plan.group * k[u].nq; c++) {
+            /* l == 0: the query saw no key; its row is 0 (with a sink too:
+             * its term is 2^(sigma - -inf) = inf). */
+            const float sink = sink_term(s, &k[u], c, w[u].m[c]);
+            const float l = w[u].l[c] + sink;
+            const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+            const float *a = w[u].acc + (size_t)c * dv;
+            float *row = s->h.t.o + column_row(p, &k[u], c) * dv;
+            const float bug = atomic_load_explicit(&tiled_planted, memory_order_relaxed) ==
+                                      ATTN_TILED_PLANT_SINK_VALUE && l > 0.0f ? sink : 0.0f;
+            for (int x = 0; x < dv; x++)
+                row[x] = (a[x] + bug) * inv;
+        }
+}
+
+/* Chunk x of block `item`: its partial result, m and l beside O unnormalized. */
+static void tiled_chunk(const tiled_state *s, float *st, unsigned char *tile, const scratch *w,
+                        long item, int x)
+{
+    const tiled_plan *t = &s->plan;
+    const attn_problem *p = &s->h.p;
+    const block k = block_of(s, item);
+    const int nc = t->group * k.nq;
+    const int j_lo = t->key_lo + x * t->chunk;
+    float *part = s->parts + ((size_t)item * t->splits + x) * t->part_floats;
+    if (j_lo >= p->seq_kv) {
+        for (int c = 0; c < nc; c++) {
+            part[c] = -INFINITY;
+            part[t->brp + c] = 0.0f;
+        }
+        memset(part + 2 * t->brp, 0, (size_t)nc * p->d_v * sizeof(float));
+        return;
+    }
+    tiled_keys(s, st, tile, w, &k, 1, j_lo, j_lo + t->chunk);
+    memcpy(part, w->m, (size_t)nc * sizeof(float));
+    memcpy(part + t->brp, w->l, (size_t)nc * sizeof(float));
+    memcpy(part + 2 * t->brp, w->acc, (size_t)nc * p->d_v * sizeof(float));
+}
+
+/* Block `item` from its chunks, in chunk order:
+ *   m = max m_s, l = sum l_s 2^(m_s - m), O = sum O_s 2^(m_s - m) / l.
+ * A chunk that saw no key (m_s = -inf) adds nothing; a NaN anywhere in a
+ * chunk's statistics reaches the row, as it would unsplit. */
+static void tiled_merge(const tiled_state *s, long item)
+{
+    const tiled_plan *t = &s->plan;
+    const attn_problem *p = &s->h.p;
+    const block k = block_of(s, item);
+    const int nc = t->group * k.nq, dv = p->d_v;
+    const float *parts = s->parts + (size_t)item * t->splits * t->part_floats;
+    const bool bug =
+        atomic_load_explicit(&tiled_planted, memory_order_relaxed) == ATTN_TILED_PLANT_MERGE_NO_RESCALE;
+    for (int c = 0; c < nc; c++) {
+        float m = -INFINITY;
+        for (int x = 0; x < t->splits; x++) {
+            const float mx = parts[(size_t)x * t->part_floats + c];
+            m = mx > m ? mx : m;
+        }
+        float *row = s->h.t.o + column_row(p, &k, c) * dv;
+        memset(row, 0, (size_t)dv * sizeof(float));
+        float l = 0.0f;
+        for (int x = 0; x < t->splits; x++) {
+            const float *part = parts + (size_t)x * t->part_floats;
+            if (part[c] == -INFINITY)
+                continue;
+            const float a = bug ? 1.0f : exp2f(part[c] - m);
+            l += part[t->brp + c] * a;
+            const float *o = part + 2 * t->brp + (size_t)c * dv;
+            for (int e = 0; e < dv; e++)
+                row[e] += o[e] * a;
+        }
+        /* l == 0: the query saw no key; its row stays 0. */
+        l += sink_term(s, &k, c, m);
+        const float inv = l > 0.0f || isnan(l) ? 1.0f / l : 0.0f;
+        for (int e = 0; e < dv; e++)
+            row[e] *= inv;
+    }
+}
+
+/* Work items are runs of sb query blocks of one (batch, K/V head), or with
+ * split-KV (block, chunk) pairs and then one merge per block. Each block
+ * is computed whole by one thread in a fixed order, over chunks fixed by
+ * the problem, so the output is bitwise the same for any thread count. */
+static attn_status tiled_run(void *state)
+{
+    tiled_state *s = state;
+    const tiled_plan *t = &s->plan;
+    const long items = t->items, splits = t->splits;
+
+#ifdef _OPENMP
+#pragma omp parallel num_threads(s->h.threads)
+#endif
+    {
+        const int tid = attn_thread_id();
+        float *st = tiled_thread_st(s, tid);
+        unsigned char *tile = tiled_thread_tile(s, tid);
+        scratch w[SB_MAX];
+        for (int u = 0; u < t->sb; u++)
+            w[u] = tiled_thread_scratch(s, tid, u);
+        if (splits == 1) {
+#ifdef _OPENMP
+#pragma omp for schedule(dynamic, 1)
+#endif
+            for (long it = 0; it < items; it++)
+                tiled_item(s, st, tile, w, it);
+        } else {
+#ifdef _OPENMP
+#pragma omp for schedule(dynamic, 1)
+#endif
+            for (long it = 0; it < items * splits; it++)
+                tiled_chunk(s, st, tile, w, it / splits, (int)(it % splits));
+#ifdef _OPENMP
+#pragma omp for schedule(dynamic, 1)
+#endif
+            for (long it = 0; it < items; it++)
+                tiled_merge(s, it);
+        }
+    }
+    return ATTN_OK;
+}
+
+static const char *tiled_version(void)
+{
+    static char buf[64];
+    const attn_kernels *k = attn_kernels_best();
+    snprintf(buf, sizeof(buf), "%s kernels%s", attn_isa_name(k->isa),
+             k->bf16_dot ? " + bf16 dot products" : "");
+    return buf;
+}
+
+const attn_backend attn_backend_tiled = {
+    .name      = "tiled",
+    .summary   = "fused FlashAttention-style tiles, online softmax, SIMD kernels",
+    .dtypes    = ATTN_DTYPE_BIT(ATTN_DTYPE_BF16) | ATTN_DTYPE_BIT(ATTN_DTYPE_FP16),
+    .mods      = ATTN_MOD_ALL,
+    .supports  = tiled_supports,
+    .prepare   = tiled_prepare,
+    .bind      = attn_host_bind,
+    .run       = tiled_run,
+    .read      = attn_host_read,
+    .release   = tiled_release,
+    .workspace = tiled_workspace,
+    .version   = tiled_version,
+};

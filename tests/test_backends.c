@@ -218,44 +218,37 @@ static bool same_for_threads(const attn_backend *be, const attn_problem *p, int 
     return same_output(be, p, knobs, 3);
 }
 
-/* The output must not depend on how many threads computed it. */
+/* p's output must not depend on how many threads computed it (what: the
+ * case, for the TAP line). */
+static void invariant_case(const attn_backend *be, const attn_problem *p, const char *what)
+{
+    char why[256] = "";
+    if (attn_backend_usable(be, why, sizeof(why)) != ATTN_OK ||
+        attn_backend_supports(be, p, &(attn_config){ .threads = 1, .device = -1 }, why,
+                              sizeof(why)) != ATTN_OK) {
+        tap_skip(why, "%s: %soutput independent of the thread count", be->name, what);
+        return;
+    }
+    tap_ok(same_for_threads(be, p, 0), "%s: %soutput bitwise identical with 1, 2 and 3 threads",
+           be->name, what);
+}
+
+/* Without modifiers (the variants' own window aside), then under a window,
+ * the softcap and ALiBi. */
 static void thread_invariance(const attn_backend *be)
 {
-    static const int kv[] = { 200, 77 };
+    static const int kv[] = { 200, 77 }, kvm[] = { 700, 377 };
     const attn_problem p = { .batch = 2, .heads = 3, .seq_q = 150, .seq_kv = 200, .d_k = 40,
                              .d_v = 24, .scale = 0.15f, .causal = true, .kv_len = kv,
                              .kind = be->kind, .var = grid_var,
                              .mods = mods_for(be, (attn_mods){ 0 }) };
-    char why[256] = "";
-    if (attn_backend_usable(be, why, sizeof(why)) != ATTN_OK ||
-        attn_backend_supports(be, &p, &(attn_config){ .threads = 1, .device = -1 }, why,
-                              sizeof(why)) != ATTN_OK) {
-        tap_skip(why, "%s: output independent of the thread count", be->name);
-        return;
-    }
-    tap_ok(same_for_threads(be, &p, 0), "%s: output bitwise identical with 1, 2 and 3 threads",
-           be->name);
-}
-
-/* The same under a window, the softcap and ALiBi. */
-static void thread_invariance_mods(const attn_backend *be)
-{
-    static const int kv[] = { 700, 377 };
-    const attn_problem p = { .batch = 2, .heads = 4, .kv_heads = 2, .seq_q = 150,
+    invariant_case(be, &p, "");
+    const attn_problem m = { .batch = 2, .heads = 4, .kv_heads = 2, .seq_q = 150,
                              .seq_kv = 700, .d_k = 40, .d_v = 24, .scale = 0.15f,
-                             .causal = true, .kv_len = kv, .kind = be->kind, .var = grid_var,
+                             .causal = true, .kv_len = kvm, .kind = be->kind, .var = grid_var,
                              .mods = { .window = true, .left = 90, .right = 0,
                                        .softcap = 3.0f, .alibi = true } };
-    char why[256] = "";
-    if (attn_backend_usable(be, why, sizeof(why)) != ATTN_OK ||
-        attn_backend_supports(be, &p, &(attn_config){ .threads = 1, .device = -1 }, why,
-                              sizeof(why)) != ATTN_OK) {
-        tap_skip(why, "%s: with modifiers, output independent of the thread count", be->name);
-        return;
-    }
-    tap_ok(same_for_threads(be, &p, 0),
-           "%s: window, softcap, ALiBi: output bitwise identical with 1, 2 and 3 threads",
-           be->name);
+    invariant_case(be, &m, "window, softcap, ALiBi: ");
 }
 
 /* tiled visits no key tile wholly outside a query block's window: at
@@ -514,7 +507,6 @@ int main(void)
             }
         }
         thread_invariance(be);
-        thread_invariance_mods(be);
         if (!strcmp(be->name, "tiled"))
             window_tiles();
         tile_sizes(be);

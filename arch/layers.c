@@ -46,7 +46,7 @@ void attn_gemm_blocked(int M, int N, int K, const float *A, int lda, const float
             const float *a = A + (size_t)i0 * lda;
             float *c = C + (size_t)i0 * ldc;
             if (beta == 0) {
-                k->qk(c, ldc, a, lda, B, ldb, rows, N, K);
+                k->qk(c, ldc, a, lda, B, ldb, rows, N, K, 0);
                 continue;
             }
             for (int j0 = 0; j0 < N; j0 += NB) {
@@ -61,7 +61,7 @@ void attn_gemm_blocked(int M, int N, int K, const float *A, int lda, const float
                         }
                     continue;
                 }
-                k->qk(tmp, NB, a, lda, B + j0, ldb, rows, cols, K);
+                k->qk(tmp, NB, a, lda, B + j0, ldb, rows, cols, K, 0);
                 for (int i = 0; i < rows; i++) {
                     float *ci = c + (size_t)i * ldc + j0;
                     const float *ti = tmp + (size_t)i * NB;

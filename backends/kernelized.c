@@ -114,7 +114,7 @@ static void performer_exponents(const kern_state *s, const float *x, int rows, f
     const int dk = p->d_k, m = p->var.features;
     const float a = (float)(ATTN_LOG2E * sqrt((double)p->scale));
     const float h = (float)(0.5 * ATTN_LOG2E * p->scale);
-    s->h.k->qk(g, m, x, dk, s->wt, m, rows, m, dk);
+    s->h.k->qk(g, m, x, dk, s->wt, m, rows, m, dk, 0);
     for (int r = 0; r < rows; r++) {
         const float *xr = x + (size_t)r * dk;
         float sq = 0;
@@ -193,7 +193,8 @@ static void add_prefix(const kern_state *s, const float *fk, const float *v, int
         const int n = j1 - c0 < KCHUNK ? j1 - c0 : KCHUNK;
         memset(sc, 0, nsv * sizeof(float));
         memset(zc, 0, (size_t)nf * sizeof(float));
-        s->h.k->pv(sc, dv, fk + (size_t)c0 * nf, nf, v + (size_t)c0 * dv, dv, s->ones, nf, n, dv);
+        s->h.k->pv(sc, dv, fk + (size_t)c0 * nf, nf, v + (size_t)c0 * dv, dv, s->ones, nf, n, dv,
+                   0);
         for (int j = 0; j < n; j++) {
             const float *row = fk + (size_t)(c0 + j) * nf;
 #pragma omp simd
@@ -246,7 +247,7 @@ static void kernel_head(void *state, size_t bh, float *fs, double *ds)
         }
         float *ob = o + (size_t)i0 * dv;
         phi_queries(s, q + (size_t)i0 * dk, rows, fq, tmp);
-        kn->qk(ob, dv, fq, nf, sf, dv, rows, dv, nf);
+        kn->qk(ob, dv, fq, nf, sf, dv, rows, dv, nf, 0);
         for (int r = 0; r < rows; r++) {
             const float *fr = fq + (size_t)r * nf;
             double d = 0;
@@ -259,7 +260,7 @@ static void kernel_head(void *state, size_t bh, float *fs, double *ds)
             for (int r = 0; r < rows; r++)
                 for (int t = 0; t < nf; t++)
                     fqt[(size_t)t * QBLOCK + r] = fq[(size_t)r * nf + t];
-            kn->qk(at, QBLOCK, fk + (size_t)e0 * nf, nf, fqt, QBLOCK, np, rows, nf);
+            kn->qk(at, QBLOCK, fk + (size_t)e0 * nf, nf, fqt, QBLOCK, np, rows, nf, 0);
             for (int r = 0; r < rows; r++) {
                 const int end = attn_visible_end(p, b, i0 + r);
                 float d = 0;
@@ -273,13 +274,13 @@ static void kernel_head(void *state, size_t bh, float *fs, double *ds)
             }
             const float *vd = v + (size_t)e0 * dv;
             if (attn_rows_finite(vd, (size_t)np, (size_t)dv)) {
-                kn->pv(ob, dv, at, QBLOCK, vd, dv, s->ones, rows, np, dv);
+                kn->pv(ob, dv, at, QBLOCK, vd, dv, s->ones, rows, np, dv, 0);
             } else {
                 /* A NaN or Inf in V: each row over its own visible keys. */
                 for (int r = 0; r < rows; r++) {
                     const int n = attn_visible_end(p, b, i0 + r) - e0;
                     kn->pv(ob + (size_t)r * dv, dv, at + r, QBLOCK, vd, dv, s->ones, 1,
-                           n < 0 ? 0 : n > np ? np : n, dv);
+                           n < 0 ? 0 : n > np ? np : n, dv, 0);
                 }
             }
         }

@@ -96,8 +96,8 @@ static void linformer_head(void *state, size_t bh, float *fs, double *ds)
         const int n = valid - j0 < KCHUNK ? valid - j0 : KCHUNK;
         memset(kc, 0, nkp * sizeof(float));
         memset(vc, 0, nvp * sizeof(float));
-        kn->pv(kc, dk, s->et + (size_t)j0 * np, np, k + (size_t)j0 * dk, dk, s->ones, np, n, dk);
-        kn->pv(vc, dv, s->ft + (size_t)j0 * np, np, v + (size_t)j0 * dv, dv, s->ones, np, n, dv);
+        kn->pv(kc, dk, s->et + (size_t)j0 * np, np, k + (size_t)j0 * dk, dk, s->ones, np, n, dk, 0);
+        kn->pv(vc, dv, s->ft + (size_t)j0 * np, np, v + (size_t)j0 * dv, dv, s->ones, np, n, dv, 0);
         for (size_t e = 0; e < nkp; e++)
             kd[e] += kc[e];
         for (size_t e = 0; e < nvp; e++)
@@ -112,9 +112,9 @@ static void linformer_head(void *state, size_t bh, float *fs, double *ds)
         vpf[e] = (float)vd[e];
     for (int i0 = 0; i0 < nq; i0 += QBLOCK) {
         const int rows = nq - i0 < QBLOCK ? nq - i0 : QBLOCK;
-        kn->qk(sc, np, q + (size_t)i0 * dk, dk, kpt, np, rows, np, dk);
+        kn->qk(sc, np, q + (size_t)i0 * dk, dk, kpt, np, rows, np, dk, 0);
         kn->softmax_rows(sc, np, rows, np, NULL);
-        kn->qk(o + (size_t)i0 * dv, dv, sc, np, vpf, dv, rows, dv, np);
+        kn->qk(o + (size_t)i0 * dv, dv, sc, np, vpf, dv, rows, dv, np, 0);
     }
 }
 

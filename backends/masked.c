@@ -141,7 +141,7 @@ static void masked_block(const masked_state *s, size_t bh, int i0, int rows, flo
         memset(o, 0, (size_t)rows * dv * sizeof(float));
         return;
     }
-    kn->qk(sc, ld, q, dk, kt, ld, rows, nkeys, dk);
+    kn->qk(sc, ld, q, dk, kt, ld, rows, nkeys, dk, 0);
     const float ls = (float)(p->scale * ATTN_LOG2E);
     for (int r = 0; r < rows; r++) {
         float *sr = sc + (size_t)r * ld;
@@ -166,7 +166,7 @@ static void masked_block(const masked_state *s, size_t bh, int i0, int rows, flo
         }
         memset(sr + prev, 0, (size_t)(nkeys - prev) * sizeof(float));
     }
-    kn->qk(o, dv, sc, ld, vp, dv, rows, dv, nkeys);
+    kn->qk(o, dv, sc, ld, vp, dv, rows, dv, nkeys, 0);
     /* A NaN or Inf in V shows in the output first (the block's output is a
      * fifth of its packed V with the default window): only then is V looked
      * at, and if it holds one, each row is multiplied over its own
@@ -181,7 +181,7 @@ static void masked_block(const masked_state *s, size_t bh, int i0, int rows, flo
         packed_ranges(all, nu, row, ns, rng);
         for (int y = 0; y < ns; y++)
             kn->pv(orow, dv, sc + (size_t)r * ld + rng[y].lo, 1, vp + (size_t)rng[y].lo * dv, dv,
-                   &one, 1, rng[y].hi - rng[y].lo, dv);
+                   &one, 1, rng[y].hi - rng[y].lo, dv, 0);
     }
 }
 

@@ -394,7 +394,7 @@ static void block_item(const ring_state *s, int tid, const float *blk, const spa
                 emax = emax < n ? emax : n;
                 e = end;
             }
-            kn->qk(st, brp, kk + (size_t)j0 * dk, dk, qt, brp, n, x.n, dk);
+            kn->qk(st, brp, kk + (size_t)j0 * dk, dk, qt, brp, n, x.n, dk, 0);
             kn->softmax(st, brp, n, x.n, e, m, l, alpha);
             if (no_rescale && j0 == 0)
                 for (int c = 0; c < x.n; c++)
@@ -405,12 +405,12 @@ static void block_item(const ring_state *s, int tid, const float *blk, const spa
                  * whose every column sees none of its keys left m, so
                  * alpha is 1 (or 0 on a zero accumulator): nothing to do. */
                 if (emax > 0)
-                    kn->pv(acc, dv, st, brp, vt, dv, alpha, x.n, emax, dv);
+                    kn->pv(acc, dv, st, brp, vt, dv, alpha, x.n, emax, dv, 0);
             } else {
                 /* A NaN or Inf in V: each column over its own visible keys. */
                 for (int c = 0; c < x.n; c++) {
                     const int ec = end[c] < 0 ? 0 : end[c] > n ? n : end[c];
-                    kn->pv(acc + (size_t)c * dv, dv, st + c, brp, vt, dv, alpha + c, 1, ec, dv);
+                    kn->pv(acc + (size_t)c * dv, dv, st + c, brp, vt, dv, alpha + c, 1, ec, dv, 0);
                 }
             }
         }

@@ -19,10 +19,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* S^T[j][i] = sum_c k[j][c] * qt[c][i]  for j < nk, i < nq. */
+/* S^T[j][i] = sum_c k[j][c] * qt[c][i]  for j < nk, i < nq.
+ * pf (here and in pv, pv16) != 0: the rows of K (V) stream from memory once,
+ * as decoding's do; kernels that prefetch (attn_kernels.prefetches) then
+ * fetch the rows ahead of those they read. It changes no result. */
 #define decl_qk_fn(name) void (name)(float *restrict st, ptrdiff_t st_stride, \
     const float *restrict k, ptrdiff_t k_stride, const float *restrict qt, ptrdiff_t qt_stride, \
-    int nk, int nq, int dk)
+    int nk, int nq, int dk, int pf)
 
 /* The same scores from the rows of Q, not transposed: q[i][c], i < nq. For
  * tiles of a few queries (decoding), where qk, vectorized over queries,
@@ -51,7 +54,7 @@
 /* o[i][c] = alpha[i] * o[i][c] + sum_j pt[j][i] * v[j][c]  for i < nq, c < dv. */
 #define decl_pv_fn(name) void (name)(float *restrict o, ptrdiff_t o_stride, \
     const float *restrict pt, ptrdiff_t pt_stride, const float *restrict v, ptrdiff_t v_stride, \
-    const float *restrict alpha, int nq, int nk, int dv)
+    const float *restrict alpha, int nq, int nk, int dv, int pf)
 
 /* Row softmax of materialized log2-scaled scores, in place: key j of row r
  * is visible iff j < end[r] (end == NULL: all n). Visible entries become
@@ -81,7 +84,7 @@
     ptrdiff_t q_stride, int nk, int nq, int dk, int bf16)
 #define decl_pv16_fn(name) void (name)(float *restrict o, ptrdiff_t o_stride, \
     const float *restrict pt, ptrdiff_t pt_stride, const uint16_t *restrict v, \
-    ptrdiff_t v_stride, const float *restrict alpha, int nq, int nk, int dv, int bf16)
+    ptrdiff_t v_stride, const float *restrict alpha, int nq, int nk, int dv, int bf16, int pf)
 
 /* bf16 with dot products of pairs (AVX512_BF16's vdpbf16ps: per fp32 lane,
  * acc + a0*b0 + a1*b1, the products exact, the sums in fp32). The operands
@@ -180,6 +183,11 @@ typedef struct attn_kernels {
     attn_pack_p_bf16_fn *pack_p_bf16;
     attn_pv_bf16_fn *pv_bf16;
     attn_mods_fn *mods;
+    int prefetches;     /* its qk, pv and pv16 honor pf, and its qk_rows, qk_rows16
+                           and cvt_rows always prefetch: the rows ahead of those
+                           they read, a line at a time among their arithmetic
+                           (kernels_avx512.c); where not, the tiled backend
+                           prefetches each next key tile of decoding */
     int bf16_dot;       /* its bf16 kernels run on the CPU's bf16 dot products
                            (AVX512_BF16); where not, they are C's, the definition,
                            and the tiled backend converts bf16 to fp32 instead */

@@ -73,6 +73,7 @@ INLINE void qk_tile(float *restrict st, ptrdiff_t ss, const float *restrict k, p
 
 static decl_qk_fn(qk_avx2)
 {
+    (void)pf;   /* no prefetching here: the tiled backend prefetches decoding's tiles */
     const ptrdiff_t ss = st_stride, ks = k_stride, qs = qt_stride;
     for (int i0 = 0; i0 < nq; i0 += 8 * VECS) {
         const int w = nq - i0 < 8 * VECS ? nq - i0 : 8 * VECS;
@@ -221,6 +222,7 @@ INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, p
 
 static decl_pv_fn(pv_avx2)
 {
+    (void)pf;
     const ptrdiff_t os = o_stride, ps = pt_stride, vs = v_stride;
     for (int c0 = 0; c0 < dv; c0 += 8 * VECS) {
         const int w = dv - c0 < 8 * VECS ? dv - c0 : 8 * VECS;

@@ -17,7 +17,7 @@
 
 INLINE void qk_tile(float *restrict st, ptrdiff_t ss, const float *restrict k, ptrdiff_t ks,
                     const float *restrict qt, ptrdiff_t qs, int dk,
-                    const int R, const int NV, const int FULL, __mmask16 tail)
+                    const int R, const int NV, const int FULL, __mmask16 tail, const int PF)
 {
     __m512 acc[ROWS][VECS];
 #pragma GCC unroll 8
@@ -27,6 +27,12 @@ INLINE void qk_tile(float *restrict st, ptrdiff_t ss, const float *restrict k, p
             acc[r][v] = _mm512_setzero_ps();
     for (int c = 0; c < dk; c++) {
         __m512 b[VECS];
+        if (PF && !(c & 15))   /* decoding: one line of each row, PF_KEYS rows ahead */
+#pragma GCC unroll 8
+            for (int r = 0; r < R; r++)
+                _mm_prefetch((const char *)((uintptr_t)k + (uintptr_t)(((r + PF_KEYS) * ks + c) *
+                                                                     (ptrdiff_t)sizeof(float))),
+                             _MM_HINT_T2);
 #pragma GCC unroll 4
         for (int v = 0; v < NV; v++)
             b[v] = load_v(qt + c * qs + 16 * v, v, NV, FULL, tail);
@@ -45,19 +51,31 @@ INLINE void qk_tile(float *restrict st, ptrdiff_t ss, const float *restrict k, p
             store_v(st + r * ss + 16 * v, v, NV, FULL, tail, acc[r][v]);
 }
 
+#define QK_TILE_PF(R, PF) do {                                                     \
+        switch (tail == 0xffff ? nv + 4 : nv) {                                    \
+        case 1: qk_tile(s, ss, kr, ks, q, qs, dk, R, 1, 0, tail, PF); break;       \
+        case 2: qk_tile(s, ss, kr, ks, q, qs, dk, R, 2, 0, tail, PF); break;       \
+        case 3: qk_tile(s, ss, kr, ks, q, qs, dk, R, 3, 0, tail, PF); break;       \
+        case 4: qk_tile(s, ss, kr, ks, q, qs, dk, R, 4, 0, tail, PF); break;       \
+        case 5: qk_tile(s, ss, kr, ks, q, qs, dk, R, 1, 1, tail, PF); break;       \
+        case 6: qk_tile(s, ss, kr, ks, q, qs, dk, R, 2, 1, tail, PF); break;       \
+        case 7: qk_tile(s, ss, kr, ks, q, qs, dk, R, 3, 1, tail, PF); break;       \
+        default: qk_tile(s, ss, kr, ks, q, qs, dk, R, 4, 1, tail, PF); break;      \
+        }                                                                          \
+    } while (0)
 #define QK_TILE(R) do {                                                        \
-        switch (tail == 0xffff ? nv + 4 : nv) {                                \
-        case 1: qk_tile(s, ss, kr, ks, q, qs, dk, R, 1, 0, tail); break;       \
-        case 2: qk_tile(s, ss, kr, ks, q, qs, dk, R, 2, 0, tail); break;       \
-        case 3: qk_tile(s, ss, kr, ks, q, qs, dk, R, 3, 0, tail); break;       \
-        case 4: qk_tile(s, ss, kr, ks, q, qs, dk, R, 4, 0, tail); break;       \
-        case 5: qk_tile(s, ss, kr, ks, q, qs, dk, R, 1, 1, tail); break;       \
-        case 6: qk_tile(s, ss, kr, ks, q, qs, dk, R, 2, 1, tail); break;       \
-        case 7: qk_tile(s, ss, kr, ks, q, qs, dk, R, 3, 1, tail); break;       \
-        default: qk_tile(s, ss, kr, ks, q, qs, dk, R, 4, 1, tail); break;      \
-        }                                                                      \
+        if (pf && i0 == 0)                                                     \
+            QK_TILE_PF(R, 1);                                                  \
+        else                                                                   \
+            QK_TILE_PF(R, 0);                                                  \
     } while (0)
 
+/* pf: K streams from memory once (decoding), so the first 64 columns'
+ * register tiles prefetch the rows PF_KEYS ahead of their own, a line of
+ * each row every 16 steps, in among their FMAs. A burst of a whole key
+ * tile's lines before the tile (what the tiled backend does for
+ * memory-bound tiles) stalls the arithmetic behind it when the tile is
+ * compute-bound; backends/tiled/internal.h (DOTS_MAX) has the numbers. */
 static decl_qk_fn(qk_avx512)
 {
     const ptrdiff_t ss = st_stride, ks = k_stride, qs = qt_stride;
@@ -457,10 +475,10 @@ INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, p
         default: pv_tile(out, os, p, ps, vc, vhc, vs, a, nk, R, 4, 1, tail, PF, ST); break; \
         }                                                                                   \
     } while (0)
-/* Tiles of a whole 6 rows read V from L1 or L2 (prefill); a block of fewer
- * rows is decoding, where V streams from memory and is prefetched. */
+/* pf: V streams from memory (decoding): the first 6-row group prefetches
+ * it, PF_KEYS rows ahead, and the others find it in cache. */
 #define PV_TILE(R) do {                                                        \
-        if (nq < ROWS)                                                         \
+        if (pf && i == 0)                                                      \
             PV_TILE_PF(R, 1);                                                  \
         else                                                                   \
             PV_TILE_PF(R, 0);                                                  \
@@ -469,7 +487,7 @@ INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, p
 INLINE void pv_any(float *restrict o, ptrdiff_t o_stride, const float *restrict pt,
                    ptrdiff_t pt_stride, const float *restrict v, const uint16_t *restrict vh,
                    ptrdiff_t v_stride, const float *restrict alpha, int nq, int nk, int dv,
-                   const int ST)
+                   int pf, const int ST)
 {
     const ptrdiff_t os = o_stride, ps = pt_stride, vs = v_stride;
     for (int c0 = 0; c0 < dv; c0 += 16 * VECS) {
@@ -499,15 +517,15 @@ INLINE void pv_any(float *restrict o, ptrdiff_t o_stride, const float *restrict 
 
 static decl_pv_fn(pv_avx512)
 {
-    pv_any(o, o_stride, pt, pt_stride, v, NULL, v_stride, alpha, nq, nk, dv, ST_F32);
+    pv_any(o, o_stride, pt, pt_stride, v, NULL, v_stride, alpha, nq, nk, dv, pf, ST_F32);
 }
 
 static decl_pv16_fn(pv16_avx512)
 {
     if (bf16)
-        pv_any(o, o_stride, pt, pt_stride, NULL, v, v_stride, alpha, nq, nk, dv, ST_BF16);
+        pv_any(o, o_stride, pt, pt_stride, NULL, v, v_stride, alpha, nq, nk, dv, pf, ST_BF16);
     else
-        pv_any(o, o_stride, pt, pt_stride, NULL, v, v_stride, alpha, nq, nk, dv, ST_F16);
+        pv_any(o, o_stride, pt, pt_stride, NULL, v, v_stride, alpha, nq, nk, dv, pf, ST_F16);
 }
 
 /* Four accumulators in each pass, so no pass waits on one dependency chain. */
@@ -553,6 +571,13 @@ static decl_cvt_rows_fn(cvt_rows_avx512)
     for (int r = 0; r < rows; r++) {
         const uint16_t *s = src + r * src_stride;
         float *d = dst + r * dst_stride;
+        /* The row the same bytes ahead as decoding's other kernels prefetch
+         * (2 PF_KEYS rows of 16 bits): the widened K of decoding tiles wider
+         * than DOTS_MAX streams from memory through here. */
+        for (int c = 0; c < cols; c += 32)
+            _mm_prefetch((const char *)((uintptr_t)(s + c) +
+                                        (uintptr_t)(2 * PF_KEYS * src_stride * 2)),
+                         _MM_HINT_T2);
         for (int c = 0; c < cols; c += 16) {
             const __mmask16 m = lanes(cols - c);
             const __m256i h = _mm256_maskz_loadu_epi16(m, s + c);
@@ -578,4 +603,5 @@ void attn_kernels_init_avx512(attn_kernels *k)
     k->qk_rows16 = qk_rows16_avx512;
     k->pv16 = pv16_avx512;
     k->mods = mods_avx512;
+    k->prefetches = 1;
 }

@@ -9,6 +9,7 @@
 
 static decl_qk_fn(qk_c)
 {
+    (void)pf;   /* no prefetching here */
     for (int j = 0; j < nk; j++) {
         float *s = st + j * st_stride;
         for (int i = 0; i < nq; i++)
@@ -135,6 +136,7 @@ static decl_mods_fn(mods_c)
 
 static decl_pv_fn(pv_c)
 {
+    (void)pf;
     for (int i = 0; i < nq; i++) {
         float *out = o + i * o_stride;
         for (int c = 0; c < dv; c++)
@@ -189,6 +191,7 @@ static decl_qk_rows16_fn(qk_rows16_c)
 
 static decl_pv16_fn(pv16_c)
 {
+    (void)pf;
     for (int i = 0; i < nq; i++) {
         float *out = o + i * o_stride;
         for (int c = 0; c < dv; c++)
@@ -308,4 +311,5 @@ void attn_kernels_init_c(attn_kernels *k)
     k->pv_bf16 = pv_bf16_c;
     k->mods = mods_c;
     k->bf16_dot = 0;
+    k->prefetches = 0;
 }

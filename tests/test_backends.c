@@ -95,6 +95,8 @@ static size_t build_grid(grid_case *g)
      * with split-KV, logits to 1e4 (the extreme fill's integers are exact
      * in bf16). */
     const attn_dtype B = ATTN_DTYPE_BF16, H = ATTN_DTYPE_FP16, F = ATTN_DTYPE_FP32;
+    const attn_mods W = { .window = true, .left = 40, .right = 0 };
+    const attn_mods W2 = { .window = true, .left = 3, .right = 9 };
     g[n++] = (grid_case){ 1, 2, 64, 64, 16, 16, .dt = B, .kvdt = B };
     g[n++] = (grid_case){ 1, 2, 129, 129, 33, 17, .causal = true, .dt = B, .kvdt = B };
     g[n++] = (grid_case){ 2, 3, 129, 129, 64, 64, .causal = true, .kv_len = kv_tail, .dt = B,
@@ -110,12 +112,18 @@ static size_t build_grid(grid_case *g)
     g[n++] = (grid_case){ 1, 8, 129, 129, 32, 32, .causal = true, .hkv = 1, .dt = F, .kvdt = B };
     g[n++] = (grid_case){ 3, 4, 2, 63, 32, 32, .kv_len = kv_dec[1], .hkv = 4, .dt = F, .kvdt = H };
     g[n++] = (grid_case){ 1, 2, 64, 129, 16, 16, .causal = true, .dt = H, .kvdt = B };
+    /* Decoding tiles wider than tiled's dot products (14 and 16 columns):
+     * 16-bit K widened a tile at a time, causal cuts, an empty cache, a
+     * window's left edge; and 16 columns of bf16 Q and K, dot products
+     * again where the CPU has bf16 ones. */
+    g[n++] = (grid_case){ 3, 4, 7, 1000, 32, 32, .causal = true, .kv_len = kv_dec[2], .hkv = 2,
+                          .dt = F, .kvdt = B };
+    g[n++] = (grid_case){ 2, 8, 4, 300, 64, 64, .hkv = 2, .dt = H, .kvdt = H, .mods = W2 };
+    g[n++] = (grid_case){ 1, 8, 4, 700, 64, 64, .causal = true, .hkv = 2, .dt = B, .kvdt = B };
     /* Score modifiers, each alone and combined: the window with causal and
      * with padding (rows it leaves empty), prefill and decoding (split-KV),
      * softcap on logits to 1e4, ALiBi with grouped heads, sinks with a
      * fully masked row, V read from K with dk > dv, 16-bit storage. */
-    const attn_mods W = { .window = true, .left = 40, .right = 0 };
-    const attn_mods W2 = { .window = true, .left = 3, .right = 9 };
     g[n++] = (grid_case){ 1, 2, 400, 400, 64, 64, .causal = true, .mods = W };
     g[n++] = (grid_case){ 3, 4, 64, 64, 16, 16, .kv_len = kv_mixed, .mods = W2 };
     g[n++] = (grid_case){ 2, 8, 7, 129, 64, 64, .causal = true, .kv_len = kv_tail, .hkv = 2,

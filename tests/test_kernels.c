@@ -115,8 +115,8 @@ static bool check_qk(const attn_kernels *kr, const attn_kernels *c, int nk, int 
         k[i] = uniform(-2, 2);
     for (ptrdiff_t i = 0; i < dk * qs; i++)
         qt[i] = uniform(-2, 2);
-    c->qk(ref.data, ss, k, ks, qt, qs, nk, nq, dk);
-    kr->qk(got.data, ss, k, ks, qt, qs, nk, nq, dk);
+    c->qk(ref.data, ss, k, ks, qt, qs, nk, nq, dk, 0);
+    kr->qk(got.data, ss, k, ks, qt, qs, nk, nq, dk, nk & 1);   /* pf changes no result */
     bool ok = guarded_intact(&got, nk, nq, ss);
     if (!ok)
         snprintf(why, len, "wrote outside the %dx%d tile", nk, nq);
@@ -237,8 +237,8 @@ static bool check_pv(const attn_kernels *kr, const attn_kernels *c, int nq, int 
     }
     copy_region(&ref, &o0);
     copy_region(&got, &o0);
-    c->pv(ref.data, os, pt, ps, v, vs, alpha, nq, nk, dv);
-    kr->pv(got.data, os, pt, ps, v, vs, alpha, nq, nk, dv);
+    c->pv(ref.data, os, pt, ps, v, vs, alpha, nq, nk, dv, 0);
+    kr->pv(got.data, os, pt, ps, v, vs, alpha, nq, nk, dv, nk & 1);
     bool ok = guarded_intact(&got, nq, dv, os);
     if (!ok)
         snprintf(why, len, "wrote outside the %dx%d output tile", nq, dv);
@@ -752,8 +752,8 @@ static bool check_rows16(const attn_kernels *kr, const attn_kernels *c, int nk, 
     copy_region(&og, &o0);
     c->qk_rows16(sr.data, ss, k, ks, q, qs, nk, nq, d, bf16);
     kr->qk_rows16(sg.data, ss, k, ks, q, qs, nk, nq, d, bf16);
-    c->pv16(orf.data, os, pt, ss, k, ks, alpha, nq, nk, d, bf16);
-    kr->pv16(og.data, os, pt, ss, k, ks, alpha, nq, nk, d, bf16);
+    c->pv16(orf.data, os, pt, ss, k, ks, alpha, nq, nk, d, bf16, 0);
+    kr->pv16(og.data, os, pt, ss, k, ks, alpha, nq, nk, d, bf16, nk & 1);
     bool ok = guarded_intact(&sg, nk, nq, ss) && guarded_intact(&og, nq, d, os);
     if (!ok)
         snprintf(why, len, "wrote outside its tile (nk %d, nq %d, d %d)", nk, nq, d);
@@ -1038,7 +1038,7 @@ static decl_mods_fn(mods_cap_abs)
 static decl_qk_fn(qk_drops_last_query)
 {
     attn_kernels_for(ATTN_ISA_C)->qk(st, st_stride, k, k_stride, qt, qt_stride, nk,
-                                     nq > 1 ? nq - 1 : nq, dk);
+                                     nq > 1 ? nq - 1 : nq, dk, pf);
 }
 
 /* ... a qk_rows that pairs each key with the next query's row ... */
@@ -1053,7 +1053,8 @@ static decl_qk_rows_fn(qk_rows_wrong_query)
 /* ... and one that writes one lane past the tile. */
 static decl_pv_fn(pv_writes_past)
 {
-    attn_kernels_for(ATTN_ISA_C)->pv(o, o_stride, pt, pt_stride, v, v_stride, alpha, nq, nk, dv);
+    attn_kernels_for(ATTN_ISA_C)->pv(o, o_stride, pt, pt_stride, v, v_stride, alpha, nq, nk, dv,
+                                     pf);
     o[(ptrdiff_t)(nq - 1) * o_stride + dv] = 0.0f;
 }
 
@@ -1100,7 +1101,7 @@ static decl_pv16_fn(pv16_always_fp16)
 {
     (void)bf16;
     attn_kernels_for(ATTN_ISA_C)->pv16(o, o_stride, pt, pt_stride, v, v_stride, alpha, nq, nk,
-                                       dv, 0);
+                                       dv, 0, pf);
 }
 
 /* ... a qk_bf16 that leaves out an odd dk's last d ... */
@@ -1239,7 +1240,7 @@ typedef struct bench_ctx {
 static void run_qk(const attn_kernels *kr, void *p)
 {
     bench_ctx *b = p;
-    kr->qk(b->st, b->nq, b->k, b->d, b->qt, b->nq, b->nk, b->nq, b->d);
+    kr->qk(b->st, b->nq, b->k, b->d, b->qt, b->nq, b->nk, b->nq, b->d, 0);
 }
 
 static void run_softmax(const attn_kernels *kr, void *p)
@@ -1252,7 +1253,7 @@ static void run_softmax(const attn_kernels *kr, void *p)
 static void run_pv(const attn_kernels *kr, void *p)
 {
     bench_ctx *b = p;
-    kr->pv(b->o, b->d, b->st, b->nq, b->v, b->d, b->alpha, b->nq, b->nk, b->d);
+    kr->pv(b->o, b->d, b->st, b->nq, b->v, b->d, b->alpha, b->nq, b->nk, b->d, 0);
 }
 
 /* One key tile of the tiled backend's loop, as it runs there. */
@@ -1338,10 +1339,107 @@ static int bench(void)
     return 0;
 }
 
+/* Decoding tiles: cols query rows (G heads x Nq) against DEC_KEYS keys of
+ * one K/V head, d = 128, K and V in fp32 or bf16, every operand in L1 or
+ * L2 (a run streams K and V from memory; this is the arithmetic alone). */
+#define DEC_KEYS 48
+#define DEC_D 128
+
+typedef struct dec_ctx {
+    int cols;
+    float *st, *k, *q, *qt, *v, *o, *m, *l, *alpha;
+    uint16_t *kh, *vh;
+} dec_ctx;
+
+static void dec_qk_rows(const attn_kernels *kr, void *p)
+{
+    dec_ctx *b = p;
+    kr->qk_rows(b->st, 16 * ((b->cols + 15) / 16), b->k, DEC_D, b->q, DEC_D, DEC_KEYS, b->cols,
+                DEC_D);
+}
+
+static void dec_qk_rows16(const attn_kernels *kr, void *p)
+{
+    dec_ctx *b = p;
+    kr->qk_rows16(b->st, 16 * ((b->cols + 15) / 16), b->kh, DEC_D, b->q, DEC_D, DEC_KEYS,
+                  b->cols, DEC_D, 1);
+}
+
+static void dec_qk(const attn_kernels *kr, void *p)
+{
+    dec_ctx *b = p;
+    const int brp = 16 * ((b->cols + 15) / 16);
+    kr->qk(b->st, brp, b->k, DEC_D, b->qt, brp, DEC_KEYS, b->cols, DEC_D, 0);
+}
+
+static void dec_pv(const attn_kernels *kr, void *p)
+{
+    dec_ctx *b = p;
+    kr->pv(b->o, DEC_D, b->st, 16 * ((b->cols + 15) / 16), b->v, DEC_D, b->alpha, b->cols,
+           DEC_KEYS, DEC_D, 0);
+}
+
+static void dec_pv16(const attn_kernels *kr, void *p)
+{
+    dec_ctx *b = p;
+    kr->pv16(b->o, DEC_D, b->st, 16 * ((b->cols + 15) / 16), b->vh, DEC_D, b->alpha, b->cols,
+             DEC_KEYS, DEC_D, 1, 0);
+}
+
+static void bench_decode(void)
+{
+    static const struct { const char *name; void (*fn)(const attn_kernels *, void *); }
+        ks[] = { { "qk_rows", dec_qk_rows }, { "qk_rows16", dec_qk_rows16 }, { "qk", dec_qk },
+                 { "pv", dec_pv }, { "pv16", dec_pv16 } };
+    printf("\ndecoding tiles: cols query rows (G heads x Nq) against %d keys, d = %d;\n"
+           "16-bit kernels on bf16 K or V; operands in L1 or L2.\n\n", DEC_KEYS, DEC_D);
+    printf("%-12s %4s %-8s %12s %10s %9s\n", "kernel", "cols", "isa", "ns/call", "GFLOP/s", "vs c");
+    const size_t n = (size_t)DEC_KEYS * DEC_D + 64 * DEC_D;
+    float *buf = attn_host_alloc(9 * n * sizeof(float));
+    if (!buf)
+        return;
+    for (size_t i = 0; i < 9 * n; i++)
+        buf[i] = uniform(-1, 0);
+    dec_ctx b = { .st = buf, .k = buf + n, .q = buf + 2 * n, .qt = buf + 3 * n, .v = buf + 4 * n,
+                  .o = buf + 5 * n, .m = buf + 6 * n, .l = buf + 6 * n + 64,
+                  .alpha = buf + 6 * n + 128 };
+    b.kh = (uint16_t *)(buf + 7 * n);
+    b.vh = (uint16_t *)(buf + 8 * n);
+    for (size_t i = 0; i < (size_t)DEC_KEYS * DEC_D; i++) {
+        b.kh[i] = attn_f32_to_bf16(b.k[i]);
+        b.vh[i] = attn_f32_to_bf16(b.v[i]);
+    }
+    for (int i = 0; i < 64; i++)
+        b.alpha[i] = 1.0f;
+    static const int cols[] = { 4, 8, 16, 32 };
+    for (size_t cc = 0; cc < sizeof(cols) / sizeof(cols[0]); cc++) {
+        b.cols = cols[cc];
+        for (size_t kk = 0; kk < sizeof(ks) / sizeof(ks[0]); kk++) {
+            double tc = 0;
+            for (int isa = ATTN_ISA_C; isa < ATTN_ISA_COUNT; isa++) {
+                const attn_kernels *kr = attn_kernels_for((attn_isa)isa);
+                if (!kr)
+                    continue;
+                const double t = best_seconds(ks[kk].fn, kr, &b);
+                if (isa == ATTN_ISA_C)
+                    tc = t;
+                printf("%-12s %4d %-8s %12.1f %10.1f %8.2fx\n", ks[kk].name, b.cols,
+                       attn_isa_name((attn_isa)isa), t * 1e9,
+                       2.0 * b.cols * DEC_KEYS * DEC_D / t * 1e-9, tc / t);
+            }
+        }
+    }
+    attn_host_free(buf);
+}
+
 int main(int argc, char **argv)
 {
-    if (argc > 1 && !strcmp(argv[1], "--bench"))
-        return bench();
+    if (argc > 1 && !strcmp(argv[1], "--bench")) {
+        const int rc = bench();
+        if (!rc)
+            bench_decode();
+        return rc;
+    }
     if (argc > 1) {
         fprintf(stderr, "usage: %s [--bench]\n", argv[0]);
         return 2;

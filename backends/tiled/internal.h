@@ -10,14 +10,30 @@
 #include "host.h"
 #include "tiled/tiled.h"
 
-/* Tiles of at most this many columns (decoding: Nq x G of them) take Q.K^T
- * as dot products along d (qk_rows) rather than the outer product of qk,
- * whose 16 query lanes they would leave mostly empty or, at 16 columns,
- * fill with one broadcast per FMA. 16 rather than 8: decoding H = 32,
- * Hkv = 8, d = 128, Nq = 4 (16 columns), Nk = 32K on the 2-core EPYC ran
- * in 19.9 ms against 22.6 (medians of 3 interleaved processes each) with
- * qk_rows' 4 x 4 blocks. */
+/* Tiles of at most this many columns are decoding's: the keys of a tile in
+ * half of L1 rather than a quarter of L2 (plan.c), one block per work item,
+ * and K and V streamed from memory once, prefetched ahead (keys.c). */
 #define ROWS_MAX 16
+
+/* Decoding tiles of at most this many columns take Q.K^T as dot products
+ * along d (qk_rows: no lane of a vector is idle, but every score costs a
+ * share of a horizontal sum); wider ones the outer product of qk on packed
+ * Q^T (one query per lane: at 16 columns every lane busy, and no sums),
+ * with 16-bit K widened to fp32 a tile at a time (widen_k), except that
+ * bf16 Q and K on the CPU's bf16 dot products (twice the fp32 rate) keep
+ * the dot products up to ROWS_MAX. In L1 and L2 (bench_kernels --bench,
+ * 2-core EPYC, one thread, 48 keys, d = 128) qk_rows ran at 99-104
+ * GFLOP/s for 4 to 32 columns, qk at 57 with 8 columns, 86 with 12 and 115
+ * with 16 (peak 117). Whole runs (H = 32, d = 128, Nk = 32K, 2 threads,
+ * alternating builds): 12 columns (H = 48, Hkv = 4) took 5.6 ms either way
+ * with fp32 K/V, 5.0-5.1 against 5.8-5.9 as dot products with bf16 K/V,
+ * and 4.1 against 5.8-5.9 with bf16 Q too; 16 columns (Hkv = 8, Nq = 4)
+ * 12.7-13.6 ms as the outer product against 13.9-14.4 with fp32 K/V, the
+ * same 12.6-13.0 with bf16 K/V, and 10.1-11.1 as dot products against
+ * 12.8-12.9 with bf16 Q too. With the kernels prefetching a row at a time
+ * instead of a burst per tile (keys.c), the 16-column fp32 case went from
+ * 20.2 ms (dot products, burst) to 12.5-13.8. */
+#define DOTS_MAX 12
 
 /* The alignment of every part of a thread's scratch. */
 #define ALIGN 64
@@ -41,12 +57,19 @@ typedef enum tiled_path {
     PATH_FP32 = 0,       /* fp32 storage, read in place */
     PATH_WIDEN,          /* 16-bit storage widened to fp32 a tile at a time */
     PATH_BF16,           /* bf16 dot products on bf16 storage */
-    PATH_ROWS16,         /* decoding tiles (qk_rows) on 16-bit K/V, widened in registers */
+    PATH_ROWS16,         /* decoding tiles on 16-bit K/V, widened in registers (K of
+                            tiles wider than DOTS_MAX: a tile at a time) */
 } tiled_path;
 
 typedef struct tiled_plan {
     tiled_path path;
-    bool rows_dot;       /* PATH_ROWS16 with bf16 Q and K on bf16 dot products */
+    bool dots;           /* Q.K^T as dot products along d (qk_rows*): cols <= DOTS_MAX */
+    bool rows_dot;       /* dots on PATH_ROWS16 with bf16 Q and K on bf16 dot products */
+    bool widen_k;        /* PATH_ROWS16 without dots: K widened to fp32 a tile at a time
+                            for qk, V read in place by pv16 */
+    bool stream;         /* one query block per batch item and K/V head (decoding):
+                            K and V are read once, from memory, and the kernels that
+                            read them in place prefetch ahead (the pf of qk, pv) */
     int br, bc;          /* queries of each head per block, keys per tile */
     int group;           /* G: query heads per K/V head, one work item together */
     int cols;            /* G * br: the columns of a tile */
@@ -59,8 +82,8 @@ typedef struct tiled_plan {
     long items;          /* B * Hkv * ceil(ceil(Nq / br) / sb): work items unsplit */
     size_t part_floats;  /* one (block, chunk)'s partial result: m, l [brp], O [cols][dv] */
     size_t sub_bytes;    /* one query block's share of a thread's scratch */
-    size_t tile_bytes;   /* the converted K/V tile (PATH_WIDEN: K, V in fp32) or the
-                            packed pairs (PATH_BF16: V^T pairs, P pairs) */
+    size_t tile_bytes;   /* the converted K/V tile (PATH_WIDEN: K, V in fp32; widen_k:
+                            K in fp32) or the packed pairs (PATH_BF16: V^T pairs, P pairs) */
     size_t thread_bytes; /* one thread's scratch, a multiple of ALIGN */
 } tiled_plan;
 

@@ -7,17 +7,25 @@
 #include "kernels/half.h"
 #include "tiled/internal.h"
 
-/* Decoding tiles (at most ROWS_MAX columns): the next tile's K and V rows
- * towards L2 while this one is computed. Decoding reads each row once, and
- * the hardware prefetchers alone leave that stream well below the memory
- * bandwidth (kernels_avx512.c has the numbers, with its own prefetch
- * further ahead). Prefill tiles go without: a whole tile's prefetches at
- * once (1536 at 192 keys, d = 64) held 1.6% of the samples of a causal
- * N = 1K run on one thread, and without them whole runs were as fast or
- * faster (B = 1, H = 8, 2 threads, medians of interleaved processes:
- * N = 1K causal d = 64 185 against 176 GFLOP/s over 4 each; N = 32K
- * d = 64 201 against 196 over 2 each), the hardware prefetchers following
- * the K/V stream well enough when a tile serves sb x cols queries. */
+/* Decoding tiles of dot products (plan.dots: the narrow ones, mostly
+ * memory-bound), and every decoding tile where the kernels do not prefetch
+ * themselves: the next tile's K and V rows towards L2 while this one is
+ * computed. Decoding reads each row once, and the hardware prefetchers
+ * alone leave that stream well below the memory bandwidth
+ * (kernels_avx512.c has the numbers, with its own prefetch further ahead).
+ * Wider decoding tiles are compute-bound, and there a burst of a whole
+ * tile's prefetches stalls the arithmetic it should hide behind: the few
+ * misses a core keeps in flight fill, and the rest wait in line before any
+ * FMA behind them (internal.h, DOTS_MAX, has the numbers); the AVX-512
+ * kernels prefetch those tiles a row at a time instead (their pf, and
+ * attn_kernels.prefetches). Prefill tiles go without: a whole tile's
+ * prefetches at once (1536 at 192 keys, d = 64) held 1.6% of the samples
+ * of a causal N = 1K run on one thread, and without them whole runs were
+ * as fast or faster (B = 1, H = 8, 2 threads, medians of interleaved
+ * processes: N = 1K causal d = 64 185 against 176 GFLOP/s over 4 each;
+ * N = 32K d = 64 201 against 196 over 2 each), the hardware prefetchers
+ * following the K/V stream well enough when a tile serves sb x cols
+ * queries. */
 static void prefetch_rows(const void *k, const void *v, int n, int dk, int dv, size_t es)
 {
     const char *a = k, *b = v;
@@ -45,7 +53,8 @@ static int first_strip(const int *end, int nc, int j)
 /* One tile's operands as the kernels of the plan's path take them. */
 typedef struct tile_ops {
     const float *kb, *vb;         /* K, V rows in fp32 (PATH_FP32, PATH_WIDEN) */
-    const uint16_t *kh, *vh;      /* K rows in bf16 (PATH_BF16); K, V rows (PATH_ROWS16) */
+    const uint16_t *kh, *vh;      /* K rows in bf16 (PATH_BF16); K, V rows (PATH_ROWS16,
+                                     whose K is also kb, widened, under widen_k) */
     const uint32_t *vp, *pp;      /* V and P in pairs of keys (PATH_BF16) */
 } tile_ops;
 
@@ -59,7 +68,7 @@ static void qk_part(const tiled_state *s, float *st, const tile_ops *x, const sc
                         (const uint32_t *)w->qt + c0, brp, rows, cols, dk, s->qscale);
     else
         s->h.k->qk(st + (size_t)j * brp + c0, brp, x->kb + (size_t)j * dk, dk, w->qt + c0, brp,
-                   rows, cols, dk);
+                   rows, cols, dk, s->plan.stream && s->plan.path == PATH_FP32);
 }
 
 /* P.V of keys [0, n) into the accumulator rows of columns [c, c + r). */
@@ -72,10 +81,11 @@ static void pv_part(const tiled_state *s, const float *st, const tile_ops *x, co
                         n, dv);
     else if (s->plan.path == PATH_ROWS16)
         s->h.k->pv16(w->acc + (size_t)c * dv, dv, st + c, brp, x->vh, vs, w->alpha + c, r, n, dv,
-                     s->h.p.kv_dtype == ATTN_DTYPE_BF16);
+                     s->h.p.kv_dtype == ATTN_DTYPE_BF16, s->plan.stream);
     else
         s->h.k->pv(w->acc + (size_t)c * dv, dv, st + c, brp, x->vb,
-                   s->plan.path == PATH_WIDEN ? dv : vs, w->alpha + c, r, n, dv);
+                   s->plan.path == PATH_WIDEN ? dv : vs, w->alpha + c, r, n, dv,
+                   s->plan.stream && s->plan.path == PATH_FP32);
 }
 
 /* Q.K^T and P.V of a tile that a mask cuts (end[c]: the keys column c
@@ -192,7 +202,7 @@ static void mods_columns(const tiled_state *s, const scratch *w, const block *k)
 }
 
 /* Block u's Q: packed as Q^T (scaled, fp32; or in bf16 pairs, unscaled, on
- * PATH_BF16), or for tiles of at most ROWS_MAX columns as scaled rows (qr).
+ * PATH_BF16), or for tiles of dot products (plan.dots) as scaled rows (qr).
  * 16-bit Q is widened to fp32 first, exactly. */
 static void load_q(const tiled_state *s, const scratch *w, const block *k)
 {
@@ -208,7 +218,7 @@ static void load_q(const tiled_state *s, const scratch *w, const block *k)
                    (size_t)dk * sizeof(uint16_t));
         return;
     }
-    if (s->plan.path != PATH_BF16 && nc <= ROWS_MAX) {
+    if (s->plan.dots) {
         for (int c = 0; c < nc; c++) {
             const size_t row = column_row(p, k, c);
             float *qr = w->qr + (size_t)c * dk;
@@ -293,7 +303,7 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
     const size_t pairs = ((size_t)t->bc + 1) / 2;
     for (int j0 = j_first; j0 < top; j0 += t->bc) {
         const int nt = top - j0 < t->bc ? top - j0 : t->bc;
-        if (t->cols <= ROWS_MAX)
+        if (t->cols <= ROWS_MAX && (t->dots || !kn->prefetches))
             prefetch_rows(kbase + (size_t)(j0 + nt) * dk * es,
                           vbase + (size_t)(j0 + nt) * vs * es,
                           top - j0 - nt < t->bc ? top - j0 - nt : t->bc, dk,
@@ -306,6 +316,10 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
         } else if (t->path == PATH_ROWS16) {
             x.kh = kh + (size_t)j0 * dk;
             x.vh = vh + (size_t)j0 * vs;
+            if (t->widen_k) {
+                kn->cvt_rows((float *)tile, dk, x.kh, dk, nt, dk, bf16);
+                x.kb = (const float *)tile;
+            }
         } else if (t->path == PATH_WIDEN) {
             float *kf = (float *)tile, *vf = kf + (size_t)t->bc * dk;
             kn->cvt_rows(kf, dk, kh + (size_t)j0 * dk, dk, nt, dk, bf16);
@@ -340,9 +354,9 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
             if (t->rows_dot)
                 kn->qk_rows_bf16(st, brp, x.kh, dk, (const uint16_t *)wu->qr, dk, n, nc, dk,
                                  s->qscale);
-            else if (t->path == PATH_ROWS16)
+            else if (t->dots && t->path == PATH_ROWS16)
                 kn->qk_rows16(st, brp, x.kh, dk, wu->qr, dk, n, nc, dk, bf16);
-            else if (t->path != PATH_BF16 && nc <= ROWS_MAX)
+            else if (t->dots)
                 kn->qk_rows(st, brp, x.kb, dk, wu->qr, dk, n, nc, dk);
             else if (end)
                 qk_cut(s, st, &x, wu, n, nc, end);
@@ -381,7 +395,8 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
                     int b, e;
                     col_span(end, beg, c, n, j0, &b, &e);
                     kn->pv16(wu->acc + (size_t)c * dv, dv, st + (size_t)b * brp + c, brp,
-                             x.vh + (size_t)b * vs, vs, wu->alpha + c, 1, e - b, dv, bf16);
+                             x.vh + (size_t)b * vs, vs, wu->alpha + c, 1, e - b, dv, bf16,
+                             0);
                 }
             } else {
                 /* A NaN or Inf in V: each column over its own visible keys. */
@@ -390,7 +405,7 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
                     int b, e;
                     col_span(end, beg, c, n, j0, &b, &e);
                     kn->pv(wu->acc + (size_t)c * dv, dv, st + (size_t)b * brp + c, brp,
-                           x.vb + (size_t)b * xs, xs, wu->alpha + c, 1, e - b, dv);
+                           x.vb + (size_t)b * xs, xs, wu->alpha + c, 1, e - b, dv, 0);
                 }
             }
         }

@@ -50,6 +50,8 @@ static size_t tile_bytes(const attn_problem *p, const tiled_plan *t)
     const size_t pairs = ((size_t)t->bc + 1) / 2;
     if (t->path == PATH_WIDEN)
         return round_up((size_t)t->bc * (p->d_k + p->d_v) * sizeof(float), ALIGN);
+    if (t->widen_k)
+        return round_up((size_t)t->bc * p->d_k * sizeof(float), ALIGN);
     if (t->path == PATH_BF16)
         return round_up(pairs * p->d_v * sizeof(uint32_t), ALIGN) +
                round_up(pairs * t->brp * sizeof(uint32_t), ALIGN);
@@ -182,9 +184,14 @@ tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg)
         t.path = PATH_BF16;
     else if (p->kv_dtype != ATTN_DTYPE_FP32)
         t.path = PATH_WIDEN;
-    t.rows_dot = t.path == PATH_ROWS16 && p->dtype == ATTN_DTYPE_BF16 &&
-                 p->kv_dtype == ATTN_DTYPE_BF16 && kn && kn->bf16_dot;
+    /* bf16 Q and K on the CPU's bf16 dot products: twice the fp32 rate */
+    const bool bf16_rows = t.path == PATH_ROWS16 && p->dtype == ATTN_DTYPE_BF16 &&
+                           p->kv_dtype == ATTN_DTYPE_BF16 && kn && kn->bf16_dot;
+    t.dots = t.path != PATH_BF16 && (t.cols <= DOTS_MAX || bf16_rows);
+    t.widen_k = t.path == PATH_ROWS16 && !t.dots;
+    t.rows_dot = t.dots && bf16_rows;
     t.blocks = (long)p->batch * attn_kv_heads(p) * ((p->seq_q + t.br - 1) / t.br);
+    t.stream = p->seq_q <= t.br;
     int key_hi;
     key_span(p, &t.key_lo, &key_hi);
     t.splits = cfg->splits > 0 ? cfg->splits : auto_splits(t.blocks, key_hi - t.key_lo, t.cols);
@@ -223,8 +230,8 @@ float *tiled_thread_st(const tiled_state *s, int tid)
 }
 
 /* Thread tid's K/V tile area (tile_bytes; NULL on PATH_FP32): PATH_WIDEN's
- * K [bc][dk] then V [bc][dv] in fp32; PATH_BF16's V pairs [bc/2][dv] then
- * P pairs [bc/2][brp]. */
+ * K [bc][dk] then V [bc][dv] in fp32; widen_k's K [bc][dk] in fp32;
+ * PATH_BF16's V pairs [bc/2][dv] then P pairs [bc/2][brp]. */
 unsigned char *tiled_thread_tile(const tiled_state *s, int tid)
 {
     if (!s->plan.tile_bytes)

@@ -1347,7 +1347,7 @@ static int bench(void)
 
 typedef struct dec_ctx {
     int cols;
-    float *st, *k, *q, *qt, *v, *o, *m, *l, *alpha;
+    float *st, *k, *q, *qt, *v, *o, *alpha;
     uint16_t *kh, *vh;
 } dec_ctx;
 
@@ -1401,8 +1401,7 @@ static void bench_decode(void)
     for (size_t i = 0; i < 9 * n; i++)
         buf[i] = uniform(-1, 0);
     dec_ctx b = { .st = buf, .k = buf + n, .q = buf + 2 * n, .qt = buf + 3 * n, .v = buf + 4 * n,
-                  .o = buf + 5 * n, .m = buf + 6 * n, .l = buf + 6 * n + 64,
-                  .alpha = buf + 6 * n + 128 };
+                  .o = buf + 5 * n, .alpha = buf + 6 * n };
     b.kh = (uint16_t *)(buf + 7 * n);
     b.vh = (uint16_t *)(buf + 8 * n);
     for (size_t i = 0; i < (size_t)DEC_KEYS * DEC_D; i++) {

@@ -32,7 +32,26 @@
  * scores, P) to the storage type, as FlashAttention rounds P before P.V,
  * and the reduced-precision tolerance classes (harness/check.c) allow for
  * exactly that. A backend that computes from 16-bit storage says so in its
- * dtypes mask; the registry refuses every other backend such a problem. */
+ * dtypes mask; the registry refuses every other backend such a problem.
+ *
+ * The backward (p->pass, --pass). With s_ij the scores after the modifiers,
+ * L_i = ln sum_j e^{s_ij} each row's log-sum-exp (-inf for a row that sees
+ * no key) and P_ij = e^{s_ij - L_i}, given dO [B,H,Nq,dv] (t->dout, fp32
+ * whatever the storage):
+ *   dV = P^T dO,  dP = dO V^T,  D_i = sum_c dO_ic O_ic,  dS = P o (dP - D),
+ *   dQ = scale dS' K,  dK = scale dS'^T Q,  dS' = dS o ds_ij/ds0_ij
+ * where s0 = scale q.k is the score before the modifiers (the softcap's
+ * 1 - tanh^2(s0 / C); 1 without it), dK and dV summed over the query heads
+ * of each group. A row that sees no key has dQ = 0, a key no query sees
+ * dK = dV = 0. Gradients are fp32: dQ [B,H,Nq,dk] (t->dq), dK [B,Hkv,Nk,dk]
+ * (t->dk), dV [B,Hkv,Nk,dv] (t->dv), left there by read_grads.
+ *   ATTN_PASS_BWD: the backward from the backend's own forward's O and L,
+ *     which bind computes into t->o and t->lse (a training step has them
+ *     from its forward): run, the timed region, is the backward alone;
+ *   ATTN_PASS_FWDBWD: run computes the forward (O and L into t->o and
+ *     t->lse) and then the backward.
+ * Attention sinks and latent attention have no backward here: the registry
+ * refuses them with the reason. */
 #ifndef ATTN_BACKEND_H
 #define ATTN_BACKEND_H
 
@@ -121,6 +140,21 @@ enum {
     ATTN_MOD_ALL = (1u << 5) - 1,
 };
 
+/* What a case computes (--pass): the forward, the backward (above) from
+ * the forward's O and L, or both in one run. */
+typedef enum attn_pass {
+    ATTN_PASS_FWD = 0,
+    ATTN_PASS_BWD,
+    ATTN_PASS_FWDBWD,
+    ATTN_PASS_COUNT
+} attn_pass;
+
+#define ATTN_PASS_BIT(x) (1u << (unsigned)(x))
+
+/* "fwd", "bwd", "fwdbwd"; and back (ATTN_PASS_COUNT when unknown). */
+const char *attn_pass_name(attn_pass x);
+attn_pass attn_pass_from_name(const char *name);
+
 typedef struct attn_problem {
     int batch, heads, seq_q, seq_kv, d_k, d_v;
     float scale;
@@ -135,7 +169,14 @@ typedef struct attn_problem {
     attn_mods mods;              /* score modifiers; zeroed: none */
     const char *model;           /* the --model preset it came from, or NULL: a name for
                                     the results only, never read by a backend */
+    attn_pass pass;              /* the forward (0), the backward, or both */
 } attn_problem;
+
+/* Whether p computes gradients (the backward, alone or after the forward). */
+static inline bool attn_backward(const attn_problem *p)
+{
+    return p->pass != ATTN_PASS_FWD;
+}
 
 /* The ATTN_MOD_* bits of the modifiers p uses. */
 static inline unsigned attn_mods_used(const attn_problem *p)
@@ -173,7 +214,12 @@ typedef struct attn_tensors {
     const float *q, *k, *v;
     const uint16_t *q16, *k16, *v16;
     const float *sinks;          /* [H] sink logits (mods.sinks), else NULL */
-    float *o;                    /* host backends write O here during run */
+    float *o;                    /* host backends write O here during run (the backward:
+                                    the forward's O, written by bind or run) */
+    /* The backward (attn_backward(p)), else NULL: */
+    const float *dout;           /* dO [B,H,Nq,dv] */
+    float *lse;                  /* [B,H,Nq]: the forward's L, written with O */
+    float *dq, *dk, *dv;         /* the gradients, written by run */
 } attn_tensors;
 
 /* Whether p keeps any input in 16 bits. */
@@ -291,6 +337,9 @@ typedef struct attn_backend {
     unsigned dtypes;
     /* ATTN_MOD_*s of the score modifiers it computes (0: none). */
     unsigned mods;
+    /* ATTN_PASS_BIT()s of the passes it computes beside the forward (0: the
+     * forward only); with any, read_grads is set. */
+    unsigned passes;
     attn_status (*probe)(char *why, size_t len);                           /* optional */
     /* Whether it can run p under cfg (cfg->alloc may be NULL here):
      * ATTN_OK, or ATTN_EUNSUPPORTED with why. NULL: every problem of its kind. */
@@ -300,6 +349,9 @@ typedef struct attn_backend {
     attn_status (*bind)(void *state, const attn_tensors *t);
     attn_status (*run)(void *state);
     attn_status (*read)(void *state, float *out);
+    /* The backward: leaves dQ, dK, dV in the three buffers (a copy for host
+     * backends where they are not the bound ones). */
+    attn_status (*read_grads)(void *state, float *dq, float *dk, float *dv);   /* optional */
     void        (*release)(void *state);
     /* Predicted peak bytes prepare will take through the allocator. */
     size_t      (*workspace)(const attn_problem *p, const attn_config *cfg);
@@ -361,6 +413,9 @@ bool attn_backend_same_devices(const attn_backend *a, const attn_backend *b);
  * (ATTN_EUNSUPPORTED when it cannot). */
 bool attn_backend_has_weights(const attn_backend *be);
 attn_status attn_backend_weights(const attn_backend *be, void *state, float *out);
+/* The backward's gradients into dq, dk, dv (ATTN_EUNSUPPORTED when be has none). */
+attn_status attn_backend_read_grads(const attn_backend *be, void *state, float *dq, float *dk,
+                                    float *dv);
 /* The processes be runs on: 1 unless it is a scale-out backend launched
  * on more (mpirun -n P). */
 int attn_backend_world(const attn_backend *be);

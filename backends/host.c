@@ -65,6 +65,39 @@ attn_status attn_host_read(void *state, float *out)
     return ATTN_OK;
 }
 
+attn_status attn_host_run_passes(void *state, attn_host_pass_fn *forward,
+                                 attn_host_pass_fn *backward)
+{
+    const attn_problem *p = &((attn_host *)state)->p;
+    if (p->pass != ATTN_PASS_BWD)
+        forward(state);
+    if (attn_backward(p))
+        backward(state);
+    return ATTN_OK;
+}
+
+attn_status attn_host_bind_passes(void *state, const attn_tensors *t, attn_host_pass_fn *forward)
+{
+    attn_host_bind(state, t);
+    if (((attn_host *)state)->p.pass == ATTN_PASS_BWD)
+        forward(state);
+    return ATTN_OK;
+}
+
+attn_status attn_host_read_grads(void *state, float *dq, float *dk, float *dv)
+{
+    const attn_host *h = state;
+    const attn_problem *p = &h->p;
+    const size_t kv = (size_t)p->batch * attn_kv_heads(p) * p->seq_kv;
+    if (dq != h->t.dq)
+        memcpy(dq, h->t.dq, (size_t)p->batch * p->heads * p->seq_q * p->d_k * sizeof(float));
+    if (dk != h->t.dk)
+        memcpy(dk, h->t.dk, kv * p->d_k * sizeof(float));
+    if (dv != h->t.dv)
+        memcpy(dv, h->t.dv, kv * p->d_v * sizeof(float));
+    return ATTN_OK;
+}
+
 attn_status attn_host_supports_isa(const char *name, const attn_config *cfg, char *why,
                                    size_t len)
 {

@@ -40,6 +40,18 @@ void attn_host_destroy(void *state);
 /* The bind and read verbs of a backend that computes into the bound O. */
 attn_status attn_host_bind(void *state, const attn_tensors *t);
 attn_status attn_host_read(void *state, float *out);
+/* The run and bind of a backend with a backward (backend.h), around its
+ * forward and backward: run computes the forward unless the case is the
+ * backward alone, then the backward when there is one; bind binds, and for
+ * the backward alone computes the forward it starts from. */
+typedef void attn_host_pass_fn(void *state);
+attn_status attn_host_run_passes(void *state, attn_host_pass_fn *forward,
+                                 attn_host_pass_fn *backward);
+attn_status attn_host_bind_passes(void *state, const attn_tensors *t,
+                                  attn_host_pass_fn *forward);
+
+/* The read_grads verb of a backend that computes into the bound gradients. */
+attn_status attn_host_read_grads(void *state, float *dq, float *dk, float *dv);
 
 /* For supports: ATTN_EUNSUPPORTED when cfg's ISA cannot run here. */
 attn_status attn_host_supports_isa(const char *name, const attn_config *cfg, char *why,

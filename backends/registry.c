@@ -99,6 +99,20 @@ attn_status attn_backend_supports(const attn_backend *be, const attn_problem *p,
                  attn_mod_name(bit), attn_mod_option(bit));
         return ATTN_EUNSUPPORTED;
     }
+    if ((unsigned)p->pass >= ATTN_PASS_COUNT) {
+        snprintf(why, len, "%s: pass %d is not one attnbench knows", be->name, (int)p->pass);
+        return ATTN_EINVAL;
+    }
+    if (attn_backward(p) && !(be->passes & ATTN_PASS_BIT(p->pass))) {
+        snprintf(why, len, "%s computes the forward pass only (this case is --pass %s)",
+                 be->name, attn_pass_name(p->pass));
+        return ATTN_EUNSUPPORTED;
+    }
+    if (attn_backward(p) && (p->mods.sinks || p->mods.v_from_k)) {
+        snprintf(why, len, "%s: the backward of %s is not defined in attnbench (backend.h)",
+                 be->name, p->mods.sinks ? "attention sinks" : "latent attention (V read from K)");
+        return ATTN_EUNSUPPORTED;
+    }
     if (p->mods.v_from_k && p->d_v > p->d_k) {
         snprintf(why, len, "%s: V read from K needs dv <= dk (dv = %d, dk = %d)", be->name,
                  p->d_v, p->d_k);
@@ -134,6 +148,25 @@ const char *attn_mod_option(unsigned bit)
         if (mod_names[i].bit == bit)
             return mod_names[i].option;
     return "?";
+}
+
+static const char *const pass_names[ATTN_PASS_COUNT] = {
+    [ATTN_PASS_FWD] = "fwd",
+    [ATTN_PASS_BWD] = "bwd",
+    [ATTN_PASS_FWDBWD] = "fwdbwd",
+};
+
+const char *attn_pass_name(attn_pass x)
+{
+    return (unsigned)x < ATTN_PASS_COUNT ? pass_names[x] : "?";
+}
+
+attn_pass attn_pass_from_name(const char *name)
+{
+    for (int x = 0; x < ATTN_PASS_COUNT; x++)
+        if (!strcmp(pass_names[x], name))
+            return (attn_pass)x;
+    return ATTN_PASS_COUNT;
 }
 
 static const char *const dtype_names[ATTN_DTYPE_COUNT] = {
@@ -216,4 +249,10 @@ int attn_backend_world(const attn_backend *be)
 int attn_backend_ranks(const attn_backend *be, void *state, attn_rank_stats *out, int max)
 {
     return be->ranks ? be->ranks(state, out, max) : 0;
+}
+
+attn_status attn_backend_read_grads(const attn_backend *be, void *state, float *dq, float *dk,
+                                    float *dv)
+{
+    return be->read_grads ? be->read_grads(state, dq, dk, dv) : ATTN_EUNSUPPORTED;
 }

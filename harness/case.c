@@ -36,8 +36,20 @@ static void verdict(attn_result *r, attn_verdict v, const char *fmt, ...)
 void attn_case_judge(attn_result *r)
 {
     r->checked = true;
-    if (!r->check.pass)
-        verdict(r, ATTN_FAILED, "%s", r->check.why);
+    const bool grads = attn_backward(&r->p);
+    const attn_check *bad = !r->check.pass ? &r->check : NULL;
+    bool mistrusted = r->check.mistrusted;
+    for (int x = 0; grads && x < 3; x++) {
+        if (!bad && !r->grad[x].pass)
+            bad = &r->grad[x];
+        mistrusted = mistrusted || r->grad[x].mistrusted;
+    }
+    if (bad)
+        verdict(r, ATTN_FAILED, "%s", bad->why);
+    else if (mistrusted && grads)
+        verdict(r, ATTN_MISTRUSTED, "the checked reference of O or of a gradient holds fewer "
+                "values that tell (nonzero finite ones) than one of its rows: every key masked? "
+                "A kernel that writes zeros would pass as well");
     else if (r->check.mistrusted)
         verdict(r, ATTN_MISTRUSTED, "the checked reference holds %zu finite values, %zu of them "
                 "exactly 0 (every key masked?), and %zu NaN or Inf the output matched: fewer "
@@ -72,39 +84,99 @@ static bool allocated_in_run(attn_result *r, attn_tracker *tr, size_t calls)
     return true;
 }
 
-/* Check once, then time; the timed runs must neither allocate nor change the
- * output. first (NULL when not timing) receives the checked output. */
-static void check_and_time(attn_result *r, const attn_backend *be, void *state,
-                           const attn_ref *ref, const attn_setup *s, attn_guarded *out,
-                           float *first, attn_tracker *tr)
+/* The outputs of a case: O, and for the backward L and the gradients,
+ * each in a guarded buffer; the checked copies the timed runs must repeat. */
+typedef struct outputs {
+    attn_guarded o, lse, g[3];
+    float *first;           /* O then dQ, dK, dV as checked; NULL when not timing */
+    size_t n;               /* floats in first */
+} outputs;
+
+/* Everything a run leaves, read into the guarded buffers. */
+static attn_status read_all(const attn_backend *be, void *state, const attn_problem *p,
+                            outputs *out)
 {
+    attn_status st = be->read(state, out->o.data);
+    if (st == ATTN_OK && attn_backward(p))
+        st = attn_backend_read_grads(be, state, out->g[0].data, out->g[1].data, out->g[2].data);
+    return st;
+}
+
+static void copy_all(float *dst, const attn_problem *p, const outputs *out)
+{
+    memcpy(dst, out->o.data, out->o.n * sizeof(float));
+    dst += out->o.n;
+    for (int x = 0; attn_backward(p) && x < 3; x++) {
+        memcpy(dst, out->g[x].data, out->g[x].n * sizeof(float));
+        dst += out->g[x].n;
+    }
+}
+
+static bool same_all(const float *first, const attn_problem *p, const outputs *out)
+{
+    bool same = !memcmp(first, out->o.data, out->o.n * sizeof(float));
+    first += out->o.n;
+    for (int x = 0; attn_backward(p) && x < 3; x++) {
+        same = same && !memcmp(first, out->g[x].data, out->g[x].n * sizeof(float));
+        first += out->g[x].n;
+    }
+    return same;
+}
+
+static bool all_intact(const attn_problem *p, const outputs *out)
+{
+    bool ok = attn_guarded_intact(&out->o);
+    for (int x = 0; attn_backward(p) && x < 3; x++)
+        ok = ok && attn_guarded_intact(&out->g[x]);
+    return ok && (!attn_backward(p) || attn_guarded_intact(&out->lse));
+}
+
+/* Check once, then time; the timed runs must neither allocate nor change the
+ * outputs. */
+static void check_and_time(attn_result *r, const attn_backend *be, void *state,
+                           const attn_ref *ref, const attn_setup *s, outputs *out,
+                           attn_tracker *tr)
+{
+    const attn_problem *p = &r->p;
     const size_t calls = atomic_load(&tr->calls);
     attn_status st = be->run(state);
     const double t0 = attn_now();
     if (st == ATTN_OK)
-        st = be->read(state, out->data);
+        st = read_all(be, state, p, out);
     r->download_s = attn_now() - t0;
     if (st != ATTN_OK) {
         verdict(r, ATTN_ERROR, "run: %s", attn_status_str(st));
         return;
     }
-    attn_check_output(&r->check, &r->p, ref, out);
+    attn_check_output(&r->check, p, ref, &out->o);
+    if (attn_backward(p) && !ref->grads) {
+        verdict(r, ATTN_ERROR, "the backward's reference was not computed");
+        return;
+    }
+    if (attn_backward(p)) {
+        attn_check_grads(r->grad, p, ref, ref->grads, out->g);
+        if (!attn_guarded_intact(&out->lse)) {
+            r->grad[0].pass = false;
+            snprintf(r->grad[0].why, sizeof(r->grad[0].why), "L (t->lse) was written outside "
+                     "its bounds");
+        }
+    }
     attn_case_judge(r);
     if (r->verdict == ATTN_FAILED || allocated_in_run(r, tr, calls))
         return;
-    if (!first)
+    if (!out->first)
         return;
 
-    memcpy(first, out->data, out->n * sizeof(float));
+    copy_all(out->first, p, out);
     st = attn_time_runs(be, state, &s->timer, &r->timing);
     if (st == ATTN_OK)
-        st = be->read(state, out->data);
+        st = read_all(be, state, p, out);
     if (st != ATTN_OK) {
         verdict(r, ATTN_ERROR, "timed run: %s", attn_status_str(st));
     } else if (!allocated_in_run(r, tr, calls)) {
-        if (!attn_guarded_intact(out))
-            verdict(r, ATTN_FAILED, "a timed run wrote outside the output buffer");
-        else if (memcmp(first, out->data, out->n * sizeof(float)))
+        if (!all_intact(p, out))
+            verdict(r, ATTN_FAILED, "a timed run wrote outside an output buffer");
+        else if (!same_all(out->first, p, out))
             verdict(r, ATTN_FAILED, "repeated runs gave different outputs");
     }
 }
@@ -136,7 +208,7 @@ static void rank_figures(attn_result *r, const attn_backend *be, void *state)
  * instead of released: for --dump-weights after the measurements. */
 static void drive(attn_result *r, const attn_backend *be, const attn_config *cfg,
                   const attn_tensors *in, const attn_ref *ref, const attn_setup *s,
-                  attn_guarded *out, float *first, attn_tracker *tr, void **keep)
+                  outputs *out, attn_tracker *tr, void **keep)
 {
     if (keep)
         *keep = NULL;
@@ -151,17 +223,24 @@ static void drive(attn_result *r, const attn_backend *be, const attn_config *cfg
     /* Each input in its storage type only (backend.h). */
     const attn_problem *p = &r->p;
     const bool q16 = p->dtype != ATTN_DTYPE_FP32, kv16 = p->kv_dtype != ATTN_DTYPE_FP32;
-    const attn_tensors t = { .q = q16 ? NULL : in->q, .k = kv16 ? NULL : in->k,
+    attn_tensors t = { .q = q16 ? NULL : in->q, .k = kv16 ? NULL : in->k,
                              .v = kv16 ? NULL : in->v, .q16 = q16 ? in->q16 : NULL,
                              .k16 = kv16 ? in->k16 : NULL, .v16 = kv16 ? in->v16 : NULL,
-                             .sinks = p->mods.sinks ? in->sinks : NULL, .o = out->data };
+                             .sinks = p->mods.sinks ? in->sinks : NULL, .o = out->o.data };
+    if (attn_backward(p)) {
+        t.dout = in->dout;
+        t.lse = out->lse.data;
+        t.dq = out->g[0].data;
+        t.dk = out->g[1].data;
+        t.dv = out->g[2].data;
+    }
     const double t0 = attn_now();
     st = be->bind(state, &t);
     r->upload_s = attn_now() - t0;
     if (st != ATTN_OK)
         verdict(r, status_verdict(st), "bind: %s", attn_status_str(st));
     else
-        check_and_time(r, be, state, ref, s, out, first, tr);
+        check_and_time(r, be, state, ref, s, out, tr);
     rank_figures(r, be, state);
     if (keep)
         *keep = state;
@@ -266,28 +345,39 @@ void attn_case_run(attn_result *r, const attn_backend *be, const attn_problem *p
     r->ws_predicted = be->workspace(p, &cfg);
     attn_sizes sz;
     attn_problem_sizes(p, &sz);
-    attn_guarded out = { 0 };
-    float *first = NULL;
+    outputs out = { 0 };
+    const bool bwd = attn_backward(p);
+    out.n = sz.o + (bwd ? sz.dq + sz.dk + sz.dv : 0);
     if (!memory_guard(r, p, s))
         goto done;
     /* The harness's own buffers are allocated and touched before the RSS
      * mark is reset, so the peak measured below is the backend's. */
-    if (attn_guarded_alloc(&out, sz.o) != ATTN_OK ||
-        (s->timer.reps > 0 && !(first = attn_host_alloc(sz.output)))) {
+    bool ok = attn_guarded_alloc(&out.o, sz.o) == ATTN_OK;
+    if (bwd) {
+        ok = ok && attn_guarded_alloc(&out.lse, sz.rows) == ATTN_OK;
+        ok = ok && attn_guarded_alloc(&out.g[0], sz.dq) == ATTN_OK;
+        ok = ok && attn_guarded_alloc(&out.g[1], sz.dk) == ATTN_OK;
+        ok = ok && attn_guarded_alloc(&out.g[2], sz.dv) == ATTN_OK;
+    }
+    if (!ok || (s->timer.reps > 0 && !(out.first = attn_host_alloc(out.n * sizeof(float))))) {
         verdict(r, ATTN_ERROR, "out of memory for the output buffers");
         goto done;
     }
-    attn_guarded_poison(&out);
-    if (first)
-        memset(first, 0, sz.output);
+    attn_guarded_poison(&out.o);
+    for (int x = 0; bwd && x < 3; x++)
+        attn_guarded_poison(&out.g[x]);
+    if (bwd)
+        attn_guarded_poison(&out.lse);
+    if (out.first)
+        memset(out.first, 0, out.n * sizeof(float));
 
     uint64_t hwm, rss0 = 0;
     r->rss_known = attn_rss_reset_peak() && attn_rss_read(&hwm, &rss0);
     void *kept = NULL;
-    drive(r, be, &cfg, in, ref, s, &out, first, &tr, s->dump_weights ? &kept : NULL);
+    drive(r, be, &cfg, in, ref, s, &out, &tr, s->dump_weights ? &kept : NULL);
     if (ref != dense && r->checked) {
         attn_check approx;
-        attn_check_output(&approx, p, dense, &out);
+        attn_check_output(&approx, p, dense, &out.o);
         r->approx_known = true;
         r->approx_max_abs = approx.max_abs;
         r->approx_nmse = approx.nmse;
@@ -297,7 +387,7 @@ void attn_case_run(attn_result *r, const attn_backend *be, const attn_problem *p
     else
         r->rss_known = false;
     r->ws_peak = atomic_load(&tr.peak);
-    dumps(r, be, kept, p, s, &out);
+    dumps(r, be, kept, p, s, &out.o);
     if (kept)
         be->release(kept);
 
@@ -315,8 +405,11 @@ void attn_case_run(attn_result *r, const attn_backend *be, const attn_problem *p
         verdict(r, ATTN_FAILED, "release leaked %zu bytes in %zu blocks",
                 atomic_load(&tr.current), atomic_load(&tr.live));
 done:
-    attn_host_free(first);
-    attn_guarded_free(&out);
+    attn_host_free(out.first);
+    attn_guarded_free(&out.o);
+    attn_guarded_free(&out.lse);
+    for (int x = 0; x < 3; x++)
+        attn_guarded_free(&out.g[x]);
     attn_tracker_destroy(&tr);
     attn_ref_free(&vref);
 }

@@ -42,7 +42,8 @@ typedef struct attn_result {
     attn_verdict verdict;
     char why[384];
     bool checked;
-    attn_check check;
+    attn_check check;       /* O */
+    attn_check grad[3];     /* the backward (attn_backward(&p)): dQ, dK, dV */
     size_t ref_rows, ref_total;   /* rows the reference checked, of all */
     attn_timing timing;
     size_t ws_predicted;    /* what workspace() said */

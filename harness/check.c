@@ -1,6 +1,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -206,13 +207,69 @@ void attn_check_output_with(attn_check *c, const attn_problem *p, const attn_ref
     c->pass = c->why[0] == '\0';
 }
 
+/* The gradients as outputs of rows: dQ's rows are O's ([B,H,Nq], dk
+ * wide), dK's and dV's [B,Hkv,Nk]; a view of g for each, whose rows are
+ * the computed heads' (contiguous runs: reference.h). */
+void attn_check_grads(attn_check c[3], const attn_problem *p, const attn_ref *fwd,
+                      const attn_ref_grads *g, const attn_guarded out[3])
+{
+    static const char *const names[3] = { "dQ", "dK", "dV" };
+    const size_t per[3] = { (size_t)attn_group(p) * (size_t)p->seq_q, (size_t)p->seq_kv,
+                            (size_t)p->seq_kv };
+    double *const data[3] = { g->dq, g->dk, g->dv };
+    for (int x = 0; x < 3; x++) {
+        attn_problem pv = *p;
+        if (x > 0) {
+            pv.heads = attn_kv_heads(p);
+            pv.kv_heads = 0;
+            pv.seq_q = p->seq_kv;
+        }
+        pv.d_v = x == 2 ? p->d_v : p->d_k;
+        attn_ref view = *fwd;
+        view.nrows = g->nheads * per[x];
+        view.total_rows = g->total_heads * per[x];
+        view.rows = malloc(view.nrows * sizeof(size_t));
+        view.out = data[x];
+        view.max_abs_v = g->mag[x];
+        view.max_abs_logit = g->max_abs_logit;
+        if (!view.rows) {
+            memset(&c[x], 0, sizeof(c[x]));
+            c[x].what = names[x];
+            snprintf(c[x].why, sizeof(c[x].why), "%s: out of memory for the check", names[x]);
+            continue;
+        }
+        /* dQ: K/V head r = b Hkv + g is read by query heads b H + g G ..
+         * + G - 1, whose rows follow each other from (b H + g G) Nq. */
+        for (size_t h = 0; h < g->nheads; h++) {
+            const size_t r = g->heads[h], hkv = (size_t)attn_kv_heads(p);
+            const size_t first = x ? r * per[x]
+                                   : (r / hkv * (size_t)p->heads + r % hkv * (size_t)attn_group(p)) *
+                                         (size_t)p->seq_q;
+            for (size_t e = 0; e < per[x]; e++)
+                view.rows[h * per[x] + e] = first + e;
+        }
+        attn_check_output_with(&c[x], &pv, &view, &out[x], attn_tolerance_for(p));
+        free(view.rows);
+        c[x].what = names[x];
+        if (!c[x].pass) {
+            char why[sizeof(c[x].why)];
+            snprintf(why, sizeof(why), "%s", c[x].why);
+            snprintf(c[x].why, sizeof(c[x].why), "%s: %.240s", names[x], why);
+        }
+    }
+}
+
 void attn_check_describe(const attn_check *c, char *buf, size_t len)
 {
     const attn_tolerance *t = c->tolerance;
+    char scale[16] = "max|V|";
+    if (c->what)
+        snprintf(scale, sizeof(scale), "M_%s", c->what);
     snprintf(buf, len,
-             "max_abs %.2e rel %.2e nmse %.2e %s tol %.2e (%s: max|V| %.3g x (%.1e + %.1e x max|logit| %.3g))",
+             "%s%smax_abs %.2e rel %.2e nmse %.2e %s tol %.2e (%s: %s %.3g x (%.1e + %.1e x max|logit| %.3g))",
+             c->what ? c->what : "", c->what ? " " : "",
              c->max_abs, c->max_rel, c->nmse, c->max_abs <= c->tol ? "<=" : ">", c->tol,
-             t->name, c->max_abs_v, t->base, t->per_logit, c->max_abs_logit);
+             t->name, scale, c->max_abs_v, t->base, t->per_logit, c->max_abs_logit);
     const size_t at = strlen(buf);
     if (c->ref_nonfinite && at < len)
         snprintf(buf + at, len - at, "; %zu NaN or Inf of the reference matched", c->ref_nonfinite);

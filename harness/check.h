@@ -63,6 +63,7 @@ typedef struct attn_check {
     double max_abs_v, max_abs_logit;  /* the reference's, which scale tol */
     double tol;             /* the bound max_abs must stay within */
     const attn_tolerance *tolerance;
+    const char *what;       /* the output checked: NULL for O, else "dQ", "dK", "dV" */
     bool pass;
     char why[256];          /* why it failed; empty when it passed */
 } attn_check;
@@ -73,6 +74,13 @@ void attn_check_output(attn_check *c, const attn_problem *p, const attn_ref *ref
 /* Against the class given: for the tests that show the classes differ. */
 void attn_check_output_with(attn_check *c, const attn_problem *p, const attn_ref *ref,
                             const attn_guarded *out, const attn_tolerance *tolerance);
+
+/* The backward's gradients out[0..3) (dQ, dK, dV), each against its rows
+ * of g, into c[0..3): the checks of attn_check_output, with the tolerance
+ * of p's class scaled by the gradient's own magnitude (g->mag) where O's
+ * is scaled by max|V|. fwd gives what the inputs held (NaN, Inf). */
+void attn_check_grads(attn_check c[3], const attn_problem *p, const attn_ref *fwd,
+                      const attn_ref_grads *g, const attn_guarded out[3]);
 
 /* "max_abs 2.1e-07 rel 8.9e-07 nmse 3.0e-14 <= tol 1.8e-04 (exact-fp32: ...)" */
 void attn_check_describe(const attn_check *c, char *buf, size_t len);

@@ -27,7 +27,7 @@ typedef enum opt_id {
     O_FEATURES, O_PROJ, O_CSV, O_JSON, O_RESUME, O_PEAK, O_LIST, O_HELP, O_VERSION,
     O_INPUTS, O_DUMP_OUTPUT, O_DUMP_WEIGHTS, O_CASE_TIMEOUT, O_ISA, O_DUMP_INPUTS,
     O_CHECK_OUTPUT, O_PEER, O_PEER_TIMES, O_PEER_SKIP, O_KV_HEADS, O_SPLITS, O_DTYPE,
-    O_KV_DTYPE, O_SHARD, O_SOFTCAP, O_ALIBI, O_SINKS, O_V_FROM_K, O_MODEL,
+    O_KV_DTYPE, O_SHARD, O_SOFTCAP, O_ALIBI, O_SINKS, O_V_FROM_K, O_MODEL, O_PASS,
 } opt_id;
 
 #define ARG_NONE ATTN_ARG_NONE
@@ -62,7 +62,7 @@ static const attn_option options[] = {
     { "kv-dtype", O_KV_DTYPE, ARG_REQUIRED }, { "shard", O_SHARD, ARG_REQUIRED },
     { "softcap", O_SOFTCAP, ARG_REQUIRED },   { "alibi", O_ALIBI, ARG_NONE },
     { "sinks", O_SINKS, ARG_NONE },           { "v-from-k", O_V_FROM_K, ARG_NONE },
-    { "model", O_MODEL, ARG_REQUIRED },
+    { "model", O_MODEL, ARG_REQUIRED },       { "pass", O_PASS, ARG_REQUIRED },
 };
 
 int attn_error(int code, const char *fmt, ...)
@@ -225,35 +225,70 @@ done:
     return -1;
 }
 
-/* --dtype, --kv-dtype: "fp32", "bf16", "fp16", or a comma list of them,
- * each once. */
-static int parse_dtypes(const char *name, const char *val, attn_list *out)
+/* A comma list of the names of an enum's values, each once, into out; of
+ * maps a name to its value (count when unknown), str back; known lists
+ * them for the refusal. */
+static int parse_names(const char *name, const char *val, attn_list *out, int count,
+                       int (*of)(const char *), const char *(*str)(int), const char *known)
 {
     free(out->v);
     *out = (attn_list){ 0 };
-    if (!(out->v = malloc(ATTN_DTYPE_COUNT * sizeof(int))))
+    if (!(out->v = malloc((size_t)count * sizeof(int))))
         return usage_error("out of memory");
     const char *at = val;
     for (;;) {
         const char *comma = strchr(at, ',');
         const size_t n = comma ? (size_t)(comma - at) : strlen(at);
         char item[16];
-        attn_dtype d = ATTN_DTYPE_COUNT;
+        int x = count;
         if (n < sizeof(item)) {
             memcpy(item, at, n);
             item[n] = '\0';
-            d = attn_dtype_from_name(item);
+            x = of(item);
         }
-        if (d == ATTN_DTYPE_COUNT)
-            return usage_error("--%s: '%.*s' is not one of: fp32, bf16, fp16", name, (int)n, at);
+        if (x == count)
+            return usage_error("--%s: '%.*s' is not one of: %s", name, (int)n, at, known);
         for (size_t i = 0; i < out->n; i++)
-            if (out->v[i] == (int)d)
-                return usage_error("--%s: %s is given twice", name, attn_dtype_name(d));
-        out->v[out->n++] = (int)d;
+            if (out->v[i] == x)
+                return usage_error("--%s: %s is given twice", name, str(x));
+        out->v[out->n++] = x;
         if (!comma)
             return -1;
         at = comma + 1;
     }
+}
+
+static int dtype_of(const char *s)
+{
+    return (int)attn_dtype_from_name(s);
+}
+
+static const char *dtype_str(int x)
+{
+    return attn_dtype_name((attn_dtype)x);
+}
+
+static int pass_of(const char *s)
+{
+    return (int)attn_pass_from_name(s);
+}
+
+static const char *pass_str(int x)
+{
+    return attn_pass_name((attn_pass)x);
+}
+
+/* --dtype, --kv-dtype: "fp32", "bf16", "fp16", or a comma list of them,
+ * each once. */
+static int parse_dtypes(const char *name, const char *val, attn_list *out)
+{
+    return parse_names(name, val, out, ATTN_DTYPE_COUNT, dtype_of, dtype_str, "fp32, bf16, fp16");
+}
+
+/* --pass: "fwd", "bwd", "fwdbwd", or a comma list of them, each once. */
+static int parse_passes(const char *val, attn_list *out)
+{
+    return parse_names("pass", val, out, ATTN_PASS_COUNT, pass_of, pass_str, "fwd, bwd, fwdbwd");
 }
 
 /* --isa: a kernel ISA this build has and this CPU runs. */
@@ -514,6 +549,7 @@ static int apply(void *ctx, int opt, const char *name, const char *val)
     case O_KV_HEADS: return attn_parse_list(name, val, 1, MAX_HEADS, &o->kv_heads);
     case O_DTYPE:   return parse_dtypes(name, val, &o->dtype);
     case O_KV_DTYPE: return parse_dtypes(name, val, &o->kv_dtype);
+    case O_PASS:    return parse_passes(val, &o->pass);
     case O_SPLITS: {
         long v;
         if (!strcmp(val, "auto")) {
@@ -840,7 +876,7 @@ int attn_cli_parse(attn_opts *o, int argc, char **argv)
 void attn_cli_free(attn_opts *o)
 {
     attn_list *lists[] = { &o->batch, &o->heads, &o->kv_heads, &o->seq, &o->seq_kv, &o->dk,
-                           &o->dv, &o->dtype, &o->kv_dtype };
+                           &o->dv, &o->dtype, &o->kv_dtype, &o->pass };
     for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
         free(lists[i]->v);
         *lists[i] = (attn_list){ 0 };
@@ -878,6 +914,9 @@ void attn_cli_usage(FILE *f, const char *prog)
 "  --scale S        logit scale (default 1/sqrt(dk))\n"
 "  --causal[=yes|no|both]  causal mask, aligned bottom-right: query i sees keys\n"
 "                   j <= i + Nk - Nq (--causal alone: yes; default no)\n"
+"  --pass P[,P..]   fwd (default), bwd (dQ, dK, dV from dO and the forward's O and\n"
+"                   log-sum-exp, timed alone), fwdbwd (both in one timed run), or a\n"
+"                   list; dO is N(0,1) from the seed, or DIR/do.npy with --inputs\n"
 "  --kv-len L[,L..] valid keys per batch item (one value, or one per item); keys >= L masked\n"
 "  --dtype T[,T..]  storage of the inputs: fp32 (default), bf16, fp16, or a list to\n"
 "                   compare them (a table of the speedups over fp32 ends the run). The\n"

@@ -29,6 +29,7 @@ typedef struct attn_opts {
                                                                follow heads, seq, dk */
     attn_list dtype, kv_dtype;  /* --dtype, --kv-dtype: attn_dtype values; empty: fp32,
                                    and K/V follow Q */
+    attn_list pass;             /* --pass: attn_pass values; empty: the forward */
     unsigned causal;            /* ATTN_CAUSAL_* bits: which of the two to run */
     float scale;
     bool scale_set;

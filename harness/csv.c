@@ -15,10 +15,11 @@
 
 static const char header[] =
     "schema,key,backend,verdict,reason,batch,heads,kv_heads,seq_q,seq_kv,d_k,d_v,causal,kv_len,"
-    "dtype,kv_dtype,scale,fill,seed,threads,splits,kind,window_left,window_right,"
+    "dtype,kv_dtype,pass,scale,fill,seed,threads,splits,kind,window_left,window_right,"
     "softcap,alibi,sinks,v_from_k,model,globals,random_blocks,block,"
     "features,proj,rows_checked,rows_total,max_abs,max_rel,nmse,tol,tol_class,approx_max_abs,"
-    "approx_nmse,reps,iterations,"
+    "approx_nmse,dq_max_abs,dq_tol,dq_nmse,dk_max_abs,dk_tol,dk_nmse,dv_max_abs,dv_tol,dv_nmse,"
+    "reps,iterations,"
     "real_median_s,real_min_s,real_mean_s,real_stddev_s,real_cv,cpu_median_s,cpu_mean_s,"
     "device_median_s,device_min_s,device_cv,upload_s,download_s,"
     "flops,flops_dense,gflops,gflops_dense,peak_gflops,pct_peak,bytes,gbs,peak_gbs,pct_bw,"
@@ -185,7 +186,8 @@ int attn_csv_append(attn_csv *c, const attn_result *r, const attn_setup *s, cons
         p->seq_kv, p->d_k, p->d_v, p->causal ? 1 : 0);
     for (int b = 0; p->kv_len && b < p->batch; b++)
         attn_csv_put(&l, "%s%d", b ? ";" : "", p->kv_len[b]);
-    attn_csv_put(&l, ",%s,%s", attn_dtype_name(p->dtype), attn_dtype_name(p->kv_dtype));
+    attn_csv_put(&l, ",%s,%s,%s", attn_dtype_name(p->dtype), attn_dtype_name(p->kv_dtype),
+                 attn_pass_name(p->pass));
     attn_csv_put(&l, ",%.9g,%s,%llu,%d", p->scale, attn_setup_fill_name(s), (unsigned long long)s->seed,
         s->threads);
     attn_csv_num(&l, s->splits > 0, s->splits);
@@ -211,6 +213,12 @@ int attn_csv_append(attn_csv *c, const attn_result *r, const attn_setup *s, cons
     attn_csv_put(&l, ",%s", r->checked ? r->check.tolerance->name : "");
     attn_csv_num(&l, r->approx_known, r->approx_max_abs);
     attn_csv_num(&l, r->approx_known, r->approx_nmse);
+    const bool grads = r->checked && attn_backward(p);
+    for (int x = 0; x < 3; x++) {
+        attn_csv_num(&l, grads, r->grad[x].max_abs);
+        attn_csv_num(&l, grads, r->grad[x].tol);
+        attn_csv_num(&l, grads, r->grad[x].nmse);
+    }
     attn_csv_num(&l, timed, t->reps);
     attn_csv_num(&l, timed, (double)t->iterations);
     attn_csv_num(&l, timed, t->real_stats.median);

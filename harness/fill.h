@@ -10,7 +10,8 @@
 #include "kernels/rng.h"
 #include "problem.h"
 
-enum { ATTN_TENSOR_Q = 0, ATTN_TENSOR_K = 1, ATTN_TENSOR_V = 2, ATTN_TENSOR_SINKS = 3 };
+enum { ATTN_TENSOR_Q = 0, ATTN_TENSOR_K = 1, ATTN_TENSOR_V = 2, ATTN_TENSOR_SINKS = 3,
+       ATTN_TENSOR_DOUT = 4 };
 
 float attn_fill_value(attn_fill_kind kind, uint64_t seed, int tensor, size_t index);
 void attn_fill(float *x, size_t n, attn_fill_kind kind, uint64_t seed, int tensor, int threads);

@@ -57,6 +57,8 @@ static void round_to(float *x, uint16_t *h, size_t n, attn_dtype dt)
 size_t attn_inputs_bytes(const attn_problem *p, const attn_sizes *sz)
 {
     size_t fp32 = (sz->q + sz->k + sz->v + (size_t)p->heads) * sizeof(float), half = 0;
+    if (attn_backward(p))
+        fp32 += sz->o * sizeof(float);   /* dO */
     if (p->dtype != ATTN_DTYPE_FP32)
         half += sz->q * 2;
     if (p->kv_dtype != ATTN_DTYPE_FP32)
@@ -89,8 +91,11 @@ attn_status attn_inputs_make(attn_inputs *in, const attn_problem *p, const attn_
     }
     if (p->mods.sinks)
         in->sinks = attn_host_alloc((size_t)p->heads * sizeof(float));
+    const bool bwd = attn_backward(p);
+    if (bwd)
+        in->dout = attn_host_alloc(sz.o * sizeof(float));
     attn_status st = ATTN_OK;
-    if (!in->q || !in->k || (has_v && !in->v) || (q16 && !in->q16) ||
+    if (!in->q || !in->k || (has_v && !in->v) || (q16 && !in->q16) || (bwd && !in->dout) ||
         (kv16 && (!in->k16 || (has_v && !in->v16))) || (p->mods.sinks && !in->sinks)) {
         snprintf(why, len, "out of memory for the inputs");
         st = ATTN_ENOMEM;
@@ -106,12 +111,18 @@ attn_status attn_inputs_make(attn_inputs *in, const attn_problem *p, const attn_
             st = read_npy(s->inputs, "k", want[1], in->k, p->kv_dtype, why, len);
         if (st == ATTN_OK && has_v)
             st = read_npy(s->inputs, "v", want[2], in->v, p->kv_dtype, why, len);
+        const size_t want_do[4] = { b, h, (size_t)p->seq_q, (size_t)p->d_v };
+        if (st == ATTN_OK && bwd)
+            st = read_npy(s->inputs, "do", want_do, in->dout, ATTN_DTYPE_FP32, why, len);
     } else {
         attn_fill(in->q, sz.q, s->fill, s->seed, ATTN_TENSOR_Q, s->threads);
         attn_fill(in->k, sz.k, s->fill, s->seed, ATTN_TENSOR_K, s->threads);
         if (has_v)
             attn_fill(in->v, sz.v, s->fill, s->seed, ATTN_TENSOR_V, s->threads);
     }
+    /* dO: N(0, 1) from the seed, whatever the fill of Q, K and V. */
+    if (st == ATTN_OK && bwd && !s->inputs)
+        attn_fill(in->dout, sz.o, ATTN_FILL_NORMAL, s->seed, ATTN_TENSOR_DOUT, s->threads);
     /* Sink logits: N(0, 1) from the seed, with --inputs as well. */
     if (st == ATTN_OK && in->sinks)
         attn_fill(in->sinks, (size_t)p->heads, ATTN_FILL_NORMAL, s->seed, ATTN_TENSOR_SINKS, 1);
@@ -126,6 +137,10 @@ attn_status attn_inputs_make(attn_inputs *in, const attn_problem *p, const attn_
         const attn_tensors t = attn_inputs_tensors(in);
         const double t0 = attn_now();
         st = attn_ref_compute(&in->ref, p, &t, s->check_rows, s->seed, s->threads);
+        if (st == ATTN_OK && bwd &&
+            (st = attn_ref_grads_compute(&in->grads, p, &t, s->check_rows, s->threads)) != ATTN_OK)
+            attn_ref_free(&in->ref);
+        in->ref.grads = bwd && st == ATTN_OK ? &in->grads : NULL;
         in->ref_seconds = attn_now() - t0;
         if (st != ATTN_OK)
             snprintf(why, len, "out of memory for the reference");
@@ -140,8 +155,10 @@ attn_status attn_inputs_make(attn_inputs *in, const attn_problem *p, const attn_
 
 void attn_inputs_free(attn_inputs *in)
 {
-    if (in->made)
+    if (in->made) {
         attn_ref_free(&in->ref);
+        attn_ref_grads_free(&in->grads);
+    }
     attn_host_free(in->q);
     attn_host_free(in->k);
     attn_host_free(in->v);
@@ -149,6 +166,7 @@ void attn_inputs_free(attn_inputs *in)
     attn_host_free(in->k16);
     attn_host_free(in->v16);
     attn_host_free(in->sinks);
+    attn_host_free(in->dout);
     memset(in, 0, sizeof(*in));
 }
 
@@ -161,9 +179,15 @@ bool attn_memory_fits(const attn_problem *p, const attn_setup *s, size_t workspa
                  "sizes");
         return false;
     }
-    const double ref = (double)attn_ref_bytes(p, s->check_rows, s->threads);
+    double ref = (double)attn_ref_bytes(p, s->check_rows, s->threads);
+    if (attn_backward(p))
+        ref += (double)attn_ref_grads_bytes(p, s->check_rows, s->threads);
     const double held = (double)attn_inputs_bytes(p, &sz) + ref;
-    const double outs = 2.0 * (double)sz.output, ws = (double)workspace;
+    /* Each output twice (the checked copy, then the timed runs'); the
+     * backward's gradients and L beside O. */
+    const double outs = 2.0 * (double)sz.output +
+                        (attn_backward(p) ? 2.0 * (double)sz.grads + 4.0 * (double)sz.rows : 0.0);
+    const double ws = (double)workspace;
     const double total = held + outs + ws, fresh = inputs_held ? outs + ws : total;
     const uint64_t avail = attn_mem_available();
     const bool over_max = s->max_mem && total > (double)s->max_mem;

@@ -13,13 +13,15 @@ typedef struct attn_inputs {
     uint16_t *q16, *k16, *v16;  /* the 16-bit storage of those that have it, else NULL;
                                    v and v16 NULL when V is read from K (v_from_k) */
     float *sinks;           /* [H] sink logits with mods.sinks, else NULL */
+    float *dout;            /* the backward's dO [B,H,Nq,dv], else NULL */
     attn_ref ref;
+    attn_ref_grads grads;   /* the backward's reference (attn_backward(p)) */
     double ref_seconds;     /* wall time of the reference */
     bool made;
 } attn_inputs;
 
-/* Q, K, V for p, read from s->inputs (DIR/q.npy, k.npy, v.npy, their shapes
- * checked against p) or filled from s->fill and s->seed, rounded once to
+/* Q, K, V for p (and dO for the backward), read from s->inputs (DIR/q.npy,
+ * k.npy, v.npy, do.npy, their shapes checked against p) or filled from s->fill and s->seed, rounded once to
  * their storage types (p->dtype, p->kv_dtype), then the reference from the
  * rounded values with s->check_rows. ATTN_EINVAL (why names the file and what is wrong) or
  * ATTN_ENOMEM (why says for what); nothing is left allocated on failure. */
@@ -39,7 +41,7 @@ static inline attn_tensors attn_inputs_tensors(const attn_inputs *in)
     const bool vk = !in->v;
     return (attn_tensors){ .q = in->q, .k = in->k, .v = vk ? in->k : in->v,
                            .q16 = in->q16, .k16 = in->k16, .v16 = vk ? in->k16 : in->v16,
-                           .sinks = in->sinks };
+                           .sinks = in->sinks, .dout = in->dout };
 }
 
 /* The one memory check. A case of p holds its inputs, the reference, two

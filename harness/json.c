@@ -156,6 +156,7 @@ static void counters(FILE *f, const void *ctx, double seconds)
     }
     attn_json_field_str(f, "dtype", attn_dtype_name(r->p.dtype));
     attn_json_field_str(f, "kv_dtype", attn_dtype_name(r->p.kv_dtype));
+    attn_json_field_str(f, "pass", attn_pass_name(r->p.pass));
     if (r->approx_known) {
         attn_json_field_num(f, "approx_max_abs", r->approx_max_abs);
         attn_json_field_num(f, "approx_nmse", r->approx_nmse);
@@ -166,6 +167,14 @@ static void counters(FILE *f, const void *ctx, double seconds)
         attn_json_field_num(f, "rows_checked", (double)r->ref_rows);
         attn_json_field_num(f, "tol", r->check.tol);
         attn_json_field_str(f, "tol_class", r->check.tolerance->name);
+        static const char *const grad[3][3] = { { "dq_max_abs_err", "dq_nmse", "dq_tol" },
+                                                { "dk_max_abs_err", "dk_nmse", "dk_tol" },
+                                                { "dv_max_abs_err", "dv_nmse", "dv_tol" } };
+        for (int x = 0; attn_backward(&r->p) && x < 3; x++) {
+            attn_json_field_num(f, grad[x][0], r->grad[x].max_abs);
+            attn_json_field_num(f, grad[x][1], r->grad[x].nmse);
+            attn_json_field_num(f, grad[x][2], r->grad[x].tol);
+        }
     }
 }
 

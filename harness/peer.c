@@ -38,13 +38,15 @@ int attn_peer_dump_inputs(const attn_opts *o)
                           "--dump-inputs: %s", why);
     }
     const size_t b = (size_t)p.batch, h = (size_t)p.heads, hkv = (size_t)attn_kv_heads(&p);
-    const struct { const char *name; const float *x; size_t shape[4]; } t[3] = {
+    const struct { const char *name; const float *x; size_t shape[4]; } t[4] = {
         { "q", in.q, { b, h, (size_t)p.seq_q, (size_t)p.d_k } },
         { "k", in.k, { b, hkv, (size_t)p.seq_kv, (size_t)p.d_k } },
         { "v", in.v, { b, hkv, (size_t)p.seq_kv, (size_t)p.d_v } },
+        { "do", in.dout, { b, h, (size_t)p.seq_q, (size_t)p.d_v } },
     };
     rc = ATTN_EXIT_OK;
-    for (int i = 0; i < 3 && rc == ATTN_EXIT_OK; i++) {
+    /* The backward's dO too (do.npy). */
+    for (int i = 0; i < (attn_backward(&p) ? 4 : 3) && rc == ATTN_EXIT_OK; i++) {
         char path[4200];
         snprintf(path, sizeof(path), "%s/%s.npy", o->dump_inputs, t[i].name);
         if (!attn_npy_write(path, t[i].x, t[i].shape, 4, why, sizeof(why)))
@@ -99,17 +101,22 @@ static int read_times(const char *path, attn_result *r)
     return rc;
 }
 
-/* The peer's output against the reference of the same case. */
-static int check(const attn_opts *o, const attn_problem *p, attn_result *r)
+/* path (O, [B,H,Nq,dv]) or, beside it, a gradient (name.npy, of shape want)
+ * into g, checked for its shape. */
+static int read_output(const char *path, const char *name, const size_t want[4],
+                       attn_guarded *g)
 {
-    attn_sizes sz;
-    attn_problem_sizes(p, &sz);
-    char why[4400];
+    char file[4200], why[4400];
+    if (name) {
+        const char *slash = strrchr(path, '/');
+        const int dir = slash ? (int)(slash - path) : 1;
+        snprintf(file, sizeof(file), "%.*s/%s.npy", dir, slash ? path : ".", name);
+    } else {
+        snprintf(file, sizeof(file), "%s", path);
+    }
     attn_npy a;
-    if (!attn_npy_read(o->check_output, &a, why, sizeof(why)))
+    if (!attn_npy_read(file, &a, why, sizeof(why)))
         return attn_error(ATTN_EXIT_USAGE, "--check-output: %s", why);
-    const size_t want[4] = { (size_t)p->batch, (size_t)p->heads, (size_t)p->seq_q,
-                             (size_t)p->d_v };
     bool same = a.ndim == 4;
     for (int d = 0; same && d < 4; d++)
         same = a.shape[d] == want[d];
@@ -118,28 +125,47 @@ static int check(const attn_opts *o, const attn_problem *p, attn_result *r)
         attn_npy_shape_str(a.shape, a.ndim, got, sizeof(got));
         attn_npy_shape_str(want, 4, need, sizeof(need));
         attn_npy_free(&a);
-        return attn_error(ATTN_EXIT_USAGE, "--check-output: %s has shape %s, the case's O is %s",
-                          o->check_output, got, need);
+        return attn_error(ATTN_EXIT_USAGE, "--check-output: %s has shape %s, the case's %s is %s",
+                          file, got, name ? name : "O", need);
     }
-    attn_inputs in;
-    attn_guarded out = { 0 };
     int rc = -1;
-    if (attn_inputs_make(&in, p, &o->setup, why, sizeof(why)) != ATTN_OK) {
-        attn_npy_free(&a);
-        return attn_error(ATTN_EXIT_TOO_LARGE, "--check-output: %s", why);
-    }
-    if (attn_guarded_alloc(&out, sz.o) != ATTN_OK) {
+    if (attn_guarded_alloc(g, a.count) != ATTN_OK)
         rc = attn_error(ATTN_EXIT_TOO_LARGE, "--check-output: out of memory");
-    } else {
-        memcpy(out.data, a.data, sz.output);
-        attn_check_output(&r->check, p, &in.ref, &out);
+    else
+        memcpy(g->data, a.data, a.count * sizeof(float));
+    attn_npy_free(&a);
+    return rc;
+}
+
+/* The peer's output against the reference of the same case; for the
+ * backward, its dQ, dK, dV too (dq.npy, dk.npy, dv.npy beside O's file). */
+static int check(const attn_opts *o, const attn_problem *p, attn_result *r)
+{
+    const size_t b = (size_t)p->batch, h = (size_t)p->heads, hkv = (size_t)attn_kv_heads(p);
+    const size_t nq = (size_t)p->seq_q, nk = (size_t)p->seq_kv, dk = (size_t)p->d_k,
+                 dv = (size_t)p->d_v;
+    const size_t want[4][4] = { { b, h, nq, dv }, { b, h, nq, dk }, { b, hkv, nk, dk },
+                                { b, hkv, nk, dv } };
+    static const char *const names[4] = { NULL, "dq", "dk", "dv" };
+    attn_guarded out[4] = { { 0 } };
+    int rc = -1;
+    for (int x = 0; rc < 0 && x < (attn_backward(p) ? 4 : 1); x++)
+        rc = read_output(o->check_output, names[x], want[x], &out[x]);
+    attn_inputs in;
+    char why[4400];
+    if (rc < 0 && attn_inputs_make(&in, p, &o->setup, why, sizeof(why)) != ATTN_OK)
+        rc = attn_error(ATTN_EXIT_TOO_LARGE, "--check-output: %s", why);
+    else if (rc < 0) {
+        attn_check_output(&r->check, p, &in.ref, &out[0]);
+        if (attn_backward(p))
+            attn_check_grads(r->grad, p, &in.ref, in.ref.grads, out + 1);
         attn_case_judge(r);
         r->ref_rows = in.ref.nrows;
         r->ref_total = in.ref.total_rows;
+        attn_inputs_free(&in);
     }
-    attn_guarded_free(&out);
-    attn_inputs_free(&in);
-    attn_npy_free(&a);
+    for (int x = 0; x < 4; x++)
+        attn_guarded_free(&out[x]);
     return rc;
 }
 

@@ -55,6 +55,14 @@ bool attn_problem_sizes(const attn_problem *p, attn_sizes *s)
     s->inputs = in;
     s->kv = kvb;
     s->output = s->o;
+    if (!count(&s->dq, b, h, (size_t)p->seq_q, (size_t)p->d_k) ||
+        !count(&s->dk, b, hkv, (size_t)p->seq_kv, (size_t)p->d_k) ||
+        !count(&s->dv, b, hkv, (size_t)p->seq_kv, (size_t)p->d_v))
+        return false;
+    s->grads = s->dq;
+    if (__builtin_add_overflow(s->grads, s->dk, &s->grads) ||
+        __builtin_add_overflow(s->grads, s->dv, &s->grads) || !mul(&s->grads, sizeof(float)))
+        return false;
     return mul(&s->output, sizeof(float));
 }
 
@@ -79,7 +87,21 @@ static double visible_entries(const attn_problem *p)
     return pairs * p->heads;
 }
 
+/* FlashAttention's count of the backward: 2.5 forwards (five products of
+ * the forward's size against its two); forward and backward 3.5. */
+static double pass_factor(const attn_problem *p)
+{
+    return p->pass == ATTN_PASS_BWD ? 2.5 : p->pass == ATTN_PASS_FWDBWD ? 3.5 : 1.0;
+}
+
+static double forward_flops(const attn_problem *p);
+
 double attn_problem_flops(const attn_problem *p)
+{
+    return pass_factor(p) * forward_flops(p);
+}
+
+static double forward_flops(const attn_problem *p)
 {
     const double dk = p->d_k, dv = p->d_v, nq = p->seq_q, h = p->heads;
     double keys = 0;    /* keys some row of a batch sees, summed over the batch */
@@ -111,7 +133,8 @@ double attn_problem_flops(const attn_problem *p)
 
 double attn_problem_flops_dense(const attn_problem *p)
 {
-    return 2.0 * (p->d_k + p->d_v) * (double)p->batch * p->heads * (double)p->seq_q * p->seq_kv;
+    return pass_factor(p) * 2.0 * (p->d_k + p->d_v) * (double)p->batch * p->heads *
+           (double)p->seq_q * p->seq_kv;
 }
 
 /* Keys of batch item b that some query sees: the prefix of the last query
@@ -164,7 +187,14 @@ double attn_problem_bytes(const attn_problem *p)
     const double queries = (double)p->batch * p->heads * p->seq_q;
     /* Latent attention reads V inside K's rows: bytes of K only. */
     const double row = p->mods.v_from_k ? p->d_k : p->d_k + p->d_v;
-    return queries * (wq * p->d_k + wo * p->d_v) + wkv * keys * attn_kv_heads(p) * row;
+    const double kv = wkv * keys * attn_kv_heads(p) * row;
+    if (!attn_backward(p))
+        return queries * (wq * p->d_k + wo * p->d_v) + kv;
+    /* The backward: each query's Q, O, dO, L and dQ, the visible keys' K
+     * and V, and all of dK and dV (zeros where no query looks); the
+     * forward before it writes O and L, which the backward alone reads. */
+    const double grads_kv = wo * (double)p->batch * attn_kv_heads(p) * p->seq_kv * (p->d_k + p->d_v);
+    return queries * (wq * p->d_k + wo * (2.0 * p->d_v + 1 + p->d_k)) + kv + grads_kv;
 }
 
 /* Appends to buf like snprintf, never past len; returns the new end. */
@@ -253,7 +283,9 @@ void attn_problem_describe(const attn_problem *p, char *buf, size_t len)
         at = cat(buf, len, at, " %s", attn_dtype_name(p->dtype));
     if (p->kv_dtype != p->dtype)
         at = cat(buf, len, at, " kv:%s", attn_dtype_name(p->kv_dtype));
-    cat_mods(buf, len, at, p, FORM_TEXT);
+    at = cat_mods(buf, len, at, p, FORM_TEXT);
+    if (attn_backward(p))
+        cat(buf, len, at, " pass=%s", attn_pass_name(p->pass));
 }
 
 attn_problem attn_problem_of(const attn_problem *p, const attn_backend *be)
@@ -311,6 +343,8 @@ void attn_repro(char *buf, size_t len, const char *prog, const attn_backend *be,
     at = cat_mods(buf, len, at, p, FORM_ARGS);
     at = cat_variant(buf, len, at, p, " --globals %d --random-blocks %d --block %d",
                      " --features %d", " --proj %d");
+    if (attn_backward(p))
+        at = cat(buf, len, at, " --pass %s", attn_pass_name(p->pass));
     if (s->check_rows)
         at = s->check_rows < 0 ? cat(buf, len, at, " --check-rows all")
                                : cat(buf, len, at, " --check-rows %ld", s->check_rows);
@@ -348,6 +382,8 @@ void attn_case_name(char *buf, size_t len, const attn_backend *be, const attn_pr
     at = cat_variant(buf, len, at, p, "/g:%d/r:%d/bs:%d", "/m:%d", "/p:%d");
     if (p->model)
         at = cat(buf, len, at, "/model:%s", p->model);
+    if (attn_backward(p))
+        at = cat(buf, len, at, "/pass:%s", attn_pass_name(p->pass));
     if (attn_backend_world(be) > 1)
         cat(buf, len, at, "/ranks:%d", attn_backend_world(be));
 }

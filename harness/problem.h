@@ -47,6 +47,8 @@ typedef struct attn_sizes {
     size_t output;          /* bytes of O */
     size_t scores;          /* bytes of the B*H*Nq*Nk fp32 score matrix a materializing
                                implementation would hold */
+    size_t dq, dk, dv;      /* elements of the gradients (the backward) */
+    size_t grads;           /* their bytes, fp32 */
 } attn_sizes;
 
 /* false when a size overflows size_t. */
@@ -58,7 +60,10 @@ bool attn_problem_sizes(const attn_problem *p, attn_sizes *s);
  * 2*m*dk per key and query), S and z over the keys some row sees
  * (2*nf*dv + nf per key) and their use per query (2*nf*dv + 2*nf);
  * linformer: 2*p*(dk+dv) per valid key (E K, F V) and per query (Q K'^T, P V').
- * Exponentials and the causal blocks' extra work are not counted. */
+ * Exponentials and the causal blocks' extra work are not counted. The
+ * backward counts 2.5 times its forward, forward and backward 3.5 times, as
+ * FlashAttention's benchmarks do (five products of the forward's size
+ * against its two); masked entries are left out of all of them. */
 double attn_problem_flops(const attn_problem *p);
 /* The same for every score entry, masked or not: the dense-formula count. */
 double attn_problem_flops_dense(const attn_problem *p);
@@ -66,7 +71,9 @@ double attn_problem_flops_dense(const attn_problem *p);
 /* The bytes any implementation must move at the least, at their storage
  * widths (Q, K, V: p's dtypes; O: fp32): Q and O whole, and of K and V the rows some query of the
  * batch item sees (each K/V head once, however many query heads share it).
- * Decoding is bound by these, not by the FLOPs. */
+ * Decoding is bound by these, not by the FLOPs. The backward (alone or
+ * after the forward): Q, O, dO, L and dQ of every query, K and V of the
+ * keys some query sees, and all of dK and dV, at their storage widths. */
 double attn_problem_bytes(const attn_problem *p);
 
 /* The problem backend be computes on shape p: p with be's kind, so that its

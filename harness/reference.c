@@ -15,7 +15,7 @@
 /* The masks exactly as the definition states them, one entry at a time.
  * They are kept independent of attn_visible_range, which backends use, on
  * purpose. The causal and padding masks: */
-static bool visible(const attn_problem *p, int b, int i, int j)
+bool attn_ref_visible(const attn_problem *p, int b, int i, int j)
 {
     if (p->kv_len && j >= p->kv_len[b])
         return false;
@@ -25,7 +25,7 @@ static bool visible(const attn_problem *p, int b, int i, int j)
 }
 
 /* The window: i' - L <= j <= i' + R, with i' = i + Nk - Nq. */
-static bool in_window(const attn_problem *p, int i, int j)
+bool attn_ref_in_window(const attn_problem *p, int i, int j)
 {
     if (!p->mods.window)
         return true;
@@ -36,7 +36,7 @@ static bool in_window(const attn_problem *p, int i, int j)
 /* ALiBi's slope of head h, from Press et al.'s definition: the geometric
  * sequence starting at and with ratio 2^(-8/n), n the largest power of two
  * not above H; heads past n take every other term of the sequence of 2n. */
-static double alibi_slope(int heads, int h)
+double attn_ref_alibi_slope(int heads, int h)
 {
     const double n = exp2(floor(log2((double)heads)));
     if (h < n)
@@ -46,7 +46,7 @@ static double alibi_slope(int heads, int h)
 
 /* The K/V head query head bh = b*H + h reads: b*Hkv + h / (H/Hkv), written
  * out here rather than taken from backend.h, like the mask above. */
-static size_t kv_of(const attn_problem *p, size_t bh)
+size_t attn_ref_kv_of(const attn_problem *p, size_t bh)
 {
     const size_t hkv = p->kv_heads > 0 ? (size_t)p->kv_heads : (size_t)p->heads;
     const size_t b = bh / (size_t)p->heads, h = bh % (size_t)p->heads;
@@ -101,7 +101,7 @@ static void pick_rows(size_t *rows, size_t n, size_t total, uint64_t seed)
  * of query i's block. */
 static bool in_pattern(const attn_problem *p, int i, int j, const int *blocks, int nb)
 {
-    const bool near = in_window(p, i, j);
+    const bool near = attn_ref_in_window(p, i, j);
     if (p->kind != ATTN_KIND_SPARSE)
         return near;
     if (near || j < p->var.globals || i < p->var.globals)
@@ -120,12 +120,12 @@ static double ref_row(const attn_problem *p, const attn_tensors *in, size_t row,
     const int i = (int)(row % (size_t)nq), b = (int)(bh / (size_t)p->heads);
     const int h = (int)(bh % (size_t)p->heads);
     const float *q = in->q + row * (size_t)dk;
-    const float *k = in->k + kv_of(p, bh) * (size_t)nk * dk;
+    const float *k = in->k + attn_ref_kv_of(p, bh) * (size_t)nk * dk;
     /* Latent attention: V is the first dv columns of K's rows. */
     const size_t vs = p->mods.v_from_k ? (size_t)dk : (size_t)dv;
-    const float *v = (p->mods.v_from_k ? in->k : in->v) + kv_of(p, bh) * (size_t)nk * vs;
+    const float *v = (p->mods.v_from_k ? in->k : in->v) + attn_ref_kv_of(p, bh) * (size_t)nk * vs;
     const double cap = p->mods.softcap;
-    const double slope = p->mods.alibi ? alibi_slope(p->heads, h) : 0.0;
+    const double slope = p->mods.alibi ? attn_ref_alibi_slope(p->heads, h) : 0.0;
     const long at = (long)i + nk - nq;
 
     int blocks[ATTN_MAX_RANDOM_BLOCKS], nb = 0;
@@ -138,7 +138,7 @@ static double ref_row(const attn_problem *p, const attn_tensors *in, size_t row,
     double m = -INFINITY, max_abs = 0.0;
     int seen = 0;
     for (int j = 0; j < nk; j++) {
-        if (!visible(p, b, i, j) || !in_pattern(p, i, j, blocks, nb)) {
+        if (!attn_ref_visible(p, b, i, j) || !in_pattern(p, i, j, blocks, nb)) {
             s[j] = NAN;   /* not a key of this row: skipped below */
             continue;
         }
@@ -162,7 +162,7 @@ static double ref_row(const attn_problem *p, const attn_tensors *in, size_t row,
     /* A sink joins the denominator only. */
     double l = p->mods.sinks ? exp((double)in->sinks[h] - m) : 0.0;
     for (int j = 0; j < nk; j++) {
-        if (!visible(p, b, i, j) || !in_pattern(p, i, j, blocks, nb))
+        if (!attn_ref_visible(p, b, i, j) || !in_pattern(p, i, j, blocks, nb))
             continue;
         const double w = exp(s[j] - m);
         l += w;
@@ -303,8 +303,8 @@ static void prep_head(const attn_problem *p, const attn_tensors *in, const doubl
                       head_prep *hp)
 {
     const int nk = p->seq_kv, dk = p->d_k, dv = p->d_v, b = (int)(bh / (size_t)p->heads);
-    const float *k = in->k + kv_of(p, bh) * (size_t)nk * dk;
-    const float *v = in->v + kv_of(p, bh) * (size_t)nk * dv;
+    const float *k = in->k + attn_ref_kv_of(p, bh) * (size_t)nk * dk;
+    const float *v = in->v + attn_ref_kv_of(p, bh) * (size_t)nk * dv;
     if (p->kind == ATTN_KIND_LINEAR) {
         for (size_t e = 0; e < (size_t)nk * dk; e++)
             hp->a[e] = elu1((double)k[e]);
@@ -340,7 +340,7 @@ static double variant_row(const attn_problem *p, const attn_tensors *in, const d
     const size_t bh = row / (size_t)nq;
     const int i = (int)(row % (size_t)nq), b = (int)(bh / (size_t)p->heads);
     const float *q = in->q + row * (size_t)dk;
-    const float *v = in->v + kv_of(p, bh) * (size_t)nk * dv;
+    const float *v = in->v + attn_ref_kv_of(p, bh) * (size_t)nk * dv;
     for (int c = 0; c < dv; c++)
         o[c] = 0.0;
 
@@ -385,7 +385,7 @@ static double variant_row(const attn_problem *p, const attn_tensors *in, const d
     double l = 0;
     for (int j = 0; j < nk; j++) {
         s[j] = 0;
-        if (!visible(p, b, i, j))
+        if (!attn_ref_visible(p, b, i, j))
             continue;
         double kap = 0;
         if (p->kind == ATTN_KIND_LINEAR) {

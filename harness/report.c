@@ -23,6 +23,11 @@ void attn_report_reference(FILE *f, const attn_ref *ref, double seconds)
             ref->nrows, ref->total_rows,
             ref->nrows == ref->total_rows ? "all" : "seeded stratified sample", seconds,
             ref->max_abs_logit, ref->max_abs_v);
+    if (ref->grads)
+        fprintf(f, "backward reference: dQ, dK and dV of %zu of %zu K/V heads (every row of "
+                   "them), in double; M_dQ %.3g, M_dK %.3g, M_dV %.3g\n",
+                ref->grads->nheads, ref->grads->total_heads, ref->grads->mag[0],
+                ref->grads->mag[1], ref->grads->mag[2]);
     if (ref->nonfinite_inputs)
         fprintf(f, "inputs: %zu non-finite values in Q, K and V (%zu NaN, %zu infinite): each "
                    "output is judged element by element, NaN for NaN and the same infinity for "
@@ -131,6 +136,10 @@ void attn_report_details(FILE *f, const attn_result *r, const attn_peak *peak)
                 r->be->kind != ATTN_KIND_SOFTMAX ? attn_kind_name(r->be->kind) : "",
                 r->be->kind != ATTN_KIND_SOFTMAX ? " definition, in double)" : "", desc,
                 r->ref_rows, r->ref_total);
+        for (int x = 0; attn_backward(&r->p) && x < 3; x++) {
+            attn_check_describe(&r->grad[x], desc, sizeof(desc));
+            fprintf(f, "  check: %s\n", desc);
+        }
     }
     if (r->approx_known)
         fprintf(f, "  approximation: against softmax attention on the same inputs, max_abs %.3g, "

@@ -14,13 +14,16 @@ size_t attn_shapes_count(const attn_opts *o)
     const size_t causal = (o->causal & ATTN_CAUSAL_NO ? 1 : 0) + (o->causal & ATTN_CAUSAL_YES ? 1 : 0);
     return (o->nmodels ? o->nmodels : 1) * o->batch.n * o->heads.n * count_or_1(&o->kv_heads) * o->seq.n *
            count_or_1(&o->seq_kv) * o->dk.n *
-           count_or_1(&o->dv) * count_or_1(&o->dtype) * count_or_1(&o->kv_dtype) * causal;
+           count_or_1(&o->dv) * count_or_1(&o->dtype) * count_or_1(&o->kv_dtype) * causal *
+           count_or_1(&o->pass);
 }
 
-/* Mixed-radix decoding, the innermost (causal, then K/V's and Q's storage
- * types) varying fastest. */
+/* Mixed-radix decoding, the innermost (the pass, causal, then K/V's and
+ * Q's storage types) varying fastest. */
 void attn_shapes_problem(const attn_opts *o, size_t idx, attn_problem *p, int *kv)
 {
+    const size_t pass = idx % count_or_1(&o->pass);
+    idx /= count_or_1(&o->pass);
     const bool both = (o->causal & ATTN_CAUSAL_NO) && (o->causal & ATTN_CAUSAL_YES);
     bool causal = !(o->causal & ATTN_CAUSAL_NO);
     if (both) {
@@ -54,6 +57,7 @@ void attn_shapes_problem(const attn_opts *o, size_t idx, attn_problem *p, int *k
     p->kv_dtype = o->kv_dtype.n ? (attn_dtype)o->kv_dtype.v[kvd] : p->dtype;
     p->var = o->var;
     p->var.seed = o->setup.seed;
+    p->pass = o->pass.n ? (attn_pass)o->pass.v[pass] : ATTN_PASS_FWD;
     p->mods = o->mods;
     if (pm) {
         /* The preset, under every option given explicitly. */

@@ -138,6 +138,31 @@
     int nq, int j0, float cap, const float *restrict slope, const float *restrict pos, \
     const int *restrict beg)
 
+/* The backward (backends/tiled/backward.c). pv_t: P.V with the weights
+ * not transposed, p[i][j] for output row i:
+ *   o[i][c] = alpha[i] * o[i][c] + sum_j p[i][j] * v[j][c]  for i < nq, c < dv
+ * (dQ = dS K from a query-major dS). */
+#define decl_pv_t_fn(name) void (name)(float *restrict o, ptrdiff_t o_stride, \
+    const float *restrict p, ptrdiff_t p_stride, const float *restrict v, ptrdiff_t v_stride, \
+    const float *restrict alpha, int nq, int nk, int dv)
+
+/* bwd_ds: the backward's weights and score gradients of a query-major tile:
+ * row r < nq is query position i' = pos0 + r, column j < nk key j0 + j; s
+ * holds the scores scale log2(e) q.k (log2 units) and dp the products
+ * dO.v. Per row, lse[r] is L log2(e), dd[r] is D = dO.O, and the keys
+ * [beg[r], end[r]) are visible (beg, end NULL: all of the tile). Each
+ * score x takes the modifiers as the mods kernel does (cap > 0 in log2
+ * units: x <- cap tanh(x / cap); then x <- x - slope |i' - (j0 + j)|), then
+ *   s  <- P  = exp2(x - lse[r])  where visible, else 0
+ *   dp <- dS' = scale P (dp - dd[r]) (1 - tanh^2 with the cap)  where visible, else 0
+ * so that dQ = dS' K and dK = dS'^T Q. tanh as the mods kernel computes it. */
+#define decl_bwd_ds_fn(name) void (name)(float *restrict s, float *restrict dp, \
+    ptrdiff_t stride, int nq, int nk, int j0, const float *restrict lse, \
+    const float *restrict dd, const int *restrict beg, const int *restrict end, float cap, \
+    float slope, int pos0, float scale)
+
+typedef decl_pv_t_fn(attn_pv_t_fn);
+typedef decl_bwd_ds_fn(attn_bwd_ds_fn);
 typedef decl_mods_fn(attn_mods_fn);
 typedef decl_qk_fn(attn_qk_fn);
 typedef decl_cvt_rows_fn(attn_cvt_rows_fn);
@@ -183,6 +208,8 @@ typedef struct attn_kernels {
     attn_pack_p_bf16_fn *pack_p_bf16;
     attn_pv_bf16_fn *pv_bf16;
     attn_mods_fn *mods;
+    attn_pv_t_fn *pv_t;
+    attn_bwd_ds_fn *bwd_ds;
     int prefetches;     /* its qk, pv and pv16 honor pf, and its qk_rows, qk_rows16
                            and cvt_rows always prefetch: the rows ahead of those
                            they read, a line at a time among their arithmetic

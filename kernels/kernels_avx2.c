@@ -184,7 +184,7 @@ static decl_softmax_fn(softmax_avx2)
 
 INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, ptrdiff_t ps,
                     const float *restrict v, ptrdiff_t vs, const float *restrict alpha, int nk,
-                    const int R, const int NV, const int FULL, __m256i tail)
+                    const int R, const int NV, const int FULL, __m256i tail, const int TR)
 {
     __m256 acc[ROWS][VECS];
 #pragma GCC unroll 8
@@ -201,7 +201,8 @@ INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, p
             b[c] = load(v + j * vs + 8 * c, tail, c < NV - 1 || FULL);
 #pragma GCC unroll 8
         for (int r = 0; r < R; r++) {
-            const __m256 p = _mm256_broadcast_ss(pt + j * ps + r);
+            /* TR: the weights not transposed (pv_t), row r's at pt[r][j] */
+            const __m256 p = _mm256_broadcast_ss(TR ? pt + r * ps + j : pt + j * ps + r);
 #pragma GCC unroll 2
             for (int c = 0; c < NV; c++)
                 acc[r][c] = _mm256_fmadd_ps(p, b[c], acc[r][c]);
@@ -214,15 +215,16 @@ INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, p
             store(o + r * os + 8 * c, tail, c < NV - 1 || FULL, acc[r][c]);
 }
 
-#define PV_TILE(R) do {                                                           \
-        if (nv == 2 && full) pv_tile(out, os, p, ps, vc, vs, a, nk, R, 2, 1, tail);  \
-        else if (nv == 2)    pv_tile(out, os, p, ps, vc, vs, a, nk, R, 2, 0, tail);  \
-        else                 pv_tile(out, os, p, ps, vc, vs, a, nk, R, 1, 0, tail);  \
+#define PV_TILE(R) do {                                                               \
+        if (nv == 2 && full) pv_tile(out, os, p, ps, vc, vs, a, nk, R, 2, 1, tail, TR);  \
+        else if (nv == 2)    pv_tile(out, os, p, ps, vc, vs, a, nk, R, 2, 0, tail, TR);  \
+        else                 pv_tile(out, os, p, ps, vc, vs, a, nk, R, 1, 0, tail, TR);  \
     } while (0)
 
-static decl_pv_fn(pv_avx2)
+INLINE void pv_any(float *restrict o, ptrdiff_t o_stride, const float *restrict pt,
+                   ptrdiff_t pt_stride, const float *restrict v, ptrdiff_t v_stride,
+                   const float *restrict alpha, int nq, int nk, int dv, const int TR)
 {
-    (void)pf;
     const ptrdiff_t os = o_stride, ps = pt_stride, vs = v_stride;
     for (int c0 = 0; c0 < dv; c0 += 8 * VECS) {
         const int w = dv - c0 < 8 * VECS ? dv - c0 : 8 * VECS;
@@ -233,11 +235,11 @@ static decl_pv_fn(pv_avx2)
         int i = 0;
         for (; i + ROWS <= nq; i += ROWS) {
             float *out = o + i * os + c0;
-            const float *p = pt + i, *a = alpha + i;
+            const float *p = TR ? pt + i * ps : pt + i, *a = alpha + i;
             PV_TILE(ROWS);
         }
         float *out = o + i * os + c0;
-        const float *p = pt + i, *a = alpha + i;
+        const float *p = TR ? pt + i * ps : pt + i, *a = alpha + i;
         switch (nq - i) {
         case 1: PV_TILE(1); break;
         case 2: PV_TILE(2); break;
@@ -247,6 +249,17 @@ static decl_pv_fn(pv_avx2)
         default: break;
         }
     }
+}
+
+static decl_pv_fn(pv_avx2)
+{
+    (void)pf;
+    pv_any(o, o_stride, pt, pt_stride, v, v_stride, alpha, nq, nk, dv, 0);
+}
+
+static decl_pv_t_fn(pv_t_avx2)
+{
+    pv_any(o, o_stride, p, p_stride, v, v_stride, alpha, nq, nk, dv, 1);
 }
 
 static float hmax(__m256 x)
@@ -367,6 +380,7 @@ void attn_kernels_init_avx2(attn_kernels *k)
     k->qk_rows = qk_rows_avx2;
     k->softmax = softmax_avx2;
     k->pv = pv_avx2;
+    k->pv_t = pv_t_avx2;
     k->softmax_rows = softmax_rows_avx2;
     k->exp2 = exp2_avx2;
     k->cvt_rows = cvt_rows_avx2;

@@ -424,11 +424,73 @@ static decl_mods_fn(mods_avx512)
     }
 }
 
+/* tanh(y) for the softcap, as mods_avx512 computes it: sign(y) (1 - e) /
+ * (1 + e) with e = 2^(-2 log2(e) |y|). */
+INLINE __m512 tanh_ps(__m512 y)
+{
+    const __m512 one = _mm512_set1_ps(1.0f);
+    const __m512 e = exp2_ps(_mm512_mul_ps(_mm512_set1_ps((float)(-2.0 * ATTN_LOG2E)),
+                                           _mm512_abs_ps(y)));
+    const __m512 th = _mm512_div_ps(_mm512_sub_ps(one, e), _mm512_add_ps(one, e));
+    const __m512i sy = _mm512_and_si512(_mm512_castps_si512(y), _mm512_set1_epi32((int)0x80000000u));
+    return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(th), sy));
+}
+
+/* One row of bwd_ds, 16 keys at a time; MODS (a constant) says whether a
+ * cap or a slope is there at all. */
+INLINE void bwd_ds_row(float *restrict s, float *restrict dp, int nk, int j0, float lse,
+                       float dd, int beg, int end, float cap, float slope, float at, float scale,
+                       const int MODS)
+{
+    const __m512 vl = _mm512_set1_ps(lse), vd = _mm512_set1_ps(dd), vs = _mm512_set1_ps(scale);
+    const __m512 vcap = _mm512_set1_ps(cap), inv = _mm512_set1_ps(cap > 0 ? 1.0f / cap : 0.0f);
+    const __m512 one = _mm512_set1_ps(1.0f);
+    const __m512i step = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    for (int j = 0; j < nk; j += 16) {
+        const __m512i key = _mm512_add_epi32(_mm512_set1_epi32(j0 + j), step);
+        const __mmask16 t = lanes(nk - j) & _mm512_cmpge_epi32_mask(key, _mm512_set1_epi32(beg)) &
+                            _mm512_cmplt_epi32_mask(key, _mm512_set1_epi32(end));
+        __m512 x = _mm512_maskz_loadu_ps(t, s + j), d = one;
+        if (MODS && cap > 0) {
+            const __m512 th = tanh_ps(_mm512_mul_ps(x, inv));
+            x = _mm512_mul_ps(vcap, th);
+            d = _mm512_fnmadd_ps(th, th, one);
+        }
+        if (MODS && slope != 0.0f) {
+            const __m512 dist = _mm512_abs_ps(_mm512_sub_ps(_mm512_set1_ps(at),
+                                                            _mm512_cvtepi32_ps(key)));
+            x = _mm512_fnmadd_ps(_mm512_set1_ps(slope), dist, x);
+        }
+        const __m512 p = _mm512_maskz_mov_ps(t, exp2_ps(_mm512_sub_ps(x, vl)));
+        __m512 g = _mm512_mul_ps(_mm512_mul_ps(vs, p),
+                                 _mm512_sub_ps(_mm512_maskz_loadu_ps(t, dp + j), vd));
+        if (MODS)
+            g = _mm512_mul_ps(g, d);
+        const __mmask16 w = lanes(nk - j);
+        _mm512_mask_storeu_ps(s + j, w, p);
+        _mm512_mask_storeu_ps(dp + j, w, _mm512_maskz_mov_ps(t, g));
+    }
+}
+
+static decl_bwd_ds_fn(bwd_ds_avx512)
+{
+    const int mods = cap > 0 || slope != 0.0f;
+    for (int r = 0; r < nq; r++) {
+        const int b = beg ? beg[r] : j0, e = end ? end[r] : j0 + nk;
+        if (mods)
+            bwd_ds_row(s + r * stride, dp + r * stride, nk, j0, lse[r], dd[r], b, e, cap, slope,
+                       (float)(pos0 + r), scale, 1);
+        else
+            bwd_ds_row(s + r * stride, dp + r * stride, nk, j0, lse[r], dd[r], b, e, cap, slope,
+                       (float)(pos0 + r), scale, 0);
+    }
+}
+
 /* V is fp32 (v) or 16-bit (vh), as ST says. */
 INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, ptrdiff_t ps,
                     const float *restrict v, const uint16_t *restrict vh, ptrdiff_t vs,
                     const float *restrict alpha, int nk, const int R, const int NV,
-                    const int FULL, __mmask16 tail, const int PF, const int ST)
+                    const int FULL, __mmask16 tail, const int PF, const int ST, const int TR)
 {
     __m512 acc[ROWS][VECS];
 #pragma GCC unroll 8
@@ -450,7 +512,8 @@ INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, p
                                       : maskz_load_any(tail, v, vh, j * vs + 16 * c, ST);
 #pragma GCC unroll 8
         for (int r = 0; r < R; r++) {
-            const __m512 p = _mm512_set1_ps(pt[j * ps + r]);
+            /* TR: the weights not transposed (pv_t), row r's at pt[r][j] */
+            const __m512 p = _mm512_set1_ps(TR ? pt[r * ps + j] : pt[j * ps + r]);
 #pragma GCC unroll 4
             for (int c = 0; c < NV; c++)
                 acc[r][c] = _mm512_fmadd_ps(p, b[c], acc[r][c]);
@@ -465,14 +528,14 @@ INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, p
 
 #define PV_TILE_PF(R, PF) do {                                                          \
         switch (tail == 0xffff ? nv + 4 : nv) {                                             \
-        case 1: pv_tile(out, os, p, ps, vc, vhc, vs, a, nk, R, 1, 0, tail, PF, ST); break;  \
-        case 2: pv_tile(out, os, p, ps, vc, vhc, vs, a, nk, R, 2, 0, tail, PF, ST); break;  \
-        case 3: pv_tile(out, os, p, ps, vc, vhc, vs, a, nk, R, 3, 0, tail, PF, ST); break;  \
-        case 4: pv_tile(out, os, p, ps, vc, vhc, vs, a, nk, R, 4, 0, tail, PF, ST); break;  \
-        case 5: pv_tile(out, os, p, ps, vc, vhc, vs, a, nk, R, 1, 1, tail, PF, ST); break;  \
-        case 6: pv_tile(out, os, p, ps, vc, vhc, vs, a, nk, R, 2, 1, tail, PF, ST); break;  \
-        case 7: pv_tile(out, os, p, ps, vc, vhc, vs, a, nk, R, 3, 1, tail, PF, ST); break;  \
-        default: pv_tile(out, os, p, ps, vc, vhc, vs, a, nk, R, 4, 1, tail, PF, ST); break; \
+        case 1: pv_tile(out, os, p, ps, vc, vhc, vs, a, nk, R, 1, 0, tail, PF, ST, TR); break;  \
+        case 2: pv_tile(out, os, p, ps, vc, vhc, vs, a, nk, R, 2, 0, tail, PF, ST, TR); break;  \
+        case 3: pv_tile(out, os, p, ps, vc, vhc, vs, a, nk, R, 3, 0, tail, PF, ST, TR); break;  \
+        case 4: pv_tile(out, os, p, ps, vc, vhc, vs, a, nk, R, 4, 0, tail, PF, ST, TR); break;  \
+        case 5: pv_tile(out, os, p, ps, vc, vhc, vs, a, nk, R, 1, 1, tail, PF, ST, TR); break;  \
+        case 6: pv_tile(out, os, p, ps, vc, vhc, vs, a, nk, R, 2, 1, tail, PF, ST, TR); break;  \
+        case 7: pv_tile(out, os, p, ps, vc, vhc, vs, a, nk, R, 3, 1, tail, PF, ST, TR); break;  \
+        default: pv_tile(out, os, p, ps, vc, vhc, vs, a, nk, R, 4, 1, tail, PF, ST, TR); break; \
         }                                                                                   \
     } while (0)
 /* pf: V streams from memory (decoding): the first 6-row group prefetches
@@ -487,7 +550,7 @@ INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, p
 INLINE void pv_any(float *restrict o, ptrdiff_t o_stride, const float *restrict pt,
                    ptrdiff_t pt_stride, const float *restrict v, const uint16_t *restrict vh,
                    ptrdiff_t v_stride, const float *restrict alpha, int nq, int nk, int dv,
-                   int pf, const int ST)
+                   int pf, const int ST, const int TR)
 {
     const ptrdiff_t os = o_stride, ps = pt_stride, vs = v_stride;
     for (int c0 = 0; c0 < dv; c0 += 16 * VECS) {
@@ -499,11 +562,11 @@ INLINE void pv_any(float *restrict o, ptrdiff_t o_stride, const float *restrict 
         int i = 0;
         for (; i + ROWS <= nq; i += ROWS) {
             float *out = o + i * os + c0;
-            const float *p = pt + i, *a = alpha + i;
+            const float *p = TR ? pt + i * ps : pt + i, *a = alpha + i;
             PV_TILE(ROWS);
         }
         float *out = o + i * os + c0;
-        const float *p = pt + i, *a = alpha + i;
+        const float *p = TR ? pt + i * ps : pt + i, *a = alpha + i;
         switch (nq - i) {
         case 1: PV_TILE(1); break;
         case 2: PV_TILE(2); break;
@@ -517,15 +580,20 @@ INLINE void pv_any(float *restrict o, ptrdiff_t o_stride, const float *restrict 
 
 static decl_pv_fn(pv_avx512)
 {
-    pv_any(o, o_stride, pt, pt_stride, v, NULL, v_stride, alpha, nq, nk, dv, pf, ST_F32);
+    pv_any(o, o_stride, pt, pt_stride, v, NULL, v_stride, alpha, nq, nk, dv, pf, ST_F32, 0);
+}
+
+static decl_pv_t_fn(pv_t_avx512)
+{
+    pv_any(o, o_stride, p, p_stride, v, NULL, v_stride, alpha, nq, nk, dv, 0, ST_F32, 1);
 }
 
 static decl_pv16_fn(pv16_avx512)
 {
     if (bf16)
-        pv_any(o, o_stride, pt, pt_stride, NULL, v, v_stride, alpha, nq, nk, dv, pf, ST_BF16);
+        pv_any(o, o_stride, pt, pt_stride, NULL, v, v_stride, alpha, nq, nk, dv, pf, ST_BF16, 0);
     else
-        pv_any(o, o_stride, pt, pt_stride, NULL, v, v_stride, alpha, nq, nk, dv, pf, ST_F16);
+        pv_any(o, o_stride, pt, pt_stride, NULL, v, v_stride, alpha, nq, nk, dv, pf, ST_F16, 0);
 }
 
 /* Four accumulators in each pass, so no pass waits on one dependency chain. */
@@ -603,5 +671,7 @@ void attn_kernels_init_avx512(attn_kernels *k)
     k->qk_rows16 = qk_rows16_avx512;
     k->pv16 = pv16_avx512;
     k->mods = mods_avx512;
+    k->pv_t = pv_t_avx512;
+    k->bwd_ds = bwd_ds_avx512;
     k->prefetches = 1;
 }

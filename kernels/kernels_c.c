@@ -150,6 +150,49 @@ static decl_pv_fn(pv_c)
     }
 }
 
+static decl_pv_t_fn(pv_t_c)
+{
+    for (int i = 0; i < nq; i++) {
+        float *out = o + i * o_stride;
+        for (int c = 0; c < dv; c++)
+            out[c] *= alpha[i];
+        for (int j = 0; j < nk; j++) {
+            const float w = p[i * p_stride + j];
+            const float *row = v + j * v_stride;
+            for (int c = 0; c < dv; c++)
+                out[c] += w * row[c];
+        }
+    }
+}
+
+static decl_bwd_ds_fn(bwd_ds_c)
+{
+    const float k2 = (float)(-2.0 * ATTN_LOG2E), inv = cap > 0 ? 1.0f / cap : 0.0f;
+    for (int r = 0; r < nq; r++) {
+        float *sr = s + r * stride, *dr = dp + r * stride;
+        const float at = (float)(pos0 + r);
+        for (int j = 0; j < nk; j++) {
+            const int key = j0 + j;
+            if ((beg && key < beg[r]) || (end && key >= end[r])) {
+                sr[j] = 0.0f;
+                dr[j] = 0.0f;
+                continue;
+            }
+            float x = sr[j], th = 0.0f;
+            if (cap > 0) {
+                const float y = x * inv, e = exp2_one(k2 * fabsf(y));
+                th = (1.0f - e) / (1.0f + e);
+                th = y < 0 ? -th : th;
+                x = cap * th;
+            }
+            x -= slope * fabsf(at - (float)key);
+            const float pr = exp2_one(x - lse[r]);
+            sr[j] = pr;
+            dr[j] = scale * pr * (dr[j] - dd[r]) * (1.0f - th * th);
+        }
+    }
+}
+
 static decl_softmax_rows_fn(softmax_rows_c)
 {
     for (int r = 0; r < rows; r++) {
@@ -310,6 +353,8 @@ void attn_kernels_init_c(attn_kernels *k)
     k->pack_p_bf16 = pack_p_bf16_c;
     k->pv_bf16 = pv_bf16_c;
     k->mods = mods_c;
+    k->pv_t = pv_t_c;
+    k->bwd_ds = bwd_ds_c;
     k->bf16_dot = 0;
     k->prefetches = 0;
 }

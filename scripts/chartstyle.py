@@ -97,6 +97,13 @@ def storage_kw(series, base):
         d["linestyle"] = "-."
         if "kv:" in tag:
             d["markerfacecolor"] = "none"
+    # The backward (plot.py's " bwd", " fwdbwd"): the backend's colour, a
+    # line style and marker of its own per pass.
+    words = tag.split()
+    if "bwd" in words:
+        d["linestyle"], d["marker"] = "--", "X"
+    elif "fwdbwd" in words:
+        d["linestyle"], d["marker"] = ":", "v"
     return d
 
 

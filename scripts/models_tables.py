@@ -23,7 +23,7 @@ NEED = ["backend", "verdict", "reason", "model", "heads", "kv_heads", "seq_q", "
 
 
 def load(path, passed=True):
-    rows = csvload.read_csv(path, NEED, PROG, "an attnbench CSV of schema 8",
+    rows = csvload.read_csv(path, NEED, PROG, "an attnbench CSV of schema 8 or later",
                             "run scripts/results-models")
     bad = [r for r in rows if r["verdict"] not in ("PASSED", "SKIPPED")]
     for r in bad:

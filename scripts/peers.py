@@ -23,6 +23,13 @@ within --max-time), and attnbench checks O against its reference with its
 checker and appends the row to --csv in its own schema (--check-output
 --peer), so plot.py, --resume and compare tooling treat peers like backends.
 A row that sees no key is set to zeros, as the contract asks.
+
+The backward (--pass bwd, fwdbwd): torch-math's autograd through the same
+explicit attention, from attnbench's dO (do.npy): bwd times
+torch.autograd.grad of the forward's graph (kept, as a training step has
+it), fwdbwd the forward and the gradients together; dQ, dK, dV go to
+attnbench's checker beside O. numpy and torch-sdpa have no backward here and
+say so (SKIPPED).
 """
 import argparse
 import ctypes
@@ -79,6 +86,8 @@ def options():
     ap.add_argument("--causal", nargs="?", const="yes", default="no",
                     choices=["yes", "no", "both", "on", "off", "1", "0"])
     ap.add_argument("--scale", type=float, default=None)
+    ap.add_argument("--pass", dest="passes", default="fwd",
+                    help="fwd, bwd, fwdbwd or a list (attnbench's --pass)")
     ap.add_argument("--fill", default="normal", choices=["normal", "extreme"])
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
@@ -104,6 +113,10 @@ def options():
     a.seq_kv = sizes("seq-kv", a.seq_kv, 1, 1 << 24) if a.seq_kv else None
     a.dk = sizes("dk", a.dk, 1, 4096)
     a.dv = sizes("dv", a.dv, 1, 4096) if a.dv else None
+    a.passes = a.passes.split(",")
+    for ps in a.passes:
+        if ps not in ("fwd", "bwd", "fwdbwd") or a.passes.count(ps) > 1:
+            die(f"--pass: '{ps}' is not one of fwd, bwd, fwdbwd (each once)")
     a.causal = {"yes": [1], "on": [1], "1": [1], "no": [0], "off": [0], "0": [0],
                 "both": [0, 1]}[a.causal]
     if not 1 <= a.threads <= 1024:
@@ -118,7 +131,7 @@ def options():
 
 
 def shapes(a):
-    """attnbench's order: batch, heads, seq, seq_kv, dk, dv, causal (fastest)."""
+    """attnbench's order: batch, heads, seq, seq_kv, dk, dv, causal, pass (fastest)."""
     for b in a.batch:
         for h in a.heads:
             for nq in a.seq:
@@ -126,7 +139,9 @@ def shapes(a):
                     for dk in a.dk:
                         for dv in a.dv or [dk]:
                             for c in a.causal:
-                                yield dict(b=b, h=h, nq=nq, nk=nk, dk=dk, dv=dv, causal=c)
+                                for ps in a.passes:
+                                    yield dict(b=b, h=h, nq=nq, nk=nk, dk=dk, dv=dv, causal=c,
+                                               ps=ps)
 
 
 def case_args(a, s):
@@ -137,6 +152,8 @@ def case_args(a, s):
             "--seed", str(a.seed), "--threads", str(a.threads), "--check-rows", a.check_rows]
     if a.scale is not None:
         args += ["--scale", repr(a.scale)]
+    if s["ps"] != "fwd":
+        args += ["--pass", s["ps"]]
     return args
 
 
@@ -156,6 +173,8 @@ def key(a, s, peer, np):
         k += f"/scale:{float(np.float32(a.scale)):.9g}"
     if a.fill != "normal":
         k += f"/fill:{a.fill}"
+    if s["ps"] != "fwd":
+        k += f"/pass:{s['ps']}"
     return k + f"/threads:{a.threads}/seed:{a.seed}"
 
 
@@ -286,6 +305,33 @@ def make_torch(torch, q, k, v, scale, vis, sdpa):
             return finish(torch.matmul(torch.softmax(s, dim=-1), v)).numpy()
     return run
 
+
+def make_torch_grad(torch, q, k, v, dout, scale, vis, fwdbwd):
+    """torch-math's backward by autograd: a function returning O, dQ, dK, dV
+    (numpy); bwd keeps the forward's graph and times the gradients alone."""
+    q, k, v = (torch.from_numpy(x).requires_grad_() for x in (q, k, v))
+    d = torch.from_numpy(dout)
+    masked = not bool(vis.all())
+    mask = torch.from_numpy(vis)
+    empty = torch.from_numpy(~vis.any(-1))[:, None]
+    any_empty = bool(empty.any())
+
+    def forward():
+        s = torch.matmul(q, k.transpose(-1, -2)) * scale
+        if masked:
+            s = s.masked_fill(~mask, float("-inf"))
+        if any_empty:   # a row that sees no key: 0, and no gradient
+            s = s.masked_fill(empty, 0.0)
+        o = torch.matmul(torch.softmax(s, dim=-1), v)
+        return o.masked_fill(empty, 0.0) if any_empty else o
+
+    o = None if fwdbwd else forward()
+
+    def run():
+        out = forward() if fwdbwd else o
+        g = torch.autograd.grad(out, (q, k, v), d, retain_graph=not fwdbwd)
+        return (out.detach().numpy(),) + tuple(x.numpy() for x in g)
+    return run
 
 
 ARCH_MODELS = ["rnn", "cnn", "attention", "mha"]
@@ -470,21 +516,33 @@ def main():
                                                           "scaled_dot_product_attention"):
                     why = (f"torch {torch.__version__} has no scaled_dot_product_attention "
                            "(PyTorch 2.0 and later; Debian 12 ships 1.13)")
+                elif s["ps"] != "fwd" and peer != "torch-math":
+                    why = (f"{peer} has no backward here: torch-math's autograd is the peers' "
+                           "backward")
                 out = ["--csv", a.csv, "--resume"] if a.csv else []
                 if why:
                     cmd = [a.attnbench, "--peer", peer, "--peer-skip", why] + args + out
                 else:
-                    if peer == "numpy":
+                    rss0 = rss_reset()
+                    if s["ps"] != "fwd":
+                        dout = np.load(os.path.join(tmp, "do.npy"))
+                        fn = make_torch_grad(torch, q, k, v, dout, scale, vis,
+                                             s["ps"] == "fwdbwd")
+                    elif peer == "numpy":
                         fn = make_numpy(np, q, k, v, scale, vis)
                     else:
                         fn = make_torch(torch, q, k, v, scale, vis, peer == "torch-sdpa")
-                    rss0 = rss_reset()
                     tracemalloc.start()
                     o = fn()
                     ws = tracemalloc.get_traced_memory()[1]
                     tracemalloc.stop()
                     hwm = rss_read()[0] if rss0 is not None else None
                     opath = os.path.join(tmp, "o.npy")
+                    if s["ps"] != "fwd":
+                        for name, x in zip(("dq", "dk", "dv"), o[1:]):
+                            np.save(os.path.join(tmp, f"{name}.npy"),
+                                    np.ascontiguousarray(x, dtype=np.float32))
+                        o = o[0]
                     np.save(opath, np.ascontiguousarray(o, dtype=np.float32))
                     cmd = [a.attnbench, "--peer", peer, "--check-output", opath] + args + out
                     if a.reps > 0:

@@ -22,6 +22,9 @@ growing cache), with one slice per Nq then:
               when the CSV varies them;
   tradeoff.*  approximate variants: error against softmax attention (nmse)
               against time, one point per setting, each labelled with its N.
+A CSV with the backward (--pass, schema 9) draws each backend's backward and
+forward + backward as series of their own beside its forward (the same
+colour, dashed and dotted), and their speedups over the baseline's same pass.
 Only PASSED, timed rows are drawn. Each backend has one colour and marker in
 every chart of the project (scripts/chartstyle.py); exact backends are solid,
 variants dashed, peers dotted; the legend sits right of the panels.
@@ -138,6 +141,9 @@ def main():
         dt, kvdt = r.get("dtype") or "fp32", r.get("kv_dtype") or "fp32"
         if (dt, kvdt) != ("fp32", "fp32"):
             tag += f" {dt}" + (f" kv:{kvdt}" if kvdt != dt else "")
+        # The backward and forward + backward (schema 9) beside the forward.
+        if (r.get("pass") or "fwd") != "fwd":
+            tag += f" {r['pass']}"
         return r["backend"] + tag
 
     def figure(n, legend_rows=0):
@@ -305,10 +311,16 @@ def main():
     # speedup
     fig, axes = figure(len(slices))
     for ax, k in zip(axes, slices):
-        base = {X(r): float(r["real_median_s"]) for r in exact
-                if skey(r) == k and series(r) == baseline}
+        # Each pass (forward, backward, both) over the baseline's same pass.
+        def pass_of(r):
+            return r.get("pass") or "fwd"
+
+        base = {(pass_of(r), X(r)): float(r["real_median_s"]) for r in exact
+                if skey(r) == k and series(r) == baseline + ("" if pass_of(r) == "fwd"
+                                                              else " " + pass_of(r))}
         for name, rs in sorted(by_series([r for r in exact if skey(r) == k]).items()):
-            pts = [(X(r), base[X(r)] / float(r["real_median_s"])) for r in rs if X(r) in base]
+            pts = [(X(r), base[(pass_of(r), X(r))] / float(r["real_median_s"])) for r in rs
+                   if (pass_of(r), X(r)) in base]
             if pts:
                 ax.plot(*zip(*pts), **chartstyle.storage_kw(name, chartstyle.kw(rs[0]["backend"])), label=name)
         ax.axhline(1.0, color="black", linewidth=0.8)

@@ -23,7 +23,7 @@ PROG = "plot_models.py"
 
 
 def load(path):
-    rows = csvload.read_csv(path, NEED, PROG, "an attnbench CSV of schema 8",
+    rows = csvload.read_csv(path, NEED, PROG, "an attnbench CSV of schema 8 or later",
                             "run scripts/results-models")
     ok = [r for r in rows if r["verdict"] == "PASSED" and r["real_median_s"] and r["model"]]
     if not ok:

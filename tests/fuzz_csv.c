@@ -56,6 +56,12 @@ const char *attn_dtype_name(attn_dtype d)
     abort();
 }
 
+const char *attn_pass_name(attn_pass x)
+{
+    (void)x;
+    abort();
+}
+
 double attn_peak_gflops(const attn_peak *pk, const struct attn_problem *p)
 {
     (void)pk, (void)p;

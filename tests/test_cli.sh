@@ -112,7 +112,7 @@ refused 2 "--shard: shard 3 of 3: need 0 <= I < N" --seq 8 --shard 3/3 --csv "$t
 refused 2 "--shard: 'x' is not I/N" --seq 8 --shard x --csv "$tmp/s.csv"
 refused 2 "--shard needs --csv FILE" --seq 8 --shard 0/2
 refused 2 "--shard slurm: SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT are not set" --seq 8 --shard slurm --csv "$tmp/s.csv"
-refused 2 "not an attnbench CSV of schema 8 (its header differs)" --seq 8 --csv "$tmp/old.csv" --resume
+refused 2 "not an attnbench CSV of schema 9 (its header differs)" --seq 8 --csv "$tmp/old.csv" --resume
 if "$bin" --threads 2 --list >/dev/null 2>&1; then
     refused 2 "--pin: --threads 1024, but only" --pin --threads 1024
 else
@@ -217,6 +217,14 @@ refused 2 "--dtype: 'fp8' is not one of: fp32, bf16, fp16" --dtype fp8
 refused 2 "--dtype: bf16 is given twice" --dtype bf16,fp32,bf16
 refused 2 "--kv-dtype: '' is not one of" --kv-dtype=
 runs 0 "--dtype bf16 --kv-dtype fp16" --backend=naive --seq 8 --dk 8 --dtype bf16 --kv-dtype fp16 --reps 1
+refused 2 "--pass: 'back' is not one of: fwd, bwd, fwdbwd" --pass back
+refused 2 "--pass: bwd is given twice" --pass bwd,fwd,bwd
+"$bin" --pass bwd --seq 8 --dk 8 --dump-inputs "$tmp/di" >"$tmp/out" 2>&1
+code=$?
+result "$(yes_if test $code = 0 -a -s "$tmp/di/do.npy" -a -s "$tmp/di/q.npy")" \
+    "--dump-inputs --pass bwd writes dO beside Q, K, V" "exit $code: $(cat "$tmp/out"; ls "$tmp/di" 2>&1)"
+runs 0 "pass=bwd" --backend=naive,tiled --seq 8 --dk 8 --pass bwd --reps 1
+runs 0 "local: SKIPPED: local computes the forward pass only (this case is --pass fwdbwd)" --backend=local,tiled --seq 8 --dk 8 --pass fwdbwd --reps 1 --isa c
 runs 0 "bf16-storage" --backend=naive --seq 8 --dk 8 --dtype bf16 --reps 1
 "$bin" --backend=naive,tiled,blas --seq 40 --dk 24 --dtype fp32,bf16,fp16 --reps 1 --min-time 0.001 \
     --csv "$tmp/dt.csv" >"$tmp/out" 2>"$tmp/err"

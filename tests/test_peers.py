@@ -44,7 +44,7 @@ def main():
     ok(header.startswith("schema,key,backend,verdict,"), "the CSV has attnbench's header")
     for c in ("0", "1"):
         x = got.get(("numpy", c), {})
-        ok(x.get("verdict") == "PASSED" and x.get("schema") == "8" and float(x["real_median_s"]) > 0
+        ok(x.get("verdict") == "PASSED" and x.get("schema") == "9" and float(x["real_median_s"]) > 0
            and x.get("key", "").startswith("attn/numpy/b:1/h:2/sq:64/skv:64/dk:16/dv:16/causal:" + c)
            and int(x.get("workspace_bytes") or 0) > 0,
            f"numpy causal={c}: PASSED, timed, keyed and with its workspace ({x.get('verdict')}, "
@@ -75,6 +75,40 @@ def main():
        f"{[x['verdict'] for x in bad]})")
     if bad:
         diag(bad[0]["reason"])
+
+    # The backward: torch-math's autograd checked on dQ, dK, dV; numpy says it has none;
+    # torch-math without the scale FAILS there too.
+    back = os.path.join(out, "backward.csv")
+    r = subprocess.run([sys.executable, peers, "--attnbench", attnbench, "--csv", back,
+                        "--backend=torch-math,numpy", "--pass", "bwd,fwdbwd"] + size,
+                       capture_output=True, text=True)
+    got = {(x["backend"], x["causal"], x["pass"]): x for x in rows(back)} \
+        if os.path.exists(back) else {}
+    tm = [got.get(("torch-math", c, ps), {}) for c in ("0", "1") for ps in ("bwd", "fwdbwd")]
+    if torch_why:
+        ok(all(x.get("verdict") == "SKIPPED" for x in tm), "torch-math backward: SKIPPED, "
+           f"saying why ({[x.get('reason') for x in tm]})")
+    else:
+        ok(all(x.get("verdict") == "PASSED" and x.get("dq_nmse") and float(x["real_median_s"]) > 0
+               for x in tm), f"torch-math backward, bwd and fwdbwd, causal both: PASSED on dQ, "
+           f"dK, dV and timed ({[x.get('verdict') for x in tm]}; exit {r.returncode} "
+           f"{r.stderr.strip()[-300:]})")
+    nb = got.get(("numpy", "0", "bwd"), {})
+    ok(nb.get("verdict") == "SKIPPED" and "no backward" in nb.get("reason", ""),
+       f"numpy backward: SKIPPED, saying why ({nb.get('reason')})")
+    r = subprocess.run([sys.executable, peers, "--attnbench", attnbench, "--csv",
+                        os.path.join(out, "planted-bwd.csv"), "--backend=torch-math", "--pass",
+                        "bwd", "--plant", "no-scale"] + size, capture_output=True, text=True)
+    bad = rows(os.path.join(out, "planted-bwd.csv")) \
+        if os.path.exists(os.path.join(out, "planted-bwd.csv")) else []
+    if torch_why:
+        ok(all(x["verdict"] == "SKIPPED" for x in bad), f"planted backward: SKIPPED ({torch_why})")
+    else:
+        ok(r.returncode == 1 and len(bad) == 2 and all(x["verdict"] == "FAILED" for x in bad),
+           f"planted: torch-math's backward without the scale is FAILED (exit {r.returncode}, "
+           f"{[x['verdict'] for x in bad]})")
+        if bad:
+            diag(bad[0]["reason"])
 
     r = subprocess.run([attnbench, "--backend=naive,tiled", "--csv", csv_path, "--resume"] + size,
                        capture_output=True, text=True)

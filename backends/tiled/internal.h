@@ -87,12 +87,26 @@ typedef struct tiled_plan {
     size_t thread_bytes; /* one thread's scratch, a multiple of ALIGN */
 } tiled_plan;
 
+/* The backward's plan (backward.c): work units are (batch item, K/V head,
+ * key chunk); the chunks, fixed by the problem, each leave dQ's share of
+ * their keys, added in chunk order. */
+typedef struct tiled_bwd {
+    int br, bc, bcp;     /* queries per block, keys per block, bc rounded up to 16 */
+    int chunks;          /* key chunks per K/V head */
+    int chunk_blocks;    /* key blocks per chunk */
+    size_t thread_bytes; /* one thread's scratch */
+    unsigned char *scratch;       /* [threads][thread_bytes] */
+    float *dqp;          /* dQ of chunks 1.. of each K/V head [B Hkv][chunks - 1][G Nq][dk] */
+    float *dd, *lse2;    /* [B H Nq]: D = dO.O, and L log2(e) */
+} tiled_bwd;
+
 typedef struct tiled_state {
     attn_host h;
     tiled_plan plan;
     float qscale;                 /* scale * log2(e): scores come out in log2 units */
     unsigned char *scratch;       /* [threads][plan.thread_bytes] */
     float *parts;                 /* [blocks][splits][part_floats] when split */
+    tiled_bwd bwd;                /* the backward (attn_backward(p)) */
 } tiled_state;
 
 /* One query block's running state. */
@@ -123,6 +137,14 @@ size_t tiled_parts_bytes(const tiled_plan *t);
 float *tiled_thread_st(const tiled_state *s, int tid);
 unsigned char *tiled_thread_tile(const tiled_state *s, int tid);
 scratch tiled_thread_scratch(const tiled_state *s, int tid, int u);
+
+/* backward.c: the backward's plan and bytes (0 for the forward), its
+ * buffers, the backward itself from t.o, t.lse and t.dout. */
+tiled_bwd tiled_bwd_plan(const attn_problem *p, const attn_config *cfg);
+size_t tiled_bwd_bytes(const attn_problem *p, const attn_config *cfg);
+attn_status tiled_bwd_alloc(tiled_state *s, const attn_config *cfg);
+void tiled_bwd_free(tiled_state *s);
+void tiled_backward(void *state);
 
 /* keys.c: keys [j_lo, j_hi) of the nb blocks k[] into w[]'s accumulators
  * and statistics (unnormalized). */

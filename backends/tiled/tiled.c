@@ -50,9 +50,13 @@
  * row's sum when it is normalized; V read from K is V read with K's row
  * stride.
  *
+ * The backward (--pass bwd, fwdbwd) is backward.c's; the forward before
+ * it also leaves each row's log-sum-exp.
+ *
  * Files: this one is the backend (work items, the merge, the sinks);
  * plan.c chooses the tiles, sb and the chunks and lays out each thread's
- * scratch; keys.c is the key loop; internal.h what they share. */
+ * scratch; keys.c is the key loop; backward.c the backward; internal.h
+ * what they share. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -83,7 +87,7 @@ static size_t tiled_workspace(const attn_problem *p, const attn_config *cfg)
 {
     const tiled_plan t = tiled_make_plan(p, cfg);
     return attn_host_workspace(sizeof(tiled_state), p) + (size_t)cfg->threads * t.thread_bytes +
-           tiled_parts_bytes(&t);
+           tiled_parts_bytes(&t) + tiled_bwd_bytes(p, cfg);
 }
 
 static attn_status tiled_supports(const attn_problem *p, const attn_config *cfg, char *why,
@@ -97,6 +101,7 @@ static void tiled_release(void *state)
 {
     tiled_state *s = state;
     if (s) {
+        tiled_bwd_free(s);
         attn_free(s->h.alloc, s->parts);
         attn_free(s->h.alloc, s->scratch);
     }
@@ -118,7 +123,7 @@ static attn_status tiled_prepare(const attn_problem *p, const attn_config *cfg, 
     s->scratch = attn_alloc(cfg->alloc, (size_t)cfg->threads * s->plan.thread_bytes);
     if (s->scratch && s->plan.splits > 1)
         s->parts = attn_alloc(cfg->alloc, tiled_parts_bytes(&s->plan));
-    if (!s->scratch || (s->plan.splits > 1 && !s->parts)) {
+    if (!s->scratch || (s->plan.splits > 1 && !s->parts) || tiled_bwd_alloc(s, cfg) != ATTN_OK) {
         tiled_release(s);
         return ATTN_ENOMEM;
     }
@@ -166,6 +171,14 @@ static float sink_term(const tiled_state *s, const block *k, int c, float m)
     return exp2f((float)(s->h.t.sinks[h] * ATTN_LOG2E) - m);
 }
 
+/* Row `row`'s L = ln sum_j e^{s_j} from its statistics in log2 units (the
+ * backward's; -inf for a row that saw no key). */
+static void put_lse(const tiled_state *s, size_t row, float m, float l)
+{
+    if (s->h.t.lse)
+        s->h.t.lse[row] = l > 0.0f ? (m + log2f(l)) * (float)(1.0 / ATTN_LOG2E) : -INFINITY;
+}
+
 /* The whole of work item `item`: its blocks' rows of O, normalized. */
 static void tiled_item(const tiled_state *s, float *st, unsigned char *tile, const scratch *w,
                        long item)
@@ -188,6 +201,7 @@ static void tiled_item(const tiled_state *s, float *st, unsigned char *tile, con
                                       ATTN_TILED_PLANT_SINK_VALUE && l > 0.0f ? sink : 0.0f;
             for (int x = 0; x < dv; x++)
                 row[x] = (a[x] + bug) * inv;
+            put_lse(s, column_row(p, &k[u], c), w[u].m[c], l);
         }
 }
 
@@ -252,6 +266,7 @@ static void tiled_merge(const tiled_state *s, long item)
         const float inv = l > 0.0f || isnan(l) ? 1.0f / l : 0.0f;
         for (int e = 0; e < dv; e++)
             row[e] *= inv;
+        put_lse(s, column_row(p, &k, c), m, l);
     }
 }
 
@@ -259,7 +274,7 @@ static void tiled_merge(const tiled_state *s, long item)
  * split-KV (block, chunk) pairs and then one merge per block. Each block
  * is computed whole by one thread in a fixed order, over chunks fixed by
  * the problem, so the output is bitwise the same for any thread count. */
-static attn_status tiled_run(void *state)
+static void tiled_forward(void *state)
 {
     tiled_state *s = state;
     const tiled_plan *t = &s->plan;
@@ -294,7 +309,16 @@ static attn_status tiled_run(void *state)
                 tiled_merge(s, it);
         }
     }
-    return ATTN_OK;
+}
+
+static attn_status tiled_run(void *state)
+{
+    return attn_host_run_passes(state, tiled_forward, tiled_backward);
+}
+
+static attn_status tiled_bind(void *state, const attn_tensors *t)
+{
+    return attn_host_bind_passes(state, t, tiled_forward);
 }
 
 static const char *tiled_version(void)
@@ -311,11 +335,13 @@ const attn_backend attn_backend_tiled = {
     .summary   = "fused FlashAttention-style tiles, online softmax, SIMD kernels",
     .dtypes    = ATTN_DTYPE_BIT(ATTN_DTYPE_BF16) | ATTN_DTYPE_BIT(ATTN_DTYPE_FP16),
     .mods      = ATTN_MOD_ALL,
+    .passes    = ATTN_PASS_BIT(ATTN_PASS_BWD) | ATTN_PASS_BIT(ATTN_PASS_FWDBWD),
     .supports  = tiled_supports,
     .prepare   = tiled_prepare,
-    .bind      = attn_host_bind,
+    .bind      = tiled_bind,
     .run       = tiled_run,
     .read      = attn_host_read,
+    .read_grads = attn_host_read_grads,
     .release   = tiled_release,
     .workspace = tiled_workspace,
     .version   = tiled_version,

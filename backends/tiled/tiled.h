@@ -14,6 +14,11 @@ enum {
     ATTN_TILED_PLANT_ALIBI_HEAD,       /* ALiBi takes the next head's slope */
     ATTN_TILED_PLANT_SINK_VALUE,       /* the sink adds to the numerator too (a value of 1) */
     ATTN_TILED_PLANT_V_SHIFTED,        /* V read from K one column on: past dv */
+    /* The backward's: */
+    ATTN_TILED_PLANT_BWD_D_WRONG_O,    /* D = rowsum(dO o O) from the next row's O */
+    ATTN_TILED_PLANT_BWD_NO_GROUP_SUM, /* dK, dV of a group: its last query head's only */
+    ATTN_TILED_PLANT_BWD_SCALE_TWICE,  /* dQ scaled twice */
+    ATTN_TILED_PLANT_BWD_WRONG_L,      /* one tile's P recomputed with the next row's L */
 };
 void attn_tiled_plant(int bug);
 

@@ -8,21 +8,16 @@
  * fp32 (no intermediate is rounded to 16 bits). The score modifiers are
  * their definitions (backend.h) in the same loops: tanhf per score for the
  * softcap, the slope times the distance for ALiBi, the window's keys only,
- * the sink in the sum. */
+ * the sink in the sum. The backward (--pass bwd, fwdbwd) is backward.c's;
+ * the forward before it also leaves each row's log-sum-exp. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "host.h"
 #include "kernels/half.h"
+#include "naive/internal.h"
 
-typedef struct naive_state {
-    attn_host h;
-    float *scores;                /* [threads][row_floats]: the scores, then (16-bit
-                                     storage) a row of Q, of K and of V in fp32 */
-} naive_state;
-
-static size_t row_floats(const attn_problem *p)
+size_t naive_row_floats(const attn_problem *p)
 {
     return (size_t)p->seq_kv +
            (attn_reduced(p) ? 2 * (size_t)p->d_k + (size_t)attn_v_stride(p) : 0);
@@ -31,13 +26,11 @@ static size_t row_floats(const attn_problem *p)
 static size_t naive_workspace(const attn_problem *p, const attn_config *cfg)
 {
     return attn_host_workspace(sizeof(naive_state), p) +
-           (size_t)cfg->threads * row_floats(p) * sizeof(float);
+           (size_t)cfg->threads * naive_row_floats(p) * sizeof(float) + naive_bwd_bytes(p);
 }
 
-/* Row `row` (n elements from element row * n) of a tensor in fp32: in place
- * when it is stored so, else converted into buf. */
-static const float *row_f32(const float *f32, const uint16_t *h, attn_dtype dt, size_t row,
-                            int n, float *buf)
+const float *naive_row_f32(const float *f32, const uint16_t *h, attn_dtype dt, size_t row,
+                           int n, float *buf)
 {
     if (f32)
         return f32 + row * (size_t)n;
@@ -51,8 +44,10 @@ static const float *row_f32(const float *f32, const uint16_t *h, attn_dtype dt, 
 static void naive_release(void *state)
 {
     naive_state *s = state;
-    if (s)
+    if (s) {
         attn_free(s->h.alloc, s->scores);
+        attn_free(s->h.alloc, s->pds);
+    }
     attn_host_destroy(s);
 }
 
@@ -62,8 +57,10 @@ static attn_status naive_prepare(const attn_problem *p, const attn_config *cfg, 
     attn_status st = attn_host_create(sizeof(*s), p, cfg, (void **)&s);
     if (st != ATTN_OK)
         return st;
-    s->scores = attn_alloc(cfg->alloc, (size_t)cfg->threads * row_floats(p) * sizeof(float));
-    if (!s->scores) {
+    s->scores = attn_alloc(cfg->alloc, (size_t)cfg->threads * naive_row_floats(p) * sizeof(float));
+    if (attn_backward(p))
+        s->pds = attn_alloc(cfg->alloc, naive_bwd_bytes(p));
+    if (!s->scores || (attn_backward(p) && !s->pds)) {
         naive_release(s);
         return ATTN_ENOMEM;
     }
@@ -71,18 +68,14 @@ static attn_status naive_prepare(const attn_problem *p, const attn_config *cfg, 
     return ATTN_OK;
 }
 
-/* The unnormalized softmax of one query row: sc[j] = exp(s_j - max) for its
- * visible keys j in [*beg, *end); returns their sum, with the sink's term
- * (0 when no key is visible). buf: 2 dk floats for rows of Q and K
- * converted from 16-bit storage. */
-static float naive_probs(const attn_problem *p, const attn_tensors *t, size_t row, float *sc,
-                         float *buf, int *beg_out, int *end_out)
+float naive_scores(const attn_problem *p, const attn_tensors *t, size_t row, float *sc,
+                   float *buf, int *beg_out, int *end_out)
 {
     const int nq = p->seq_q, nk = p->seq_kv, dk = p->d_k;
     const size_t bh = row / (size_t)nq;
     const int i = (int)(row % (size_t)nq);
     const int b = (int)(bh / (size_t)p->heads), h = (int)(bh % (size_t)p->heads);
-    const float *q = row_f32(t->q, t->q16, p->dtype, row, dk, buf);
+    const float *q = naive_row_f32(t->q, t->q16, p->dtype, row, dk, buf + dk);
     const size_t k0 = attn_kv_head_of(p, bh) * (size_t)nk;
     int beg, end;
     attn_visible_range(p, b, i, &beg, &end);
@@ -94,7 +87,7 @@ static float naive_probs(const attn_problem *p, const attn_tensors *t, size_t ro
 
     float m = -INFINITY;
     for (int j = beg; j < end; j++) {
-        const float *k = row_f32(t->k, t->k16, p->kv_dtype, k0 + (size_t)j, dk, buf + dk);
+        const float *k = naive_row_f32(t->k, t->k16, p->kv_dtype, k0 + (size_t)j, dk, buf);
         float dot = 0.0f;
         for (int c = 0; c < dk; c++)
             dot += q[c] * k[c];
@@ -106,10 +99,23 @@ static float naive_probs(const attn_problem *p, const attn_tensors *t, size_t ro
         if (sc[j] > m)
             m = sc[j];
     }
-    if (end == beg)
+    return m;
+}
+
+/* The unnormalized softmax of one query row: sc[j] = exp(s_j - max) for its
+ * visible keys j in [*beg, *end); returns their sum, with the sink's term
+ * (0 when no key is visible), and the maximum in *mx. buf: 2 dk floats for
+ * rows of Q and K converted from 16-bit storage. */
+static float naive_probs(const attn_problem *p, const attn_tensors *t, size_t row, float *sc,
+                         float *buf, int *beg, int *end, float *mx)
+{
+    const float m = naive_scores(p, t, row, sc, buf, beg, end);
+    const int h = (int)(row / (size_t)p->seq_q % (size_t)p->heads);
+    *mx = m;
+    if (*end == *beg)
         return 0.0f;
     float l = p->mods.sinks ? expf(t->sinks[h] - m) : 0.0f;
-    for (int j = beg; j < end; j++) {
+    for (int j = *beg; j < *end; j++) {
         sc[j] = expf(sc[j] - m);
         l += sc[j];
     }
@@ -124,16 +130,21 @@ static void naive_row(const attn_problem *p, const attn_tensors *t, size_t row, 
     const size_t v0 = attn_kv_head_of(p, bh) * (size_t)nk;
     float *o = t->o + row * (size_t)dv, *buf = sc + nk;
     int beg, end;
-    const float l = naive_probs(p, t, row, sc, buf, &beg, &end);
+    float m;
+    const float l = naive_probs(p, t, row, sc, buf, &beg, &end, &m);
 
     for (int c = 0; c < dv; c++)
         o[c] = 0.0f;
+    /* L = ln sum_j e^{s_j}: -inf for a row that sees no key. */
+    if (t->lse)
+        t->lse[row] = end == beg ? -INFINITY : m + logf(l);
     if (end == beg)
         return;
     for (int j = beg; j < end; j++) {
         const float w = sc[j];
         /* A row of V: vs elements apart (V read from K: K's rows), dv used. */
-        const float *v = row_f32(t->v, t->v16, p->kv_dtype, v0 + (size_t)j, vs, buf + 2 * p->d_k);
+        const float *v = naive_row_f32(t->v, t->v16, p->kv_dtype, v0 + (size_t)j, vs,
+                                       buf + 2 * p->d_k);
         for (int c = 0; c < dv; c++)
             o[c] += w * v[c];
     }
@@ -152,7 +163,8 @@ static attn_status naive_weights(void *state, float *out)
     for (size_t row = 0; row < rows; row++) {
         float *w = out + row * (size_t)nk;
         int beg, end;
-        const float l = naive_probs(p, &s->h.t, row, w, s->scores + nk, &beg, &end);
+        float m;
+        const float l = naive_probs(p, &s->h.t, row, w, s->scores + nk, &beg, &end, &m);
         for (int j = beg; j < end; j++)
             w[j] /= l;
         memset(w, 0, (size_t)beg * sizeof(float));
@@ -163,7 +175,7 @@ static attn_status naive_weights(void *state, float *out)
 
 /* Rows are independent and each is computed by one thread in a fixed order,
  * so the output is bitwise the same for any thread count. */
-static attn_status naive_run(void *state)
+void naive_forward(void *state)
 {
     naive_state *s = state;
     const attn_problem *p = &s->h.p;
@@ -174,8 +186,17 @@ static attn_status naive_run(void *state)
 #endif
     for (long r = 0; r < rows; r++)
         naive_row(p, &s->h.t, (size_t)r,
-                  s->scores + (size_t)attn_thread_id() * row_floats(p));
-    return ATTN_OK;
+                  s->scores + (size_t)attn_thread_id() * naive_row_floats(p));
+}
+
+static attn_status naive_run(void *state)
+{
+    return attn_host_run_passes(state, naive_forward, naive_backward);
+}
+
+static attn_status naive_bind(void *state, const attn_tensors *t)
+{
+    return attn_host_bind_passes(state, t, naive_forward);
 }
 
 const attn_backend attn_backend_naive = {
@@ -183,10 +204,12 @@ const attn_backend attn_backend_naive = {
     .summary   = "plain fp32 loops, one score row per query (the baseline)",
     .dtypes    = ATTN_DTYPE_BIT(ATTN_DTYPE_BF16) | ATTN_DTYPE_BIT(ATTN_DTYPE_FP16),
     .mods      = ATTN_MOD_ALL,
+    .passes    = ATTN_PASS_BIT(ATTN_PASS_BWD) | ATTN_PASS_BIT(ATTN_PASS_FWDBWD),
     .prepare   = naive_prepare,
-    .bind      = attn_host_bind,
+    .bind      = naive_bind,
     .run       = naive_run,
     .read      = attn_host_read,
+    .read_grads = attn_host_read_grads,
     .release   = naive_release,
     .workspace = naive_workspace,
     .weights   = naive_weights,

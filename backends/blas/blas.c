@@ -14,28 +14,28 @@
  * Threads: OpenMP over (batch, head), one single-threaded sgemm per head.
  * Measured on the 2-core development machine (README, "blas"), this beats
  * one head at a time with OpenBLAS's own threads, whose workers spin
- * between calls and fight OpenMP's for the cores. */
+ * between calls and fight OpenMP's for the cores.
+ *
+ * The backward (--pass bwd, fwdbwd) is backward.c's; the forward before it
+ * also leaves each row's log-sum-exp. */
 #include <stdio.h>
 #include <string.h>
 
-#include "host.h"
 #include "config.h"
 
 #if ATTN_HAVE_OPENBLAS
 
 #include <cblas.h>
+#include <math.h>
 
-typedef struct blas_state {
-    attn_host h;
-    float *scores;                /* [threads][seq_q][seq_kv] */
-    int *end;                     /* [threads][2][seq_q] each row's visible keys [beg, end) */
-    float *pos, *slope;           /* ALiBi: [seq_kv] key positions; [threads][seq_kv] slope */
-    float *mx;                    /* sinks: [threads][seq_q] each row's largest score */
-} blas_state;
+#include "blas/internal.h"
 
-static size_t score_elems(const attn_problem *p)
+#define score_elems blas_score_elems
+
+/* Each row's largest score is kept for the sinks and for L. */
+static bool keeps_max(const attn_problem *p)
 {
-    return (size_t)p->seq_q * (size_t)p->seq_kv;
+    return p->mods.sinks || attn_backward(p);
 }
 
 static size_t blas_workspace(const attn_problem *p, const attn_config *cfg)
@@ -45,9 +45,9 @@ static size_t blas_workspace(const attn_problem *p, const attn_config *cfg)
     bytes += (size_t)cfg->threads * 2 * (size_t)p->seq_q * sizeof(int);
     if (p->mods.alibi)
         bytes += (size_t)(cfg->threads + 1) * (size_t)p->seq_kv * sizeof(float);
-    if (p->mods.sinks)
+    if (keeps_max(p))
         bytes += (size_t)cfg->threads * (size_t)p->seq_q * sizeof(float);
-    return bytes;
+    return bytes + blas_bwd_bytes(p, cfg);
 }
 
 static attn_status blas_supports(const attn_problem *p, const attn_config *cfg, char *why,
@@ -66,6 +66,7 @@ static void blas_release(void *state)
 {
     blas_state *s = state;
     if (s) {
+        blas_bwd_free(s);
         attn_free(s->h.alloc, s->mx);
         attn_free(s->h.alloc, s->slope);
         attn_free(s->h.alloc, s->pos);
@@ -87,10 +88,10 @@ static attn_status blas_prepare(const attn_problem *p, const attn_config *cfg, v
         s->pos = attn_alloc(cfg->alloc, (size_t)p->seq_kv * sizeof(float));
         s->slope = attn_alloc(cfg->alloc, (size_t)cfg->threads * (size_t)p->seq_kv * sizeof(float));
     }
-    if (p->mods.sinks)
+    if (keeps_max(p))
         s->mx = attn_alloc(cfg->alloc, (size_t)cfg->threads * (size_t)p->seq_q * sizeof(float));
     if (!s->scores || !s->end || (p->mods.alibi && (!s->pos || !s->slope)) ||
-        (p->mods.sinks && !s->mx)) {
+        (keeps_max(p) && !s->mx) || !blas_bwd_alloc(s, cfg)) {
         blas_release(s);
         return ATTN_ENOMEM;
     }
@@ -161,6 +162,8 @@ static void blas_head(const blas_state *s, size_t bh, float *sc, int *end, float
     const int kmax = attn_visible_end(p, b, nq - 1);
     if (kmax == 0) {
         memset(o, 0, (size_t)nq * dv * sizeof(float));
+        for (int i = 0; t->lse && i < nq; i++)
+            t->lse[bh * (size_t)nq + (size_t)i] = -INFINITY;
         return;
     }
     bool whole = true;           /* every row sees keys [0, kmax) */
@@ -174,8 +177,8 @@ static void blas_head(const blas_state *s, size_t bh, float *sc, int *end, float
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, kmax, dk,
                 (float)((double)p->scale * ATTN_LOG2E), q, dk, k, dk, 0.0f, sc, nk);
     blas_mods(s, sc, slope, beg, h, kmax);
-    /* The sinks' m_i, before the softmax overwrites S. */
-    if (p->mods.sinks)
+    /* The sinks' m_i, and L's, before the softmax overwrites S. */
+    if (mx)
         for (int i = 0; i < nq; i++) {
             const float *row = sc + (size_t)i * nk;
             float m = -INFINITY;
@@ -190,6 +193,16 @@ static void blas_head(const blas_state *s, size_t bh, float *sc, int *end, float
         memset(sc + (size_t)i * nk, 0, (size_t)(beg[i] < kmax ? beg[i] : kmax) * sizeof(float));
     if (p->mods.sinks)
         blas_sinks(s, sc, mx, end, h);
+    /* L = ln sum_j 2^(s_j log2(e)): the softmax left 2^(s - m) / l, whose
+     * largest is 1 / l, so L = (m - log2(max P)) ln 2; -inf for no key. */
+    for (int i = 0; t->lse && i < nq; i++) {
+        const float *row = sc + (size_t)i * nk;
+        float top = 0.0f;
+        for (int j = beg[i]; j < end[i]; j++)
+            top = row[j] > top ? row[j] : top;
+        t->lse[bh * (size_t)nq + (size_t)i] =
+            end[i] > beg[i] ? (mx[i] - log2f(top)) * (float)(1.0 / ATTN_LOG2E) : -INFINITY;
+    }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, dv, kmax,
                 1.0f, sc, nk, v, vs, 0.0f, o, dv);
     /* A NaN or Inf in a key some rows cannot see reached them through its
@@ -211,7 +224,7 @@ static void blas_head(const blas_state *s, size_t bh, float *sc, int *end, float
 
 /* Heads are independent and each is computed by one thread with the same
  * calls, so the output does not depend on the thread count. */
-static attn_status blas_run(void *state)
+static void blas_forward(void *state)
 {
     blas_state *s = state;
     const attn_problem *p = &s->h.p;
@@ -226,7 +239,16 @@ static attn_status blas_run(void *state)
                   s->slope ? s->slope + (size_t)tid * (size_t)p->seq_kv : NULL,
                   s->mx ? s->mx + (size_t)tid * (size_t)p->seq_q : NULL);
     }
-    return ATTN_OK;
+}
+
+static attn_status blas_run(void *state)
+{
+    return attn_host_run_passes(state, blas_forward, blas_backward);
+}
+
+static attn_status blas_bind(void *state, const attn_tensors *t)
+{
+    return attn_host_bind_passes(state, t, blas_forward);
 }
 
 static const char *blas_version(void)
@@ -238,11 +260,13 @@ const attn_backend attn_backend_blas = {
     .name      = "blas",
     .summary   = "OpenBLAS sgemm + vectorized row softmax, materialized scores",
     .mods      = ATTN_MOD_ALL,
+    .passes    = ATTN_PASS_BIT(ATTN_PASS_BWD) | ATTN_PASS_BIT(ATTN_PASS_FWDBWD),
     .supports  = blas_supports,
     .prepare   = blas_prepare,
-    .bind      = attn_host_bind,
+    .bind      = blas_bind,
     .run       = blas_run,
     .read      = attn_host_read,
+    .read_grads = attn_host_read_grads,
     .release   = blas_release,
     .workspace = blas_workspace,
     .version   = blas_version,

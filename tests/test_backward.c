@@ -145,7 +145,7 @@ static void planted(void)
                              .d_k = 32, .d_v = 32, .scale = 0.17f, .causal = true,
                              .kv_len = kv, .pass = ATTN_PASS_BWD };
     static const struct { int bug; const char *what; } bugs[] = {
-        { ATTN_TILED_PLANT_NONE, "no bug: PASSED" },
+        { ATTN_TILED_PLANT_NONE, "no bug" },
         { ATTN_TILED_PLANT_BWD_D_WRONG_O, "D computed from the next row's O" },
         { ATTN_TILED_PLANT_BWD_NO_GROUP_SUM, "dK, dV not summed over the group" },
         { ATTN_TILED_PLANT_BWD_SCALE_TWICE, "the scale applied twice to dQ" },

@@ -235,10 +235,11 @@ static void unit(const tiled_state *s, const bwd_scratch *x, long u)
                 const float *dor = t->dout + row * dv;
                 kn->qk(x->sp, bcp, qr, dk, x->kt, bcp, m, n, dk, 0);
                 kn->qk(x->dp, bcp, dor, dv, x->vt, bcp, m, n, dv, 0);
-                /* The planted bugs: the last K/V head's first tile takes the
-                 * next row's L; the group's sum restarts at each head. */
+                /* The planted bugs: each K/V head's first tile (first query
+                 * head, first query block, first key block) takes the next
+                 * row's L; the group's sum restarts at each query head. */
                 const bool wrong_l = bug == ATTN_TILED_PLANT_BWD_WRONG_L && kb == 0 && i0 == 0 &&
-                                     hh == 0 && m > 1;
+                                     hh == 0 && m < nq;
                 if (bug == ATTN_TILED_PLANT_BWD_NO_GROUP_SUM && i0 == 0 && hh > 0) {
                     memset(x->dka, 0, (size_t)n * dk * sizeof(float));
                     memset(x->dva, 0, (size_t)n * dv * sizeof(float));

@@ -154,8 +154,9 @@
  * score x takes the modifiers as the mods kernel does (cap > 0 in log2
  * units: x <- cap tanh(x / cap); then x <- x - slope |i' - (j0 + j)|), then
  *   s  <- P  = exp2(x - lse[r])  where visible, else 0
- *   dp <- dS' = scale P (dp - dd[r]) (1 - tanh^2 with the cap)  where visible, else 0
- * so that dQ = dS' K and dK = dS'^T Q. tanh as the mods kernel computes it. */
+ *   dp <- scale dS' = scale P (dp - dd[r]) (1 - tanh^2 with the cap)  where visible, else 0
+ * (dS' as backend.h names it), so that dQ = (scale dS') K and dK = (scale
+ * dS')^T Q. tanh as the mods kernel computes it. */
 #define decl_bwd_ds_fn(name) void (name)(float *restrict s, float *restrict dp, \
     ptrdiff_t stride, int nq, int nk, int j0, const float *restrict lse, \
     const float *restrict dd, const int *restrict beg, const int *restrict end, float cap, \

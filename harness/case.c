@@ -168,7 +168,11 @@ static void check_and_time(attn_result *r, const attn_backend *be, void *state,
         return;
 
     copy_all(out->first, p, out);
+    if (s->bw_probe)
+        r->probe_before = attn_bw_probe(s->threads);
     st = attn_time_runs(be, state, &s->timer, &r->timing);
+    if (s->bw_probe)
+        r->probe_after = attn_bw_probe(s->threads);
     if (st == ATTN_OK)
         st = read_all(be, state, p, out);
     if (st != ATTN_OK) {

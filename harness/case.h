@@ -70,6 +70,9 @@ typedef struct attn_result {
     double flops;           /* visible score entries only */
     double flops_dense;     /* every score entry */
     double bytes;           /* the least bytes moved (attn_problem_bytes): for GB/s */
+    /* --bw-probe: the read-only stream's GB/s just before and just after
+     * the timed runs; 0: not probed. */
+    double probe_before, probe_after;
     /* Scale-out backends (ranks > 0): each rank's figures, the first
      * ATTN_RANK_ROWS of them, and the largest of each over all ranks;
      * means over the checked and the timed runs. */
@@ -92,8 +95,21 @@ static inline double attn_case_peak_gflops(const attn_result *r, const attn_peak
     return attn_peak_gflops(pk, &r->p) * (r->ranks > 1 ? r->ranks : 1);
 }
 
+/* The bandwidth r's roofline takes: the faster probe beside its timed runs
+ * (--bw-probe), else the machine's (attn_peak_bw). */
+static inline double attn_case_probe_gbs(const attn_result *r)
+{
+    return r->probe_before > r->probe_after ? r->probe_before : r->probe_after;
+}
+
+static inline double attn_case_bw(const attn_result *r, const attn_peak *pk)
+{
+    const double probe = attn_case_probe_gbs(r);
+    return probe > 0 ? probe : attn_peak_bw(pk);
+}
+
 /* The roofline: the time r's case cannot beat on this machine, the longer
- * of its least bytes at the measured bandwidth (attn_peak_bw) and its
+ * of its least bytes at the measured bandwidth (attn_case_bw) and its
  * FLOPs at the peak that applies. It ignores the exponentials and the
  * caches (a case whose K and V fit the last-level cache can beat it: over
  * 100%). */
@@ -106,7 +122,7 @@ typedef struct attn_roofline {
 static inline attn_roofline attn_case_roofline(const attn_result *r, const attn_peak *pk)
 {
     attn_roofline x;
-    x.mem_s = r->bytes / (attn_peak_bw(pk) * 1e9);
+    x.mem_s = r->bytes / (attn_case_bw(r, pk) * 1e9);
     x.fma_s = r->flops / (attn_case_peak_gflops(r, pk) * 1e9);
     x.memory_bound = x.mem_s >= x.fma_s;
     x.s = x.memory_bound ? x.mem_s : x.fma_s;

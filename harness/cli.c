@@ -28,6 +28,7 @@ typedef enum opt_id {
     O_INPUTS, O_DUMP_OUTPUT, O_DUMP_WEIGHTS, O_CASE_TIMEOUT, O_ISA, O_DUMP_INPUTS,
     O_CHECK_OUTPUT, O_PEER, O_PEER_TIMES, O_PEER_SKIP, O_KV_HEADS, O_SPLITS, O_DTYPE,
     O_KV_DTYPE, O_SHARD, O_SOFTCAP, O_ALIBI, O_SINKS, O_V_FROM_K, O_MODEL, O_PASS,
+    O_HUGE_PAGES, O_BW_PROBE,
 } opt_id;
 
 #define ARG_NONE ATTN_ARG_NONE
@@ -63,6 +64,7 @@ static const attn_option options[] = {
     { "softcap", O_SOFTCAP, ARG_REQUIRED },   { "alibi", O_ALIBI, ARG_NONE },
     { "sinks", O_SINKS, ARG_NONE },           { "v-from-k", O_V_FROM_K, ARG_NONE },
     { "model", O_MODEL, ARG_REQUIRED },       { "pass", O_PASS, ARG_REQUIRED },
+    { "huge-pages", O_HUGE_PAGES, ARG_REQUIRED }, { "bw-probe", O_BW_PROBE, ARG_NONE },
 };
 
 int attn_error(int code, const char *fmt, ...)
@@ -600,6 +602,12 @@ static int apply(void *ctx, int opt, const char *name, const char *val)
         o->peer = val;
         return -1;
     case O_PIN:     o->pin = true; return -1;
+    case O_BW_PROBE: o->setup.bw_probe = true; return -1;
+    case O_HUGE_PAGES:
+        if (strcmp(val, "on") && strcmp(val, "off"))
+            return usage_error("--huge-pages: '%s' is not on or off", val);
+        o->small_pages = !strcmp(val, "off");
+        return -1;
     case O_RESUME:  o->resume = true; return -1;
     case O_PEAK:    o->peak = true; return -1;
     case O_LIST:    o->list = true; return -1;
@@ -931,6 +939,12 @@ void attn_cli_usage(FILE *f, const char *prog)
 "  --threads T      threads for every threading runtime in the build, 1..%d (default: the CPUs\n"
 "                   this process may run on)\n"
 "  --pin            pin the process to the first T allowed cores\n"
+"  --huge-pages on|off  inputs of 4 MiB or more on 2 MiB pages, advised with\n"
+"                   MADV_HUGEPAGE (default on; the context line says what the kernel\n"
+"                   allows); off: 4 KiB pages, as a plain malloc gives\n"
+"  --bw-probe       measure a read-only stream just before and after each case's timed\n"
+"                   runs, and take the faster as its roofline's bandwidth (for machines\n"
+"                   whose bandwidth moves with their neighbours' load)\n"
 "  --warmup W       untimed runs before timing, at least (default 1); warm-up also lasts\n"
 "                   at least --min-time\n"
 "  --min-time S     seconds one repetition lasts at least; runs per repetition are\n"

@@ -55,6 +55,7 @@ typedef struct attn_opts {
     int shard, shards;          /* --shard I/N: the cases with index = I mod N; shards 0:
                                    all */
     bool resume, pin, peak;
+    bool small_pages;           /* --huge-pages off */
     bool list, help, version;
 } attn_opts;
 

@@ -86,6 +86,8 @@ static void context(FILE *f, const attn_machine *m, const attn_setup *s, const c
     put_str(f, m->backends);
     fputs(",\n    \"pinned\": ", f);
     put_str(f, m->pinned);
+    fputs(",\n    \"huge_pages\": ", f);
+    put_str(f, m->huge_pages);
     fprintf(f, ",\n    \"threads\": %d,\n    \"seed\": %llu,\n    \"fill\": \"%s\",\n", m->threads,
             (unsigned long long)s->seed, attn_setup_fill_name(s));
     fprintf(f, "    \"min_time_s\": %g,\n    \"max_time_s\": %g,\n    \"repetitions\": %d,\n",
@@ -125,6 +127,10 @@ static void counters(FILE *f, const void *ctx, double seconds)
             attn_json_field_num(f, "roofline_s", roof.s);
             attn_json_field_num(f, "pct_roofline", 100.0 * roof.s / seconds);
             attn_json_field_str(f, "bound", roof.memory_bound ? "memory" : "compute");
+        }
+        if (attn_case_probe_gbs(r) > 0) {
+            attn_json_field_num(f, "probe_GBps_before", r->probe_before);
+            attn_json_field_num(f, "probe_GBps_after", r->probe_after);
         }
     }
     attn_json_field_num(f, "flops", r->flops);

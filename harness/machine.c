@@ -7,6 +7,7 @@
 #include "backend.h"
 #include "config.h"
 #include "machine.h"
+#include "memory.h"
 #include "revision.h"
 #include "timer.h"
 
@@ -140,6 +141,14 @@ void attn_machine_capture(attn_machine *m, int threads, const char *pinned)
     m->cpus_online = (int)sysconf(_SC_NPROCESSORS_ONLN);
     m->threads = threads;
     snprintf(m->pinned, sizeof(m->pinned), "%s", pinned ? pinned : "");
+    char thp[32];
+    attn_huge_pages_mode(thp, sizeof(thp));
+    if (!attn_host_huge_pages_on())
+        snprintf(m->huge_pages, sizeof(m->huge_pages), "off");
+    else if (!strcmp(thp, "never"))
+        snprintf(m->huge_pages, sizeof(m->huge_pages), "on, but THP never: 4 KiB pages");
+    else
+        snprintf(m->huge_pages, sizeof(m->huge_pages), "on (THP %s)", thp);
     if (getloadavg(m->load, 3) != 3)
         m->load[0] = m->load[1] = m->load[2] = -1;
     attn_clock_resolution(&m->clock_res, &m->clock_step);
@@ -154,8 +163,8 @@ void attn_machine_print(FILE *f, const attn_machine *m)
     fprintf(f, "build: attnbench %s (%s), %s, %s; backends: %s\n", ATTN_VERSION,
             attn_git_revision(), attn_build_compiler(), attn_build_options(), m->backends);
     fprintf(f, "clock: CLOCK_MONOTONIC resolution %.0f ns, smallest observed step %.0f ns; "
-               "threads %d%s%s\n", m->clock_res * 1e9, m->clock_step * 1e9, m->threads,
-            *m->pinned ? ", pinned to " : "", m->pinned);
+               "threads %d%s%s; huge pages %s\n", m->clock_res * 1e9, m->clock_step * 1e9,
+            m->threads, *m->pinned ? ", pinned to " : "", m->pinned, m->huge_pages);
     if (m->peak_known)
         fprintf(f, "peak: fp32 FMA %.1f GFLOP/s on 1 thread, %.1f on %d (%s); triad %.1f GB/s, "
                    "read-only %.1f GB/s\n", m->peak.fma_1, m->peak.fma_t, m->peak.threads,

@@ -23,6 +23,7 @@ typedef struct attn_machine {
     int cpus_online;
     int threads;            /* what every threading runtime was set to */
     char pinned[96];        /* "" when not pinned */
+    char huge_pages[64];    /* the inputs' pages: "on (THP madvise)", "off", ... */
     double mhz;             /* 0 when unknown */
     double load[3];
     attn_cache_info caches[8];

@@ -16,6 +16,7 @@
 #include "config.h"
 #include "io.h"
 #include "machine.h"
+#include "memory.h"
 #include "merge.h"
 #include "peer.h"
 #include "ring.h"
@@ -154,6 +155,7 @@ static int run(const attn_opts *o, const char *prog)
 {
     char pinned[96] = "";
     int rc;
+    attn_host_huge_pages(!o->small_pages);
     if (o->pin && (rc = pin(o->setup.threads, pinned, sizeof(pinned))) >= 0)
         return rc;
     set_threads(o->setup.threads);

@@ -1,6 +1,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "memory.h"
 
@@ -163,13 +164,53 @@ bool attn_rss_read(uint64_t *hwm, uint64_t *rss)
     return found == 2;
 }
 
+static bool huge_pages = true;
+
 void *attn_host_alloc(size_t bytes)
 {
     size_t rounded;
     if (__builtin_add_overflow(bytes, (size_t)63, &rounded))
         return NULL;
     rounded &= ~(size_t)63;
+    if (huge_pages && rounded >= ATTN_HUGE_MIN) {
+        const size_t hp = ATTN_HUGE_PAGE;
+        if (__builtin_add_overflow(rounded, hp - 1, &rounded))
+            return NULL;
+        rounded &= ~(hp - 1);
+        void *p = aligned_alloc(hp, rounded);
+        /* Advice: where the kernel's mode is never (or it declines) the
+         * block stays on small pages, as the run's context line says. */
+        if (p)
+            (void)madvise(p, rounded, MADV_HUGEPAGE);
+        return p;
+    }
     return aligned_alloc(64, rounded ? rounded : 64);
+}
+
+void attn_host_huge_pages(bool on)
+{
+    huge_pages = on;
+}
+
+bool attn_host_huge_pages_on(void)
+{
+    return huge_pages;
+}
+
+const char *attn_huge_pages_mode(char *buf, size_t len)
+{
+    snprintf(buf, len, "unknown");
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (!f)
+        return buf;
+    char line[128];
+    if (fgets(line, sizeof(line), f)) {
+        const char *a = strchr(line, '['), *b = a ? strchr(a, ']') : NULL;
+        if (a && b && b > a + 1)
+            snprintf(buf, len, "%.*s", (int)(b - a - 1), a + 1);
+    }
+    fclose(f);
+    return buf;
 }
 
 void attn_host_free(void *p)

@@ -43,8 +43,22 @@ bool attn_rss_reset_peak(void);
 /* VmHWM and VmRSS in bytes; false when /proc/self/status cannot be read. */
 bool attn_rss_read(uint64_t *hwm, uint64_t *rss);
 
-/* 64-byte aligned, untracked: for the harness's own inputs and references. */
+/* 64-byte aligned, untracked: for the harness's own inputs and references.
+ * With huge pages on (the default), a block of ATTN_HUGE_MIN bytes or more
+ * is 2 MiB aligned, its size rounded up to 2 MiB, and advised to the kernel
+ * as MADV_HUGEPAGE: decoding streams all of K and V once per token, and on
+ * 4 KiB pages every 4 KiB of it is a TLB miss and a new page for the
+ * hardware prefetchers to find (docs/benchmarks.md has the measured gain).
+ * Whether the kernel grants them is its choice (attn_huge_pages_mode). */
+enum { ATTN_HUGE_PAGE = 2 << 20, ATTN_HUGE_MIN = 4 << 20 };
 void *attn_host_alloc(size_t bytes);
 void attn_host_free(void *p);
+/* --huge-pages on|off: set before any allocation it should apply to. */
+void attn_host_huge_pages(bool on);
+bool attn_host_huge_pages_on(void);
+/* The transparent huge page mode of this kernel (the bracketed word of
+ * /sys/kernel/mm/transparent_hugepage/enabled: always, madvise, never),
+ * or "unknown"; into buf. */
+const char *attn_huge_pages_mode(char *buf, size_t len);
 
 #endif

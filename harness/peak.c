@@ -175,21 +175,38 @@ static double triad_gbs(int threads)
     return best;
 }
 
-/* A read-only stream (what decoding does to K and V): the sum of one array
- * far larger than any cache, as 32-bit integers (which the compiler may
- * vectorize and reorder freely, so the adds never bound it), plain and
- * with each 64-byte line prefetched READ_PF bytes ahead (as the decoding
- * kernels do); the best of 5 passes of each. */
+/* One timed pass of a read-only stream over a[0..n) on `threads` threads:
+ * the sum of the array as 32-bit integers (which the compiler may vectorize
+ * and reorder freely, so the adds never bound it), plain or with each
+ * 64-byte line prefetched READ_PF bytes ahead (as the decoding kernels do);
+ * GB/s. */
 #define READ_PF 2048
-static double read_gbs(int threads)
+static double read_pass(const uint32_t *a, size_t n, int threads, bool pf)
 {
     (void)threads;   /* unused without OpenMP */
-    size_t n = (size_t)96 << 20;     /* 384 MiB */
-    const uint64_t avail = attn_mem_available();
-    while (avail && n > ((size_t)1 << 20) && n * sizeof(uint32_t) > avail / 4)
-        n /= 2;
+    const long ln = (long)n;
+    uint32_t total = 0;
+    const double t0 = attn_now();
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(+ : total)
+#endif
+    for (long i = 0; i < ln; i += 16) {
+        if (pf)
+            __builtin_prefetch((const char *)(a + i) + READ_PF, 0, 1);
+        uint32_t line = 0;
+        for (int x = 0; x < 16; x++)
+            line += a[i + x];
+        total += line;
+    }
+    const double dt = attn_now() - t0;
+    sink = (float)total;
+    return (double)n * sizeof(uint32_t) / dt * 1e-9;
+}
+
+static uint32_t *stream_array(size_t n, int threads)
+{
+    (void)threads;   /* unused without OpenMP */
     uint32_t *a = attn_host_alloc(n * sizeof(uint32_t));
-    double best = 0;
     if (a) {
         const long ln = (long)n;
 #ifdef _OPENMP
@@ -197,28 +214,54 @@ static double read_gbs(int threads)
 #endif
         for (long i = 0; i < ln; i++)
             a[i] = (uint32_t)i;
-        for (int rep = 0; rep < 10; rep++) {
-            const bool pf = rep & 1;
-            uint32_t total = 0;
-            const double t0 = attn_now();
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(+ : total)
-#endif
-            for (long i = 0; i < ln; i += 16) {
-                if (pf)
-                    __builtin_prefetch((const char *)(a + i) + READ_PF, 0, 1);
-                uint32_t line = 0;
-                for (int x = 0; x < 16; x++)
-                    line += a[i + x];
-                total += line;
-            }
-            const double dt = attn_now() - t0;
-            const double gbs = (double)n * sizeof(uint32_t) / dt * 1e-9;
-            best = gbs > best ? gbs : best;
-            sink = (float)total;
-        }
+    }
+    return a;
+}
+
+/* A read-only stream (what decoding does to K and V) over one array far
+ * larger than any cache; the best of 5 passes plain and 5 prefetched. */
+static double read_gbs(int threads)
+{
+    size_t n = (size_t)96 << 20;     /* 384 MiB */
+    const uint64_t avail = attn_mem_available();
+    while (avail && n > ((size_t)1 << 20) && n * sizeof(uint32_t) > avail / 4)
+        n /= 2;
+    uint32_t *a = stream_array(n, threads);
+    double best = 0;
+    for (int rep = 0; a && rep < 10; rep++) {
+        const double gbs = read_pass(a, n, threads, rep & 1);
+        best = gbs > best ? gbs : best;
     }
     attn_host_free(a);
+    return best;
+}
+
+/* --bw-probe: the array, made once (before any case, so that no case's
+ * peak RSS holds it), and the probe itself. */
+static uint32_t *probe_a;
+static size_t probe_n;
+
+bool attn_bw_probe_init(size_t bytes, int threads)
+{
+    if (probe_a)
+        return true;
+    probe_n = bytes / sizeof(uint32_t) / 16 * 16;
+    probe_a = probe_n ? stream_array(probe_n, threads) : NULL;
+    return probe_a != NULL;
+}
+
+size_t attn_bw_probe_bytes(void)
+{
+    return probe_a ? probe_n * sizeof(uint32_t) : 0;
+}
+
+double attn_bw_probe(int threads)
+{
+    double best = 0;
+    for (int rep = 0; probe_a && rep < 4; rep++) {
+        const double gbs = read_pass(probe_a, probe_n, threads, rep & 1);
+        best = gbs > best ? gbs : best;
+    }
     return best;
 }
 

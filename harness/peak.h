@@ -27,6 +27,17 @@ bool attn_peak_measure(attn_peak *pk, int threads, const char *cpu);
 bool attn_peak_load(attn_peak *pk, int threads, const char *cpu);
 bool attn_peak_save(const attn_peak *pk, char *path, size_t len);
 
+/* --bw-probe: a read-only stream measured beside each case (before and
+ * after its timed runs), for machines whose bandwidth moves with their
+ * neighbours' load. init makes its array of `bytes` (larger than the last
+ * level cache, as the caller chooses) once, before any case; false when
+ * memory is missing. The probe: the best of 4 passes (2 plain, 2 with
+ * software prefetch) on `threads` threads, GB/s; 0 without init. */
+#include <stddef.h>
+bool attn_bw_probe_init(size_t bytes, int threads);
+size_t attn_bw_probe_bytes(void);
+double attn_bw_probe(int threads);
+
 /* The roofline's bandwidth: the faster of the two streams measured (triad,
  * read-only), so that the roofline stays a time no case can beat by
  * streaming as the faster one did. */

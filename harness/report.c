@@ -197,6 +197,10 @@ void attn_report_details(FILE *f, const attn_result *r, const attn_peak *peak)
         fprintf(f, "  time: median %s, min %s, mean %s, stddev %s (cv %.1f%%), cpu %s; "
                    "%d reps x %ld runs%s\n", med, min, mean, sd, 100.0 * t->real_stats.cv, cpu,
                 t->reps, t->iterations, t->budget_hit ? " (stopped by --max-time)" : "");
+        if (attn_case_probe_gbs(r) > 0)
+            fprintf(f, "  bandwidth probe: %.1f GB/s before the timed runs, %.1f after%s\n",
+                    r->probe_before, r->probe_after,
+                    peak ? "; the roofline takes the faster" : "");
         if (peak && attn_verdict_ok(r->verdict)) {
             const attn_roofline roof = attn_case_roofline(r, peak);
             char at[32], mem[32], fma[32];
@@ -206,7 +210,7 @@ void attn_report_details(FILE *f, const attn_result *r, const attn_peak *peak)
             fprintf(f, "  roofline: %s here, %s-bound (%.4g MB at %.1f GB/s: %s; %.4g GFLOP at "
                        "%.1f GFLOP/s: %s); the median is %.0f%% of it\n",
                     at, roof.memory_bound ? "memory" : "compute", r->bytes * 1e-6,
-                    attn_peak_bw(peak), mem, r->flops * 1e-9, attn_case_peak_gflops(r, peak), fma,
+                    attn_case_bw(r, peak), mem, r->flops * 1e-9, attn_case_peak_gflops(r, peak), fma,
                     attn_case_pct_roofline(r, peak));
         }
         if (t->busy_threads)

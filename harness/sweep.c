@@ -343,6 +343,20 @@ int attn_sweep_check(const attn_opts *o, attn_inputs *ready)
     return rc;
 }
 
+/* --bw-probe's array: 4x the largest cache, at least 64 MiB, at most an
+ * eighth of MemAvailable. */
+static size_t probe_bytes(const attn_machine *m)
+{
+    uint64_t llc = 0;
+    for (int i = 0; i < m->ncaches; i++)
+        llc = m->caches[i].size > llc ? m->caches[i].size : llc;
+    uint64_t b = 4 * llc > ((uint64_t)64 << 20) ? 4 * llc : (uint64_t)64 << 20;
+    const uint64_t avail = attn_mem_available();
+    while (avail && b > ((uint64_t)8 << 20) && b > avail / 8)
+        b /= 2;
+    return (size_t)b;
+}
+
 int attn_sweep_run(const attn_opts *o, const attn_machine *m, const char *prog,
                    attn_inputs *ready)
 {
@@ -387,6 +401,21 @@ int attn_sweep_run(const attn_opts *o, const attn_machine *m, const char *prog,
     }
 
     attn_report_header(stdout, m, &o->setup, shapes, w.total);
+    if (o->setup.bw_probe && o->setup.timer.reps > 0) {
+        const size_t bytes = probe_bytes(m);
+        if (!attn_bw_probe_init(bytes, o->setup.threads)) {
+            fprintf(stderr, "attnbench: --bw-probe: cannot allocate its %zu MiB array\n",
+                    bytes >> 20);
+            attn_csv_close(&w.csv);
+            free(w.prior_json);
+            free(kv);
+            free(w.pos);
+            return ATTN_EXIT_ERROR;
+        }
+        printf("bandwidth probe: a read-only stream over %zu MiB on %d threads, before and after "
+               "each case's timed runs; the roofline takes the faster\n", bytes >> 20,
+               o->setup.threads);
+    }
     if (o->shards)
         printf("shard %d of %d (--shard %d/%d): %zu of the sweep's %zu cases, those whose index "
                "is %d mod %d\n", o->shard, o->shards, o->shard, o->shards, w.total, w.cases,

@@ -1,8 +1,8 @@
 """The tables of results/decode from its CSVs and peak logs, as Markdown on
 stdout: the machine's measured ceilings, decoding per backend (GB/s and % of
 the roofline), tiled against the decode targets (fp32, bf16, fp16 K/V; Nq 1
-and 4), split-KV against unsplit, and grouped-query prefill against
-multi-head. Every figure of results/decode/README.md is here; all numbers of
+and 4), split-KV against unsplit, grouped-query prefill against
+multi-head, and huge pages against 4 KiB pages. Every figure of results/decode/README.md is here; all numbers of
 one table come from one run.
 
     python3 scripts/decode_tables.py results/decode
@@ -63,15 +63,21 @@ def peaks(d):
         print(f"| {when} | {grab(r'fp32 FMA: .*?, ([0-9.]+) GFLOP/s on')} | "
               f"{grab(r'bf16 dot products .*?, ([0-9.]+) GFLOP/s on')} | "
               f"{grab(r'triad bandwidth: ([0-9.]+)')} | {grab(r'read-only stream: ([0-9.]+)')} |")
-    print("\nThe roofline of a case is the longer of its least bytes at the faster of the two "
-          "streams and its FLOPs at the peak of its arithmetic (docs/command-line.md, '%roof').")
+    print("\nThe roofline of a case is the longer of its least bytes at the bandwidth and its "
+          "FLOPs at the peak of its arithmetic (docs/command-line.md, '%roof'). The bandwidth "
+          "is the faster of the two streams above, or where the run measured one beside each "
+          "case (`--bw-probe`) the faster of that case's probes, just before and just after "
+          "its timed runs.")
 
 
 def decode_table(rows):
     backends = [b for b in ("tiled", "onednn", "blas", "naive") if any(r["backend"] == b for r in rows)]
-    bw = max(float(r["roofline_gbs"] or 0) for r in rows)
+    bws = [float(r["roofline_gbs"] or 0) for r in rows]
+    probed = any(r.get("probe_gbs") for r in rows)
+    what = (f"the bandwidth probed beside each case, {min(bws):.1f} to {max(bws):.1f} GB/s"
+            if probed else f"bandwidth {max(bws):.1f} GB/s")
     print(f"\n### Decoding, fp32 (Nq = 1, H = 32, d = 128): GB/s and % of the roofline "
-          f"(bandwidth {bw:.1f} GB/s)\n")
+          f"({what})\n")
     print("| B | Hkv | Nk | K/V | bound | tiled time | " +
           " | ".join(f"{b} GB/s (% roof)" for b in backends) + " |")
     print("|---|---|---|---|---|---|" + "---|" * len(backends))
@@ -193,6 +199,39 @@ def prefill_table(rows):
               f"{max(tiled_ratio):.2f}.")
 
 
+def pages_table(d):
+    """--huge-pages off against on, the median of the interleaved rounds."""
+    runs = {}
+    for pages in ("off", "on"):
+        for name in sorted(os.listdir(d)):
+            if re.fullmatch(rf"pages-{pages}-[0-9]+\.csv", name):
+                for r in load(os.path.join(d, name)):
+                    k = (int(r["batch"]), -int(r["kv_heads"]), int(r["seq_kv"]), r["kv_dtype"])
+                    runs.setdefault(k, {}).setdefault(pages, []).append(r)
+    if not runs:
+        return
+    n = max(len(v) for c in runs.values() for v in c.values())
+    print(f"\n### Huge pages: tiled decoding with its inputs on 4 KiB pages (`--huge-pages off`) "
+          f"and on 2 MiB pages (the default), H = 32, d = 128, Nq = 1; the median of {n} "
+          f"interleaved runs each\n")
+    print("| B | Hkv | Nk | K/V | 4 KiB pages | huge pages | speedup | huge pages GB/s |")
+    print("|---|---|---|---|---|---|---|---|")
+    sp = []
+    for k in sorted(runs):
+        c = runs[k]
+        if "off" not in c or "on" not in c:
+            continue
+        off = statistics.median(ms(r) for r in c["off"])
+        on = statistics.median(ms(r) for r in c["on"])
+        gbs = statistics.median(float(r["gbs"]) for r in c["on"])
+        sp.append(off / on)
+        print(f"| {k[0]} | {-k[1]} | {nk_label(k[2])} | {k[3]} | {off:.3f} ms | {on:.3f} ms | "
+              f"{off / on:.2f}x | {gbs:.1f} |")
+    if sp:
+        print(f"\nHuge pages over 4 KiB pages: {min(sp):.2f}x to {max(sp):.2f}x "
+              f"(median {statistics.median(sp):.2f}x).")
+
+
 def main():
     if len(sys.argv) != 2:
         csvload.die("decode_tables.py", "usage: decode_tables.py RESULTS_DIR")
@@ -202,6 +241,7 @@ def main():
     targets_table(load(os.path.join(d, "targets.csv")))
     splits_table(load(os.path.join(d, "splits.csv")))
     prefill_table(load(os.path.join(d, "prefill.csv")))
+    pages_table(d)
 
 
 if __name__ == "__main__":

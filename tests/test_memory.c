@@ -37,5 +37,31 @@ int main(void)
     tap_ok(attn_mem_available() > 0, "MemAvailable is read from /proc/meminfo (%llu MiB)",
            (unsigned long long)(attn_mem_available() >> 20));
     attn_tracker_destroy(&t);
+
+    /* The harness's own blocks: huge pages for large ones, by default. */
+    tap_ok(attn_host_huge_pages_on(), "huge pages are on by default");
+    const size_t big = (size_t)ATTN_HUGE_MIN + 4096, small = (size_t)ATTN_HUGE_MIN - 64;
+    char *h = attn_host_alloc(big), *s = attn_host_alloc(small);
+    tap_ok(h && (uintptr_t)h % ATTN_HUGE_PAGE == 0, "a block of %zu bytes is 2 MiB aligned", big);
+    tap_ok(s && (uintptr_t)s % 64 == 0, "a block under ATTN_HUGE_MIN is 64-byte aligned");
+    if (h) {
+        memset(h, 1, big);   /* all of it usable, to its last byte */
+        tap_ok(h[big - 1] == 1, "the rounded block holds what was asked for");
+    }
+    char mode[32];
+    attn_huge_pages_mode(mode, sizeof(mode));
+    tap_ok(!strcmp(mode, "always") || !strcmp(mode, "madvise") || !strcmp(mode, "never") ||
+           !strcmp(mode, "unknown"), "the kernel's THP mode reads as a word (%s)", mode);
+    attn_host_free(h);
+    attn_host_free(s);
+    attn_host_huge_pages(false);
+    tap_ok(!attn_host_huge_pages_on(), "--huge-pages off turns them off");
+    h = attn_host_alloc(big);
+    tap_ok(h && (uintptr_t)h % 64 == 0, "off, a large block is still 64-byte aligned");
+    attn_host_free(h);
+    tap_ok(attn_host_alloc(SIZE_MAX - 8) == NULL, "a size that overflows gives NULL (host)");
+    attn_host_huge_pages(true);
+    tap_ok(attn_host_alloc(SIZE_MAX - 8) == NULL,
+           "a size that overflows in the 2 MiB rounding gives NULL");
     return tap_done();
 }

@@ -233,9 +233,29 @@ static void roofline(void)
 
     char buf[8192];
     const bool ok = csv_of(&r, &pk, buf, sizeof(buf));
-    tap_ok(ok && strstr(buf, ",roofline_gbs,roofline_s,pct_roofline,bound,") &&
-           strstr(buf, ",50,0.04,80,compute,"),
-           "the CSV row holds roofline_gbs 50, roofline_s 0.04, pct_roofline 80, bound compute");
+    tap_ok(ok && strstr(buf, ",roofline_gbs,roofline_s,pct_roofline,bound,probe_gbs,") &&
+           strstr(buf, ",50,0.04,80,compute,,"),
+           "the CSV row holds roofline_gbs 50, roofline_s 0.04, pct_roofline 80, bound compute, "
+           "no probe");
+
+    /* --bw-probe: the faster of the two probes beside the timed runs
+     * replaces the machine's bandwidth, whichever way it moved. */
+    r.flops = 1e9;
+    r.timing.real_stats.median = 0.05;
+    r.probe_before = 20, r.probe_after = 25;   /* 1 GB at 25 GB/s: 40 ms */
+    x = attn_case_roofline(&r, &pk);
+    tap_ok(x.memory_bound && near(x.s, 0.04) && near(attn_case_pct_roofline(&r, &pk), 80) &&
+           near(attn_case_bw(&r, &pk), 25),
+           "probes of 20 and 25 GB/s: the roofline takes 25, 40 ms, 80%% (%g s)", x.s);
+    r.probe_before = 100, r.probe_after = 0.5;
+    x = attn_case_roofline(&r, &pk);
+    tap_ok(near(x.s, 0.01) && near(attn_case_pct_roofline(&r, &pk), 20),
+           "a probe faster than the machine's 50 GB/s is taken too: 10 ms, 20%% (%g s)", x.s);
+    r.probe_before = 20, r.probe_after = 25;
+    const bool ok2 = csv_of(&r, &pk, buf, sizeof(buf));
+    tap_ok(ok2 && strstr(buf, ",25,0.04,80,memory,25,"),
+           "the CSV row holds roofline_gbs 25 (the probe), pct_roofline 80 and probe_gbs 25");
+    r.probe_before = r.probe_after = 0;
 }
 
 int main(void)

@@ -250,11 +250,6 @@ bool attn_bw_probe_init(size_t bytes, int threads)
     return probe_a != NULL;
 }
 
-size_t attn_bw_probe_bytes(void)
-{
-    return probe_a ? probe_n * sizeof(uint32_t) : 0;
-}
-
 double attn_bw_probe(int threads)
 {
     double best = 0;

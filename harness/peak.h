@@ -35,7 +35,6 @@ bool attn_peak_save(const attn_peak *pk, char *path, size_t len);
  * software prefetch) on `threads` threads, GB/s; 0 without init. */
 #include <stddef.h>
 bool attn_bw_probe_init(size_t bytes, int threads);
-size_t attn_bw_probe_bytes(void);
 double attn_bw_probe(int threads);
 
 /* The roofline's bandwidth: the faster of the two streams measured (triad,

@@ -304,9 +304,11 @@ def main():
         ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOPs per least byte)",
                ylabel="GFLOP/s achieved")
         ax.grid(True, which="both", alpha=0.3)
+        probed = any(num(r.get("probe_gbs")) for r in roof)
         save(fig, "roofline", "Roofline: each case's GFLOP/s against its FLOPs per byte, under "
-             "the machine's measured ceilings (min(peak, intensity x bandwidth); bandwidth: the "
-             "faster of triad and read-only)")
+             "the machine's measured ceilings (min(peak, intensity x bandwidth); bandwidth: " +
+             ("the fastest read-only stream probed beside a case, --bw-probe)" if probed else
+              "the faster of triad and read-only)"))
 
     # speedup
     fig, axes = figure(len(slices))

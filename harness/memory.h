@@ -48,7 +48,7 @@ bool attn_rss_read(uint64_t *hwm, uint64_t *rss);
  * is 2 MiB aligned, its size rounded up to 2 MiB, and advised to the kernel
  * as MADV_HUGEPAGE: decoding streams all of K and V once per token, and on
  * 4 KiB pages every 4 KiB of it is a TLB miss and a new page for the
- * hardware prefetchers to find (docs/benchmarks.md has the measured gain).
+ * hardware prefetchers to find (docs/benchmarks.md, "Huge pages").
  * Whether the kernel grants them is its choice (attn_huge_pages_mode). */
 enum { ATTN_HUGE_PAGE = 2 << 20, ATTN_HUGE_MIN = 4 << 20 };
 void *attn_host_alloc(size_t bytes);

@@ -80,8 +80,6 @@ INLINE void scatter_4x4(float *st, ptrdiff_t ss, __m512 sums, const int NK, cons
  * tiles: this with the tiled backend's prefetch of the next tile moved
  * 31-48 GB/s, either alone 18-33, against 25-34 with 192-key tiles (hint
  * T0 was slower still: L1's miss buffers bound it). */
-#ifndef PF_KEYS
 #define PF_KEYS 192
-#endif
 
 #endif

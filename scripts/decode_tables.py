@@ -2,8 +2,9 @@
 stdout: the machine's measured ceilings, decoding per backend (GB/s and % of
 the roofline), tiled against the decode targets (fp32, bf16, fp16 K/V; Nq 1
 and 4), split-KV against unsplit, grouped-query prefill against
-multi-head, and huge pages against 4 KiB pages. Every figure of results/decode/README.md is here; all numbers of
-one table come from one run.
+multi-head, and huge pages against 4 KiB pages. Every figure of
+results/decode/README.md is here; all numbers of one table come from one
+run.
 
     python3 scripts/decode_tables.py results/decode
 """
@@ -214,9 +215,15 @@ def pages_table(d):
     print(f"\n### Huge pages: tiled decoding with its inputs on 4 KiB pages (`--huge-pages off`) "
           f"and on 2 MiB pages (the default), H = 32, d = 128, Nq = 1; the median of {n} "
           f"interleaved runs each\n")
+    print("Each time: the median, and in brackets the fastest and slowest round: where the "
+          "two sides' ranges overlap, the rounds do not separate them.\n")
     print("| B | Hkv | Nk | K/V | 4 KiB pages | huge pages | speedup | huge pages GB/s |")
     print("|---|---|---|---|---|---|---|---|")
     sp = []
+
+    def spread(rs):
+        t = [ms(r) for r in rs]
+        return f"{statistics.median(t):.3f} ms ({min(t):.3f}-{max(t):.3f})"
     for k in sorted(runs):
         c = runs[k]
         if "off" not in c or "on" not in c:
@@ -225,8 +232,8 @@ def pages_table(d):
         on = statistics.median(ms(r) for r in c["on"])
         gbs = statistics.median(float(r["gbs"]) for r in c["on"])
         sp.append(off / on)
-        print(f"| {k[0]} | {-k[1]} | {nk_label(k[2])} | {k[3]} | {off:.3f} ms | {on:.3f} ms | "
-              f"{off / on:.2f}x | {gbs:.1f} |")
+        print(f"| {k[0]} | {-k[1]} | {nk_label(k[2])} | {k[3]} | {spread(c['off'])} | "
+              f"{spread(c['on'])} | {off / on:.2f}x | {gbs:.1f} |")
     if sp:
         print(f"\nHuge pages over 4 KiB pages: {min(sp):.2f}x to {max(sp):.2f}x "
               f"(median {statistics.median(sp):.2f}x).")

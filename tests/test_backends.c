@@ -113,13 +113,20 @@ static size_t build_grid(grid_case *g)
     g[n++] = (grid_case){ 3, 4, 2, 63, 32, 32, .kv_len = kv_dec[1], .hkv = 4, .dt = F, .kvdt = H };
     g[n++] = (grid_case){ 1, 2, 64, 129, 16, 16, .causal = true, .dt = H, .kvdt = B };
     /* Decoding tiles wider than tiled's dot products (14 and 16 columns):
-     * 16-bit K widened a tile at a time, causal cuts, an empty cache, a
-     * window's left edge; and 16 columns of bf16 Q and K, dot products
-     * again where the CPU has bf16 ones. */
+     * bf16 K widened a register tile's keys at a time, causal cuts (a cut
+     * tile widened whole), an empty cache; 16 columns of fp16 (dot
+     * products) with a window's left edge; and 16 columns of bf16 Q and K,
+     * dot products again where the CPU has bf16 ones. Multi-query decoding
+     * (24 and 32 columns, one query block per K/V head): K widened as
+     * above, V read in place, with padding, causal cuts, odd d. */
     g[n++] = (grid_case){ 3, 4, 7, 1000, 32, 32, .causal = true, .kv_len = kv_dec[2], .hkv = 2,
                           .dt = F, .kvdt = B };
     g[n++] = (grid_case){ 2, 8, 4, 300, 64, 64, .hkv = 2, .dt = H, .kvdt = H, .mods = W2 };
     g[n++] = (grid_case){ 1, 8, 4, 700, 64, 64, .causal = true, .hkv = 2, .dt = B, .kvdt = B };
+    g[n++] = (grid_case){ 3, 32, 1, 1000, 40, 24, .kv_len = kv_dec[2], .hkv = 1, .dt = F,
+                          .kvdt = H };
+    g[n++] = (grid_case){ 2, 12, 2, 517, 33, 33, .causal = true, .hkv = 1, .dt = H, .kvdt = B,
+                          .mods = W };
     /* Score modifiers, each alone and combined: the window with causal and
      * with padding (rows it leaves empty), prefill and decoding (split-KV),
      * softcap on logits to 1e4, ALiBi with grouped heads, sinks with a

@@ -32,7 +32,13 @@
  * same 12.6-13.0 with bf16 K/V, and 10.1-11.1 as dot products against
  * 12.8-12.9 with bf16 Q too. With the kernels prefetching a row at a time
  * instead of a burst per tile (keys.c), the 16-column fp32 case went from
- * 20.2 ms (dot products, burst) to 12.5-13.8. */
+ * 20.2 ms (dot products, burst) to 12.5-13.8. With fp16 K (fp32 Q), the
+ * dot products again up to ROWS_MAX: on the 2-core Zen 5 EPYC (B = 1 and
+ * 8, Hkv = 8, Nq = 4, Nk = 32K, 6 interleaved processes) they took 7.4
+ * and 58.1 ms against 7.9 and 67.0 for the widened outer product; with
+ * bf16 K the outer product on K widened a register tile's keys at a time
+ * (keys.c, qk_widened) took 6.6 and 51.8 against 7.1 and 58.5 as dot
+ * products (the same in L1: 165 GFLOP/s either way at 16 columns). */
 #define DOTS_MAX 12
 
 /* The alignment of every part of a thread's scratch. */
@@ -57,16 +63,19 @@ typedef enum tiled_path {
     PATH_FP32 = 0,       /* fp32 storage, read in place */
     PATH_WIDEN,          /* 16-bit storage widened to fp32 a tile at a time */
     PATH_BF16,           /* bf16 dot products on bf16 storage */
-    PATH_ROWS16,         /* decoding tiles on 16-bit K/V, widened in registers (K of
-                            tiles wider than DOTS_MAX: a tile at a time) */
+    PATH_ROWS16,         /* decoding on 16-bit K/V: tiles of at most ROWS_MAX columns,
+                            and wider ones of one query block per K/V head (stream):
+                            V read in place, K widened in registers by the dot
+                            products or, for the outer product (widen_k), a register
+                            tile's keys at a time */
 } tiled_path;
 
 typedef struct tiled_plan {
     tiled_path path;
     bool dots;           /* Q.K^T as dot products along d (qk_rows*): cols <= DOTS_MAX */
     bool rows_dot;       /* dots on PATH_ROWS16 with bf16 Q and K on bf16 dot products */
-    bool widen_k;        /* PATH_ROWS16 without dots: K widened to fp32 a tile at a time
-                            for qk, V read in place by pv16 */
+    bool widen_k;        /* PATH_ROWS16 without dots: K widened to fp32 TILE_ROWS keys
+                            at a time for qk (keys.c), V read in place by pv16 */
     bool stream;         /* one query block per batch item and K/V head (decoding):
                             K and V are read once, from memory, and the kernels that
                             read them in place prefetch ahead (the pf of qk, pv) */

@@ -125,6 +125,31 @@ static void pv_cut(const tiled_state *s, const float *st, const tile_ops *x, con
     }
 }
 
+/* Q.K^T on widen_k: the tile's 16-bit K widened into kb (x->kb) and
+ * multiplied by qk a register tile's rows (TILE_ROWS keys) at a time, so
+ * that K's loads from memory, and cvt_rows' prefetches of the rows ahead,
+ * fall among the FMAs instead of in one burst before them (each score is
+ * the same sum either way). Measured on the 2-core EPYC (Zen 5), H = 32,
+ * Hkv = 8, Nq = 4, d = 128, Nk = 32K, bf16 K/V, 2 threads, 6 interleaved
+ * processes: B = 1 6.6 against 7.6 ms, B = 8 51.8 against 59.3 ms. A
+ * tile a mask cuts is widened whole, then cut. */
+static void qk_widened(const tiled_state *s, float *st, float *kb, const tile_ops *x,
+                       const scratch *w, int n, int nc, const int *end)
+{
+    const int dk = s->h.p.d_k;
+    const int bf16 = s->h.p.kv_dtype == ATTN_DTYPE_BF16;
+    if (end) {
+        s->h.k->cvt_rows(kb, dk, x->kh, dk, n, dk, bf16);
+        qk_cut(s, st, x, w, n, nc, end);
+        return;
+    }
+    for (int j = 0; j < n; j += TILE_ROWS) {
+        const int r = n - j < TILE_ROWS ? n - j : TILE_ROWS;
+        s->h.k->cvt_rows(kb + (size_t)j * dk, dk, x->kh + (size_t)j * dk, dk, r, dk, bf16);
+        qk_part(s, st, x, w, j, 0, r, nc);
+    }
+}
+
 /* Whether rows [0, n) of 16-bit storage hold only finite values (the
  * exponent field not all ones: bf16 0x7f80, fp16 0x7c00). */
 static bool rows_finite16(const uint16_t *x, size_t n, size_t cols, bool bf16)
@@ -316,10 +341,8 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
         } else if (t->path == PATH_ROWS16) {
             x.kh = kh + (size_t)j0 * dk;
             x.vh = vh + (size_t)j0 * vs;
-            if (t->widen_k) {
-                kn->cvt_rows((float *)tile, dk, x.kh, dk, nt, dk, bf16);
-                x.kb = (const float *)tile;
-            }
+            if (t->widen_k)
+                x.kb = (const float *)tile;   /* widened by qk_widened */
         } else if (t->path == PATH_WIDEN) {
             float *kf = (float *)tile, *vf = kf + (size_t)t->bc * dk;
             kn->cvt_rows(kf, dk, kh + (size_t)j0 * dk, dk, nt, dk, bf16);
@@ -358,6 +381,8 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
                 kn->qk_rows16(st, brp, x.kh, dk, wu->qr, dk, n, nc, dk, bf16);
             else if (t->dots)
                 kn->qk_rows(st, brp, x.kb, dk, wu->qr, dk, n, nc, dk);
+            else if (t->widen_k)
+                qk_widened(s, st, (float *)tile, &x, wu, n, nc, end);
             else if (end)
                 qk_cut(s, st, &x, wu, n, nc, end);
             else

@@ -33,10 +33,11 @@
  * run Q.K^T and P.V on bf16 dot products (two products per fp32 lane per
  * instruction), P rounded to bf16 before P.V as FlashAttention does, the
  * scores, the softmax and every sum in fp32. Decoding tiles (at most
- * ROWS_MAX columns) read 16-bit K and V in place, widened to fp32 in
- * registers as they stream by (qk_rows16, pv16), or for bf16 Q and K with
- * AVX512_BF16 Q.K^T on the dot products (qk_rows_bf16): half the bytes of
- * fp32.
+ * ROWS_MAX columns, or any width when one query block covers a K/V head)
+ * read 16-bit K and V in place, widened to fp32 in registers as they stream
+ * by (qk_rows16, pv16), K for the outer product widened a register tile's
+ * keys at a time, or for bf16 Q and K with AVX512_BF16 Q.K^T on the dot
+ * products (qk_rows_bf16): half the bytes of fp32.
  * Otherwise (fp16, mixed types, or no AVX512_BF16) each K/V tile and each
  * block of Q is widened to fp32 once, exactly, and the fp32 kernels run on
  * it.

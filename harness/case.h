@@ -87,6 +87,15 @@ typedef struct attn_result {
     char repro[768];
 } attn_result;
 
+/* The machine's peaks (attnbench --peak: this host's CPU) where they apply
+ * to r's case: NULL for a case a GPU ran, whose peaks attnbench does not
+ * measure, so that no %peak, %bw or roofline is quoted against the host's
+ * figures. A CPU device (lavapipe) keeps them: it runs on these cores. */
+static inline const attn_peak *attn_case_peak(const attn_result *r, const attn_peak *pk)
+{
+    return r->device[0] && !r->device_is_cpu ? NULL : pk;
+}
+
 /* The peak that applies to r's case: the machine's for its storage types
  * (attn_peak_gflops), once per rank for a scale-out backend (each rank
  * runs on cores of its own, on this machine's kind of CPU). */

@@ -238,6 +238,7 @@ int attn_csv_append(attn_csv *c, const attn_result *r, const attn_setup *s, cons
     attn_csv_put(&l, ",%.17g,%.17g", r->flops, r->flops_dense);
     attn_csv_num(&l, timed, r->flops / t->real_stats.median * 1e-9);
     attn_csv_num(&l, timed, r->flops_dense / t->real_stats.median * 1e-9);
+    peak = attn_case_peak(r, peak);
     const double pg = peak ? attn_case_peak_gflops(r, peak) : 0;
     attn_csv_num(&l, peak, pg);
     attn_csv_num(&l, timed && peak, peak ? 100.0 * r->flops / t->real_stats.median * 1e-9 / pg : 0);

@@ -119,11 +119,12 @@ static void counters(FILE *f, const void *ctx, double seconds)
         attn_json_field_num(f, "GFLOPS", r->flops / seconds * 1e-9);
         attn_json_field_num(f, "GFLOPS_dense", r->flops_dense / seconds * 1e-9);
         attn_json_field_num(f, "GBps", r->bytes / seconds * 1e-9);
-        if (m->peak_known) {
+        const attn_peak *pk = m->peak_known ? attn_case_peak(r, &m->peak) : NULL;
+        if (pk) {
             attn_json_field_num(f, "pct_peak", 100.0 * r->flops / seconds * 1e-9 /
-                                               attn_case_peak_gflops(r, &m->peak));
-            attn_json_field_num(f, "pct_bw", 100.0 * r->bytes / seconds * 1e-9 / m->peak.triad);
-            const attn_roofline roof = attn_case_roofline(r, &m->peak);
+                                               attn_case_peak_gflops(r, pk));
+            attn_json_field_num(f, "pct_bw", 100.0 * r->bytes / seconds * 1e-9 / pk->triad);
+            const attn_roofline roof = attn_case_roofline(r, pk);
             attn_json_field_num(f, "roofline_s", roof.s);
             attn_json_field_num(f, "pct_roofline", 100.0 * roof.s / seconds);
             attn_json_field_str(f, "bound", roof.memory_bound ? "memory" : "compute");

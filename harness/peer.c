@@ -59,7 +59,10 @@ int attn_peer_dump_inputs(const attn_opts *o)
 
 /* --peer-times FILE: "iterations N", then one "REAL CPU" line of seconds per
  * run for each repetition, then optional "workspace_bytes N", "rss_bytes N"
- * and "budget_hit 1" lines. */
+ * and "budget_hit 1" lines, and for a peer that ran on a GPU "device NAME"
+ * (its row's device: no figure against the host CPU's peaks),
+ * "device_bytes N" (the device memory it took), "upload_s S" (Q, K, V onto
+ * the device) and "download_s S" (O back). */
 static int read_times(const char *path, attn_result *r)
 {
     FILE *f = fopen(path, "r");
@@ -81,6 +84,17 @@ static int read_times(const char *path, attn_result *r)
             r->rss_peak = n;
         } else if (sscanf(line, "budget_hit %llu", &n) == 1) {
             t->budget_hit = n != 0;
+        } else if (sscanf(line, "upload_s %lf", &a) == 1 && a >= 0) {
+            r->upload_s = a;
+        } else if (sscanf(line, "download_s %lf", &a) == 1 && a >= 0) {
+            r->download_s = a;
+        } else if (sscanf(line, "device_bytes %llu", &n) == 1) {
+            r->device_known = true;
+            r->device_bytes = n;
+        } else if (!strncmp(line, "device ", 7) && line[7] && line[7] != '\n') {
+            snprintf(r->device, sizeof(r->device), "%.*s", (int)strcspn(line + 7, "\n"),
+                     line + 7);
+            r->device_is_cpu = false;
         } else if (sscanf(line, "%lf %lf", &a, &c) == 2 && a > 0 && c >= 0 &&
                    t->reps < ATTN_MAX_REPS) {
             t->real[t->reps] = a;

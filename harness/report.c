@@ -92,6 +92,7 @@ void attn_report_row(FILE *f, const attn_result *r, double naive, const attn_pea
     char med[32] = "-", cv[32] = "-", gf[32] = "-", pk[32] = "-", sp[32] = "-", ws[32] = "-",
          rss[32] = "-", gb[32] = "-", bw[32] = "-", roof[32] = "-";
     const attn_timing *t = &r->timing;
+    peak = attn_case_peak(r, peak);
     if (attn_verdict_ok(r->verdict) && t->reps) {
         const double gflops = r->flops / t->real_stats.median * 1e-9;
         const double gbs = r->bytes / t->real_stats.median * 1e-9;
@@ -184,8 +185,11 @@ void attn_report_details(FILE *f, const attn_result *r, const attn_peak *peak)
         if (r->device_known)
             attn_format_bytes(dev, sizeof(dev), (double)r->device_bytes);
         fprintf(f, "  device: %s; device memory %s%s\n", r->device, dev,
-                r->device_is_cpu ? "; a CPU device: its times are not GPU performance" : "");
+                r->device_is_cpu ? "; a CPU device: its times are not GPU performance"
+                : peak ? "; no %peak, %bw or roofline: the peaks measured are this host's "
+                         "CPU's, not the GPU's" : "");
     }
+    peak = attn_case_peak(r, peak);
     const attn_timing *t = &r->timing;
     if (t->reps) {
         char med[32], min[32], mean[32], sd[32], cpu[32];

@@ -8,6 +8,16 @@ attnbench cannot check them, only that every output is finite.
 
     scripts/peers --seq 1024:8192:x2 --heads 8 --dk 64,128 --causal=both \
         --threads 2 --csv peers.csv
+    scripts/peers --device cuda --backend torch-sdpa --dtype fp16 --seq 4096 \
+        --csv gpu.csv     # PyTorch on a CUDA GPU: rows torch-sdpa-cuda
+
+--dtype fp16 or bf16 takes attnbench's inputs rounded to that type (its
+--dtype) and computes in it (numpy SKIPS: it has no bf16 and no fast fp16).
+--device cuda runs the torch peers on the first CUDA device of the PyTorch
+in use; their names gain -cuda, the inputs are on the GPU before timing
+(uploads and downloads are not timed, as the vulkan backends' are not),
+every run ends with torch.cuda.synchronize(), and the row carries the
+device's name and the memory PyTorch allocated on it (inputs included).
 
 Peers:
   torch-sdpa  torch.nn.functional.scaled_dot_product_attention (PyTorch 2.0
@@ -42,6 +52,7 @@ import threading
 import time
 
 PEERS = ["torch-sdpa", "torch-math", "numpy"]
+DTYPES = ["fp32", "fp16", "bf16"]
 
 
 def die(msg, code=2):
@@ -89,6 +100,10 @@ def options():
     ap.add_argument("--pass", dest="passes", default="fwd",
                     help="fwd, bwd, fwdbwd or a list (attnbench's --pass)")
     ap.add_argument("--fill", default="normal", choices=["normal", "extreme"])
+    ap.add_argument("--dtype", default="fp32", choices=DTYPES,
+                    help="storage and arithmetic type of the inputs (attnbench's --dtype)")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                    help="where the torch peers compute (cuda: rows named PEER-cuda)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--reps", type=int, default=5)
@@ -104,9 +119,21 @@ def options():
     ap.add_argument("--plant", choices=["no-scale"], help=argparse.SUPPRESS)
     a = ap.parse_args()
     a.peers = a.backend.split(",")
+    # A row's repro names a CUDA peer PEER-cuda: the same as --device cuda.
+    if any(p.endswith("-cuda") for p in a.peers):
+        if not all(p.endswith("-cuda") for p in a.peers):
+            die(f"--backend: '{a.backend}' mixes CUDA and CPU peers (one device per run)")
+        a.peers = [p[:-len("-cuda")] for p in a.peers]
+        a.device = "cuda"
     for p in a.peers:
         if p not in PEERS:
             die(f"--backend: unknown peer '{p}' (known: {', '.join(PEERS)})")
+    if a.device == "cuda":
+        if a.backend == ",".join(PEERS):
+            a.peers = [p for p in PEERS if p != "numpy"]
+        elif "numpy" in a.peers:
+            die("--device cuda: numpy computes on the CPU only (peers on CUDA: torch-sdpa, "
+                "torch-math)")
     a.batch = sizes("batch", a.batch, 1, 65536)
     a.heads = sizes("heads", a.heads, 1, 4096)
     a.seq = sizes("seq", a.seq, 1, 1 << 24)
@@ -148,7 +175,7 @@ def case_args(a, s):
     """The case as attnbench options (the same for every call about it)."""
     args = ["--batch", str(s["b"]), "--heads", str(s["h"]), "--seq", str(s["nq"]),
             "--seq-kv", str(s["nk"]), "--dk", str(s["dk"]), "--dv", str(s["dv"]),
-            "--causal=" + ("yes" if s["causal"] else "no"), "--fill", a.fill,
+            "--causal=" + ("yes" if s["causal"] else "no"), "--fill", a.fill, "--dtype", a.dtype,
             "--seed", str(a.seed), "--threads", str(a.threads), "--check-rows", a.check_rows]
     if a.scale is not None:
         args += ["--scale", repr(a.scale)]
@@ -169,6 +196,8 @@ def key(a, s, peer, np):
     """attnbench's case key (harness/problem.c), to skip what --csv holds."""
     k = (f"attn/{peer}/b:{s['b']}/h:{s['h']}/sq:{s['nq']}/skv:{s['nk']}/dk:{s['dk']}"
          f"/dv:{s['dv']}/causal:{s['causal']}")
+    if a.dtype != "fp32":
+        k += f"/dtype:{a.dtype}"
     if a.scale is not None and np.float32(a.scale) != np.float32(1.0 / math.sqrt(s["dk"])):
         k += f"/scale:{float(np.float32(a.scale)):.9g}"
     if a.fill != "normal":
@@ -274,11 +303,45 @@ def make_numpy(np, q, k, v, scale, vis):
     return run
 
 
-def make_torch(torch, q, k, v, scale, vis, sdpa):
-    q, k, v = (torch.from_numpy(x) for x in (q, k, v))
+class Place:
+    """Where and in what type the torch peers compute: the device, the dtype,
+    and what ends a timed run (torch.cuda.synchronize on a GPU)."""
+
+    def __init__(self, torch, device, dtype):
+        self.torch = torch
+        self.cuda = device == "cuda"
+        self.device = torch.device(device)
+        self.dtype = {"fp32": torch.float32, "fp16": torch.float16,
+                      "bf16": torch.bfloat16}[dtype]
+        self.sync = torch.cuda.synchronize if self.cuda else (lambda: None)
+
+    def tensor(self, x, exact=False):
+        """x (numpy) on the device, in the peers' dtype unless exact."""
+        t = self.torch.from_numpy(x)
+        return t.to(self.device) if exact else t.to(self.device, self.dtype)
+
+    def name(self):
+        """The device as the row's device column gives it ('' on the CPU)."""
+        if not self.cuda:
+            return ""
+        cv = self.torch.version.cuda or "?"
+        return (f"{self.torch.cuda.get_device_name(self.device)} "
+                f"(CUDA {cv}, torch {self.torch.__version__})")
+
+
+def host(o):
+    """A peer's result (a tensor anywhere, in any type, or numpy) as fp32 numpy."""
+    return o if not hasattr(o, "detach") else o.detach().float().cpu().numpy()
+
+
+def make_torch(torch, q, k, v, scale, vis, sdpa, at, scale_given):
+    t0 = time.monotonic()
+    q, k, v = (at.tensor(x) for x in (q, k, v))
+    at.sync()
+    upload_s = time.monotonic() - t0
     masked = not bool(vis.all())
-    mask = torch.from_numpy(vis)
-    empty = torch.from_numpy(~vis.any(-1))[:, None]
+    mask = at.tensor(vis, exact=True)
+    empty = at.tensor(~vis.any(-1), exact=True)[:, None]
     any_empty = bool(empty.any())
     top_left = masked and vis.shape[0] == vis.shape[1]
 
@@ -287,14 +350,19 @@ def make_torch(torch, q, k, v, scale, vis, sdpa):
 
     if sdpa:
         F = torch.nn.functional
+        kw = {"scale": scale} if scale_given else {}
 
         def run():
             with torch.no_grad():
                 if top_left:
-                    o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                    o = F.scaled_dot_product_attention(q, k, v, is_causal=True, **kw)
                 else:
-                    o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask if masked else None)
-                return finish(o).numpy()
+                    o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask if masked else None,
+                                                       **kw)
+                o = finish(o)
+                at.sync()
+                return o
+        run.upload_s = upload_s
         return run
 
     def run():
@@ -302,18 +370,24 @@ def make_torch(torch, q, k, v, scale, vis, sdpa):
             s = torch.matmul(q, k.transpose(-1, -2)) * scale
             if masked:
                 s = s.masked_fill(~mask, float("-inf"))
-            return finish(torch.matmul(torch.softmax(s, dim=-1), v)).numpy()
+            o = finish(torch.matmul(torch.softmax(s, dim=-1), v))
+            at.sync()
+            return o
+    run.upload_s = upload_s
     return run
 
 
-def make_torch_grad(torch, q, k, v, dout, scale, vis, fwdbwd):
+def make_torch_grad(torch, q, k, v, dout, scale, vis, fwdbwd, at):
     """torch-math's backward by autograd: a function returning O, dQ, dK, dV
-    (numpy); bwd keeps the forward's graph and times the gradients alone."""
-    q, k, v = (torch.from_numpy(x).requires_grad_() for x in (q, k, v))
-    d = torch.from_numpy(dout)
+    (tensors); bwd keeps the forward's graph and times the gradients alone."""
+    t0 = time.monotonic()
+    q, k, v = (at.tensor(x).requires_grad_() for x in (q, k, v))
+    d = at.tensor(dout)
+    at.sync()
+    upload_s = time.monotonic() - t0
     masked = not bool(vis.all())
-    mask = torch.from_numpy(vis)
-    empty = torch.from_numpy(~vis.any(-1))[:, None]
+    mask = at.tensor(vis, exact=True)
+    empty = at.tensor(~vis.any(-1), exact=True)[:, None]
     any_empty = bool(empty.any())
 
     def forward():
@@ -330,7 +404,9 @@ def make_torch_grad(torch, q, k, v, dout, scale, vis, fwdbwd):
     def run():
         out = forward() if fwdbwd else o
         g = torch.autograd.grad(out, (q, k, v), d, retain_graph=not fwdbwd)
-        return (out.detach().numpy(),) + tuple(x.numpy() for x in g)
+        at.sync()
+        return (out.detach(),) + tuple(g)
+    run.upload_s = upload_s
     return run
 
 
@@ -488,14 +564,24 @@ def main():
         torch, torch_why = None, "python3-torch is not installed (Debian: python3-torch)"
     import tracemalloc
 
+    at = None
+    if a.device == "cuda":
+        if torch is None:
+            die(f"--device cuda: {torch_why}")
+        if not torch.cuda.is_available():
+            die(f"--device cuda: torch {torch.__version__} sees no CUDA device")
+    if torch is not None:
+        at = Place(torch, a.device, a.dtype)
+    suffix = "-cuda" if a.device == "cuda" else ""
     print(f"peers: numpy {np.__version__}" +
           (f", torch {torch.__version__}" if torch else f"; {torch_why}") +
-          f"; {a.threads} threads", flush=True)
+          f"; {a.threads} threads" + (f"; on {at.name()}" if a.device == "cuda" else ""),
+          flush=True)
     held = done_keys(a)
     rc = 0
     with tempfile.TemporaryDirectory(prefix="attnbench-peers-") as tmp:
         for s in shapes(a):
-            todo = [p for p in a.peers if key(a, s, p, np) not in held]
+            todo = [p for p in a.peers if key(a, s, p + suffix, np) not in held]
             if not todo:
                 continue
             args = case_args(a, s)
@@ -519,32 +605,47 @@ def main():
                 elif s["ps"] != "fwd" and peer != "torch-math":
                     why = (f"{peer} has no backward here: torch-math's autograd is the peers' "
                            "backward")
+                elif peer == "numpy" and a.dtype != "fp32":
+                    why = f"numpy computes in fp32 here ({a.dtype}: no bf16 type, no fast fp16)"
                 out = ["--csv", a.csv, "--resume"] if a.csv else []
-                if why:
-                    cmd = [a.attnbench, "--peer", peer, "--peer-skip", why] + args + out
-                else:
+                name = peer + suffix
+                if not why:
                     rss0 = rss_reset()
-                    if s["ps"] != "fwd":
-                        dout = np.load(os.path.join(tmp, "do.npy"))
-                        fn = make_torch_grad(torch, q, k, v, dout, scale, vis,
-                                             s["ps"] == "fwdbwd")
-                    elif peer == "numpy":
-                        fn = make_numpy(np, q, k, v, scale, vis)
-                    else:
-                        fn = make_torch(torch, q, k, v, scale, vis, peer == "torch-sdpa")
+                    if at and at.cuda:
+                        torch.cuda.empty_cache()
+                        torch.cuda.reset_peak_memory_stats()
                     tracemalloc.start()
-                    o = fn()
+                    try:
+                        if s["ps"] != "fwd":
+                            dout = np.load(os.path.join(tmp, "do.npy"))
+                            fn = make_torch_grad(torch, q, k, v, dout, scale, vis,
+                                                 s["ps"] == "fwdbwd", at)
+                        elif peer == "numpy":
+                            fn = make_numpy(np, q, k, v, scale, vis)
+                        else:
+                            fn = make_torch(torch, q, k, v, scale, vis, peer == "torch-sdpa", at,
+                                            a.scale is not None)
+                        o = fn()
+                    except RuntimeError as e:   # torch refusing a type or out of memory
+                        why = f"torch {torch.__version__}: " + str(e).strip().split("\n")[0]
+                        fn = o = None
                     ws = tracemalloc.get_traced_memory()[1]
                     tracemalloc.stop()
+                if why:
+                    cmd = [a.attnbench, "--peer", name, "--peer-skip", why] + args + out
+                else:
+                    t0 = time.monotonic()
+                    o = tuple(host(x) for x in o) if isinstance(o, tuple) else host(o)
+                    download_s = time.monotonic() - t0
                     hwm = rss_read()[0] if rss0 is not None else None
                     opath = os.path.join(tmp, "o.npy")
                     if s["ps"] != "fwd":
-                        for name, x in zip(("dq", "dk", "dv"), o[1:]):
-                            np.save(os.path.join(tmp, f"{name}.npy"),
+                        for grad, x in zip(("dq", "dk", "dv"), o[1:]):
+                            np.save(os.path.join(tmp, f"{grad}.npy"),
                                     np.ascontiguousarray(x, dtype=np.float32))
                         o = o[0]
                     np.save(opath, np.ascontiguousarray(o, dtype=np.float32))
-                    cmd = [a.attnbench, "--peer", peer, "--check-output", opath] + args + out
+                    cmd = [a.attnbench, "--peer", name, "--check-output", opath] + args + out
                     if a.reps > 0:
                         iters, real, cpu, budget = time_runs(fn, a)
                         tpath = os.path.join(tmp, "times")
@@ -558,12 +659,16 @@ def main():
                                 f.write(f"workspace_bytes {ws}\n")
                             if hwm is not None:
                                 f.write(f"rss_bytes {max(0, hwm - rss0)}\n")
+                            if peer != "numpy" and at.cuda:
+                                f.write(f"device {at.name()}\n")
+                                f.write(f"device_bytes {torch.cuda.max_memory_allocated()}\n")
+                                f.write(f"upload_s {fn.upload_s!r}\ndownload_s {download_s!r}\n")
                         cmd += ["--peer-times", tpath]
                 r = subprocess.run(cmd, capture_output=True, text=True)
                 sys.stdout.write(r.stdout)
                 sys.stdout.flush()
                 if r.returncode not in (0, 1, 5):
-                    die(f"attnbench --peer {peer}: {r.stderr.strip()}", r.returncode)
+                    die(f"attnbench --peer {name}: {r.stderr.strip()}", r.returncode)
                 rc = max(rc, 1 if r.returncode == 1 else 0)
     return rc
 

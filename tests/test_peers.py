@@ -8,6 +8,7 @@ continues the same CSV and plot.py draws both side by side.
 """
 import csv
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -109,6 +110,82 @@ def main():
            f"{[x['verdict'] for x in bad]})")
         if bad:
             diag(bad[0]["reason"])
+
+    # 16-bit peers: the inputs rounded by attnbench (--dtype), computed in that type.
+    half = os.path.join(out, "bf16.csv")
+    r = subprocess.run([sys.executable, peers, "--attnbench", attnbench, "--csv", half,
+                        "--backend=torch-math,numpy", "--dtype", "bf16"] + size,
+                       capture_output=True, text=True)
+    got = {(x["backend"], x["causal"]): x for x in rows(half)} if os.path.exists(half) else {}
+    tm = [got.get(("torch-math", c), {}) for c in ("0", "1")]
+    ok(all("/dtype:bf16/" in x.get("key", "") and x.get("dtype") == "bf16" and
+           (x.get("verdict") == "PASSED" or x.get("verdict") == "SKIPPED" and x.get("reason"))
+           for x in tm), f"--dtype bf16: torch-math's rows keyed and typed bf16, checked in its "
+       f"class ({[(x.get('verdict'), x.get('reason')) for x in tm]}; exit {r.returncode})")
+    nb = got.get(("numpy", "0"), {})
+    ok(nb.get("verdict") == "SKIPPED" and "numpy computes in fp32" in nb.get("reason", ""),
+       f"--dtype bf16: numpy SKIPPED, saying why ({nb.get('reason')})")
+    r = subprocess.run([sys.executable, peers, "--attnbench", attnbench,
+                        "--backend=torch-sdpa-cuda,numpy"], capture_output=True, text=True)
+    ok(r.returncode == 2 and "mixes CUDA and CPU peers" in r.stderr,
+       f"CUDA and CPU peers in one run are refused: {r.stderr.strip()}")
+    r = subprocess.run([sys.executable, peers, "--attnbench", attnbench, "--device", "cuda"] + size,
+                       capture_output=True, text=True)
+    cuda = not torch_why and "sees no CUDA device" not in r.stderr
+    if cuda:
+        ok(r.returncode == 0, f"--device cuda on a machine with CUDA ran (exit {r.returncode})")
+    else:
+        ok(r.returncode == 2 and ("sees no CUDA device" in r.stderr or torch_why in r.stderr),
+           f"--device cuda without a CUDA device refuses, saying why: {r.stderr.strip()}")
+
+    # A peer on a GPU says so in its times (what scripts/peers --device cuda
+    # writes): the row carries the device, its memory and the transfers, and
+    # nothing against the host's peaks (here a planted --peak file).
+    gdir = os.path.join(out, "gpu")
+    os.makedirs(gdir)
+    one = ["--seq", "64", "--heads", "2", "--dk", "16", "--threads", "2"]
+    subprocess.run([attnbench, "--dump-inputs", gdir] + one, check=True)
+    # A copy of attnbench with a planted --peak file beside it, for this CPU.
+    m = re.search(r"^machine: (.*), \d+ CPUs", subprocess.run(
+        [attnbench, "--backend=naive", "--reps", "0"] + one, capture_output=True,
+        text=True).stdout, re.M)
+    bench = os.path.join(gdir, "attnbench")
+    shutil.copy(attnbench, bench)
+    with open(os.path.join(gdir, "attnbench-peak.txt"), "w") as f:
+        f.write(f"cpu={m.group(1) if m else '?'}\nthreads=2\nisa=c\nfma_gflops_1=1\n"
+                "fma_gflops_t=2\ntriad_gbs=1\nbf16_gflops_1=1\nbf16_gflops_t=2\nread_gbs=1\n")
+    import numpy as np
+    q, k, v = (np.load(os.path.join(gdir, f"{t}.npy")).astype(np.float64) for t in "qkv")
+    sc = q @ k.swapaxes(-1, -2) / 4.0
+    p = np.exp(sc - sc.max(-1, keepdims=True))
+    np.save(os.path.join(gdir, "o.npy"), (p / p.sum(-1, keepdims=True) @ v).astype(np.float32))
+    with open(os.path.join(gdir, "times"), "w") as f:
+        f.write("iterations 10\n0.001 0.001\n0.002 0.002\ndevice Planted GPU (CUDA 0.0)\n"
+                "device_bytes 123456\nupload_s 0.25\ndownload_s 0.125\n")
+    with open(os.path.join(gdir, "cpu-times"), "w") as f:
+        f.write("iterations 10\n0.001 0.001\n0.002 0.002\n")
+    gcsv = os.path.join(gdir, "gpu.csv")
+    for name, times in (("planted-cpu", "cpu-times"), ("planted-cuda", "times")):
+        r = subprocess.run([bench, "--peer", name, "--check-output",
+                            os.path.join(gdir, "o.npy"), "--peer-times",
+                            os.path.join(gdir, times), "--csv", gcsv, "--resume"] + one,
+                           capture_output=True, text=True)
+    got = {x["backend"]: x for x in rows(gcsv)} if os.path.exists(gcsv) else {}
+    c = got.get("planted-cpu", {})
+    ok(c.get("device") == "host" and c.get("pct_roofline") not in (None, "") and c.get("bound"),
+       f"a CPU peer's row is held to the planted peaks ({c.get('pct_roofline')!r}, "
+       f"{c.get('bound')!r})")
+    x = got.get("planted-cuda", {})
+    ok(r.returncode == 0 and x.get("verdict") == "PASSED" and
+       x.get("device") == "Planted GPU (CUDA 0.0)" and x.get("device_bytes") == "123456" and
+       x.get("upload_s") == "0.25" and x.get("download_s") == "0.125" and
+       float(x.get("real_median_s") or 0) == 0.0015,
+       f"a GPU peer's row: device, device memory, upload and download from its times "
+       f"({x.get('verdict')}, {x.get('device')}, {x.get('device_bytes')}, {x.get('upload_s')}; "
+       f"exit {r.returncode} {r.stderr.strip()[-200:]})")
+    ok(x.get("pct_roofline") == "" and x.get("pct_peak") == "" and x.get("bound") == "",
+       f"... and no roofline, %peak or bound from the host CPU's figures "
+       f"({x.get('pct_roofline')!r}, {x.get('pct_peak')!r}, {x.get('bound')!r})")
 
     r = subprocess.run([attnbench, "--backend=naive,tiled", "--csv", csv_path, "--resume"] + size,
                        capture_output=True, text=True)

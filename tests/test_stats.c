@@ -256,6 +256,19 @@ static void roofline(void)
     tap_ok(ok2 && strstr(buf, ",25,0.04,80,memory,25,"),
            "the CSV row holds roofline_gbs 25 (the probe), pct_roofline 80 and probe_gbs 25");
     r.probe_before = r.probe_after = 0;
+
+    /* A GPU ran the case: the host CPU's peaks do not apply to it, and no
+     * figure is quoted against them; a CPU device (lavapipe) keeps them. */
+    snprintf(r.device, sizeof(r.device), "planted GPU (discrete GPU)");
+    const bool ok3 = csv_of(&r, &pk, buf, sizeof(buf));
+    const char *row = strchr(buf, '\n');
+    tap_ok(!attn_case_peak(&r, &pk) && ok3 && row && !strstr(row, ",0.02,40,") &&
+           !strstr(row, ",compute,") && !strstr(row, ",memory,"),
+           "a GPU's row: no peak, %%peak, %%bw or roofline from the host's figures");
+    r.device_is_cpu = true;
+    const bool ok4 = csv_of(&r, &pk, buf, sizeof(buf));
+    tap_ok(attn_case_peak(&r, &pk) == &pk && ok4 && strstr(buf, ",50,0.02,40,memory,,"),
+           "a CPU device's row (lavapipe) keeps the host's roofline");
 }
 
 int main(void)

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend.h"
 #include "config.h"
 
 #if ATTN_HAVE_OPENBLAS

@@ -74,6 +74,51 @@ def main():
         x = c.get("vulkan", {}).get("device_median_s")
         return ms(float(x)) if x else "-"
 
+    print("\nSummary (least to most over the cases of each kind; prefill in GFLOP/s of "
+          "the visible pairs, decoding in GB/s):\n")
+    print("| backend | dtype | prefill GFLOP/s | prefill time / torch-sdpa-cuda's | "
+          "decoding GB/s | decoding time / torch-sdpa-cuda's |")
+    print("|---|---|---|---|---|---|")
+
+    def span(xs, fmt):
+        return f"{fmt(min(xs))} - {fmt(max(xs))}" if xs else "-"
+
+    for b in BACKENDS:
+        for dt in sorted({k[0] for k in cases}, key=lambda t: t != "fp32"):
+            def of(keys, what):
+                return [float(cases[k][b][what]) for k in keys if k[0] == dt and b in cases[k]]
+
+            def over(keys):
+                return [float(cases[k][b]["real_median_s"]) /
+                        float(cases[k]["torch-sdpa-cuda"]["real_median_s"])
+                        for k in keys if k[0] == dt and b in cases[k] and
+                        "torch-sdpa-cuda" in cases[k]]
+            pg, dg = of(prefill, "gflops"), of(decode, "gbs")
+            if not pg and not dg:
+                continue
+            rp = over(prefill) if b != "torch-sdpa-cuda" else []
+            rd = over(decode) if b != "torch-sdpa-cuda" else []
+            print(f"| {b} | {dt} | {span(pg, num)} | {span(rp, lambda x: f'{x:.2f}x')} | "
+                  f"{span(dg, num)} | {span(rd, lambda x: f'{x:.2f}x')} |")
+    fused = [float(c["vulkan"]["real_median_s"]) / float(c["vulkan-3pass"]["real_median_s"])
+             for k, c in cases.items() if k in prefill and "vulkan" in c and "vulkan-3pass" in c]
+    if fused:
+        print(f"\nvulkan's prefill time over vulkan-3pass's: {span(fused, lambda x: f'{x:.2f}x')}.")
+    for b in ("vulkan", "vulkan-3pass"):
+        gap = [float(c[b]["real_median_s"]) - float(c[b]["device_median_s"])
+               for c in cases.values() if b in c and c[b]["device_median_s"]]
+        if gap:
+            print(f"{b}'s wall time over its device time (submit and wait): "
+                  f"{span(gap, lambda x: f'{x * 1e6:.0f}')} us.")
+
+    noisy = [r for c in cases.values() for r in c.values() if r.get("real_cv") and
+             float(r["real_cv"]) > 0.05]
+    print(f"\nRows whose repetitions varied by more than 5% (cv): {len(noisy)} of "
+          f"{sum(len(c) for c in cases.values())}" + ("." if not noisy else ":"))
+    for r in noisy:
+        print(f"- {r['backend']} {r['dtype']} B={r['batch']} N={r['seq_q']} Nk={r['seq_kv']} "
+              f"d={r['d_k']} causal={r['causal']}: cv {100 * float(r['real_cv']):.0f}%")
+
     if prefill:
         print("\nPrefill (B, H, N = Nq = Nk, d): median wall ms, GFLOP/s (visible pairs), and "
               "our time over torch-sdpa-cuda's (below 1: ours faster).\n")

@@ -110,7 +110,66 @@ def main():
     ok(r.returncode == 1 and "--baseline blas: not in the CSV" in r.stderr,
        f"an absent baseline: {r.stderr.strip()}")
     models(bench, plot, work, header_only)
+    gpu(bench, plot, work, header_only)
     done()
+
+
+def gpu(bench, plot, work, header_only):
+    """results/gpu's tables and chart (gpu_tables.py, plot_gpu.py) on a small
+    run whose rows are renamed to the GPU backends and the CUDA peer (the
+    scripts read only the CSV; no GPU is needed to test them)."""
+    scripts = os.path.dirname(plot)
+    gdir = os.path.join(work, "gpu")
+    os.makedirs(gdir)
+    raw, path = os.path.join(gdir, "raw.csv"), os.path.join(gdir, "gpu.csv")
+    common = ["--reps", "2", "--min-time", "0.005", "--dk", "8", "--heads", "2",
+              "--dtype", "fp32,fp16", "--csv", raw, "--resume"]
+    r1 = subprocess.run([bench, "--backend=naive,tiled", "--seq", "64:128:x2", "--causal=both"] +
+                        common, capture_output=True)
+    r2 = subprocess.run([bench, "--backend=naive,tiled", "--batch", "1,2", "--seq", "1",
+                         "--seq-kv", "256,512"] + common, capture_output=True)
+    with open(raw) as f, open(path, "w") as g:
+        g.write(f.read().replace(",naive,", ",vulkan,").replace(",tiled,", ",torch-sdpa-cuda,"))
+    ok(r1.returncode == 0 and r2.returncode == 0, f"prefill and decode rows, fp32 and fp16: exit "
+       f"{r1.returncode}, {r2.returncode}")
+    r = subprocess.run([sys.executable, os.path.join(scripts, "gpu_tables.py"), path],
+                       capture_output=True, text=True)
+    pre = [ln for ln in r.stdout.splitlines()
+           if re.match(r"\| fp(32|16) \| 1 \| 2 \| 8 \| [01] \|", ln)]
+    dec = [ln for ln in r.stdout.splitlines() if re.match(r"\| fp(32|16) \| [12] \| 2 \| 8 \| "
+                                                          r"(256|512) \|", ln)]
+    ok(r.returncode == 0 and len(pre) == 8 and len(dec) == 8 and
+       all(re.search(r"\| [0-9.]+x \| - \|$", ln) for ln in pre) and
+       "- vulkan: 16 PASSED" in r.stdout,
+       f"gpu_tables.py: 8 prefill and 8 decoding rows, vulkan over torch as a ratio, the verdicts "
+       f"({len(pre)}, {len(dec)}; exit {r.returncode} {r.stderr.strip()[-200:]})")
+    r = subprocess.run([sys.executable, os.path.join(scripts, "plot_gpu.py"), path, "--out", gdir,
+                        "--machine", "test"], capture_output=True, text=True)
+    body = open(os.path.join(gdir, "gpu.svg")).read() \
+        if os.path.exists(os.path.join(gdir, "gpu.svg")) else ""
+    why = check_png(os.path.join(gdir, "gpu.png"))
+    ok(r.returncode == 0 and why is None and "torch-sdpa-cuda fp16, decode B=2" in body and
+       "vulkan fp32" in body, f"plot_gpu.py: gpu.png and gpu.svg with every series "
+       f"({why or 'valid png'}; exit {r.returncode} {r.stderr.strip()[-200:]})")
+    # scripts/results-gpu on a machine without a Vulkan GPU stops before
+    # measuring anything, saying why (with one, it would run for minutes).
+    listing = subprocess.run([bench, "--list"], capture_output=True, text=True).stdout
+    if re.search(r"^[0-9]+: .*\[(discrete|integrated) GPU", listing, re.M):
+        ok(True, "scripts/results-gpu without a GPU # SKIP this machine has a Vulkan GPU")
+    else:
+        env = dict(os.environ, ATTNBENCH=bench, OUT=os.path.join(gdir, "run"),
+                   PYTHON=sys.executable)
+        r = subprocess.run([os.path.join(scripts, "results-gpu")], capture_output=True,
+                           text=True, env=env)
+        ok(r.returncode == 1 and "no Vulkan GPU in --list" in r.stderr and
+           not os.path.exists(os.path.join(gdir, "run", "gpu.csv")),
+           f"scripts/results-gpu without a GPU: refused before any case ({r.stderr.strip()})")
+    for script in ("gpu_tables.py", "plot_gpu.py"):
+        r = subprocess.run([sys.executable, os.path.join(scripts, script), header_only, "--out",
+                            gdir][:3 if script == "gpu_tables.py" else 5],
+                           capture_output=True, text=True)
+        ok(r.returncode == 1 and "Traceback" not in r.stderr,
+           f"{script} on a CSV without rows: one line ({r.stderr.strip()})")
 
 
 def models(bench, plot, work, header_only):

@@ -1,0 +1,90 @@
+"""The chart of results/gpu (gpu.png, gpu.svg) from the CSV scripts/results-gpu
+wrote: prefill GFLOP/s against N for vulkan, vulkan-3pass and PyTorch's SDPA
+on the same GPU (torch-sdpa-cuda), fp32 and fp16, one panel per d and mask;
+and decoding's GB/s against Nk, one panel. Log scales: the rates are
+orders of magnitude apart.
+
+    python3 scripts/plot_gpu.py gpu.csv --out DIR [--machine TEXT]
+"""
+import argparse
+import os
+
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+import chartstyle  # noqa: E402
+import csvload  # noqa: E402
+
+BACKENDS = ["vulkan", "vulkan-3pass", "torch-sdpa-cuda"]
+
+
+def style(backend, dtype):
+    base = chartstyle.kw("torch-sdpa" if backend == "torch-sdpa-cuda" else backend)
+    return chartstyle.storage_kw(f"{backend} {dtype}" if dtype != "fp32" else backend, base)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("csv")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--machine", default="")
+    a = ap.parse_args()
+    rows = csvload.read_csv(a.csv, ["backend", "verdict", "seq_q", "seq_kv", "d_k", "causal",
+                                    "dtype", "batch", "gflops", "gbs"],
+                            "plot_gpu.py", "an attnbench CSV", "run scripts/results-gpu")
+    rows = [r for r in rows if r["verdict"] == "PASSED" and r["gflops"]]
+    if not rows:
+        csvload.die("plot_gpu.py", f"{a.csv}: no PASSED row to draw")
+    chartstyle.outdir(a.out, "plot_gpu.py")
+    prefill = [r for r in rows if int(r["seq_q"]) > 1]
+    decode = [r for r in rows if int(r["seq_q"]) == 1]
+    panels = sorted({(int(r["d_k"]), r["causal"]) for r in prefill})
+    fig, axes = plt.subplots(2, 3, figsize=(15, 8.5))
+    axes = axes.ravel()
+    for ax, (d, causal) in zip(axes, panels):
+        for b in BACKENDS:
+            for dt in ("fp32", "fp16"):
+                pts = sorted((int(r["seq_q"]), float(r["gflops"])) for r in prefill
+                             if r["backend"] == b and r["dtype"] == dt and int(r["d_k"]) == d
+                             and r["causal"] == causal)
+                if pts:
+                    ax.plot(*zip(*pts), label=f"{b} {dt}", **style(b, dt))
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_title(f"prefill, d={d}{', causal' if causal == '1' else ''}")
+        ax.set_xlabel("N = Nq = Nk")
+        ax.set_ylabel("GFLOP/s (visible pairs)")
+        ax.grid(True, which="both", alpha=0.3)
+    ax = axes[len(panels)]
+    for b in BACKENDS:
+        for batch in sorted({int(r["batch"]) for r in decode}):
+            pts = sorted((int(r["seq_kv"]), float(r["gbs"])) for r in decode
+                         if r["backend"] == b and int(r["batch"]) == batch)
+            if pts:
+                kw = style(b, "fp16")
+                kw["marker"] = "o" if batch == 1 else "s"
+                ax.plot(*zip(*pts), label=f"{b} fp16, decode B={batch}", **kw)
+    if decode:
+        r0 = decode[0]
+        ax.set_title(f"decoding, Nq=1, H={r0['heads']}, d={r0['d_k']}, fp16")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("Nk")
+    ax.set_ylabel("GB/s (K, V, Q, O once)")
+    ax.grid(True, which="both", alpha=0.3)
+    for extra in axes[len(panels) + 1:]:
+        extra.axis("off")
+    head = fig.suptitle("attnbench on a GPU: vulkan, vulkan-3pass and PyTorch SDPA (CUDA)" +
+                        (f"\n{a.machine}" if a.machine else ""))
+    leg = chartstyle.legend_outside(fig, axes)
+    fig.tight_layout()
+    for ext in ("png", "svg"):
+        path = os.path.join(a.out, f"gpu.{ext}")
+        fig.savefig(path, dpi=110, bbox_inches="tight",
+                    bbox_extra_artists=[head, leg] if leg else [head])
+        print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -54,9 +54,53 @@ static void round_to(float *x, uint16_t *h, size_t n, attn_dtype dt)
     }
 }
 
+/* The seeded fill of tensor straight into storage type dt, as attn_fill
+ * then round_to would give it, with no fp32 array. */
+static void fill16(uint16_t *h, size_t n, const attn_setup *s, int tensor, attn_dtype dt)
+{
+    const bool bf16 = dt == ATTN_DTYPE_BF16;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(s->threads) schedule(static)
+#endif
+    for (size_t i = 0; i < n; i++) {
+        const float x = attn_fill_value(s->fill, s->seed, tensor, i);
+        h[i] = bf16 ? attn_f32_to_bf16(x) : attn_f32_to_f16(x);
+    }
+}
+
+/* DIR/<name>.npy straight into storage type dt, through a temporary fp32
+ * array of its own. */
+static attn_status read_npy16(const char *dir, const char *name, const size_t want[4],
+                              uint16_t *h, size_t n, attn_dtype dt, char *why, size_t len)
+{
+    float *x = attn_host_alloc(n * sizeof(float));
+    if (!x) {
+        snprintf(why, len, "out of memory for the inputs");
+        return ATTN_ENOMEM;
+    }
+    const attn_status st = read_npy(dir, name, want, x, dt, why, len);
+    if (st == ATTN_OK)
+        round_to(x, h, n, dt);
+    attn_host_free(x);
+    return st;
+}
+
+float *attn_inputs_widen(const uint16_t *h, size_t n, attn_dtype dt)
+{
+    float *x = attn_host_alloc(n * sizeof(float));
+    const bool bf16 = dt == ATTN_DTYPE_BF16;
+    if (x) {
+#pragma omp parallel for schedule(static)
+        for (size_t i = 0; i < n; i++)
+            x[i] = attn_half_to_f32(h[i], bf16);
+    }
+    return x;
+}
+
 size_t attn_inputs_bytes(const attn_problem *p, const attn_sizes *sz)
 {
-    size_t fp32 = (sz->q + sz->k + sz->v + (size_t)p->heads) * sizeof(float), half = 0;
+    const size_t kv32 = attn_inputs_kv_fp32(p) ? sz->k + sz->v : 0;
+    size_t fp32 = (sz->q + kv32 + (size_t)p->heads) * sizeof(float), half = 0;
     if (attn_backward(p))
         fp32 += sz->o * sizeof(float);   /* dO */
     if (p->dtype != ATTN_DTYPE_FP32)
@@ -76,10 +120,12 @@ attn_status attn_inputs_make(attn_inputs *in, const attn_problem *p, const attn_
         return ATTN_ENOMEM;
     }
     in->q = attn_host_alloc(sz.q * sizeof(float));
-    in->k = attn_host_alloc(sz.k * sizeof(float));
+    const bool kv32 = attn_inputs_kv_fp32(p);
+    if (kv32)
+        in->k = attn_host_alloc(sz.k * sizeof(float));
     /* Latent attention stores no V: it is read from K (sz.v is 0). */
     const bool has_v = !p->mods.v_from_k;
-    if (has_v)
+    if (has_v && kv32)
         in->v = attn_host_alloc(sz.v * sizeof(float));
     const bool q16 = p->dtype != ATTN_DTYPE_FP32, kv16 = p->kv_dtype != ATTN_DTYPE_FP32;
     if (q16)
@@ -95,7 +141,8 @@ attn_status attn_inputs_make(attn_inputs *in, const attn_problem *p, const attn_
     if (bwd)
         in->dout = attn_host_alloc(sz.o * sizeof(float));
     attn_status st = ATTN_OK;
-    if (!in->q || !in->k || (has_v && !in->v) || (q16 && !in->q16) || (bwd && !in->dout) ||
+    if (!in->q || (kv32 && (!in->k || (has_v && !in->v))) || (q16 && !in->q16) ||
+        (bwd && !in->dout) ||
         (kv16 && (!in->k16 || (has_v && !in->v16))) || (p->mods.sinks && !in->sinks)) {
         snprintf(why, len, "out of memory for the inputs");
         st = ATTN_ENOMEM;
@@ -107,18 +154,28 @@ attn_status attn_inputs_make(attn_inputs *in, const attn_problem *p, const attn_
             { b, hkv, (size_t)p->seq_kv, (size_t)p->d_v },
         };
         st = read_npy(s->inputs, "q", want[0], in->q, p->dtype, why, len);
-        if (st == ATTN_OK)
+        if (st == ATTN_OK && kv32)
             st = read_npy(s->inputs, "k", want[1], in->k, p->kv_dtype, why, len);
-        if (st == ATTN_OK && has_v)
+        else if (st == ATTN_OK)
+            st = read_npy16(s->inputs, "k", want[1], in->k16, sz.k, p->kv_dtype, why, len);
+        if (st == ATTN_OK && has_v && kv32)
             st = read_npy(s->inputs, "v", want[2], in->v, p->kv_dtype, why, len);
+        else if (st == ATTN_OK && has_v)
+            st = read_npy16(s->inputs, "v", want[2], in->v16, sz.v, p->kv_dtype, why, len);
         const size_t want_do[4] = { b, h, (size_t)p->seq_q, (size_t)p->d_v };
         if (st == ATTN_OK && bwd)
             st = read_npy(s->inputs, "do", want_do, in->dout, ATTN_DTYPE_FP32, why, len);
     } else {
         attn_fill(in->q, sz.q, s->fill, s->seed, ATTN_TENSOR_Q, s->threads);
-        attn_fill(in->k, sz.k, s->fill, s->seed, ATTN_TENSOR_K, s->threads);
-        if (has_v)
-            attn_fill(in->v, sz.v, s->fill, s->seed, ATTN_TENSOR_V, s->threads);
+        if (kv32) {
+            attn_fill(in->k, sz.k, s->fill, s->seed, ATTN_TENSOR_K, s->threads);
+            if (has_v)
+                attn_fill(in->v, sz.v, s->fill, s->seed, ATTN_TENSOR_V, s->threads);
+        } else {
+            fill16(in->k16, sz.k, s, ATTN_TENSOR_K, p->kv_dtype);
+            if (has_v)
+                fill16(in->v16, sz.v, s, ATTN_TENSOR_V, p->kv_dtype);
+        }
     }
     /* dO: N(0, 1) from the seed, whatever the fill of Q, K and V. */
     if (st == ATTN_OK && bwd && !s->inputs)
@@ -128,7 +185,7 @@ attn_status attn_inputs_make(attn_inputs *in, const attn_problem *p, const attn_
         attn_fill(in->sinks, (size_t)p->heads, ATTN_FILL_NORMAL, s->seed, ATTN_TENSOR_SINKS, 1);
     if (st == ATTN_OK && q16)
         round_to(in->q, in->q16, sz.q, p->dtype);
-    if (st == ATTN_OK && kv16) {
+    if (st == ATTN_OK && kv16 && kv32) {
         round_to(in->k, in->k16, sz.k, p->kv_dtype);
         if (has_v)
             round_to(in->v, in->v16, sz.v, p->kv_dtype);

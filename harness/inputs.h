@@ -9,7 +9,9 @@
 
 typedef struct attn_inputs {
     float *q, *k, *v;       /* attn_host_alloc'ed; fp32, holding the values rounded to
-                               the storage types (what the reference reads) */
+                               the storage types (what the reference reads); k and v
+                               NULL where they are held in 16 bits alone
+                               (attn_inputs_kv_fp32) */
     uint16_t *q16, *k16, *v16;  /* the 16-bit storage of those that have it, else NULL;
                                    v and v16 NULL when V is read from K (v_from_k) */
     float *sinks;           /* [H] sink logits with mods.sinks, else NULL */
@@ -29,16 +31,33 @@ attn_status attn_inputs_make(attn_inputs *in, const attn_problem *p, const attn_
                              char *why, size_t len);
 void attn_inputs_free(attn_inputs *in);
 
-/* Bytes the harness holds for p's inputs: the fp32 values, and the 16-bit
- * storage of those that have one. */
+/* Whether the harness holds K and V in fp32 beside their storage: always
+ * for fp32 storage; with 16-bit K and V only for the backward, whose
+ * reference reads fp32 (reference_grad.c). The forward's reference reads
+ * 16-bit K and V as they are stored, so a decoding cache of 8 GiB in bf16
+ * is not held again as 16 GiB of fp32 copies. */
+static inline bool attn_inputs_kv_fp32(const attn_problem *p)
+{
+    return p->kv_dtype == ATTN_DTYPE_FP32 || attn_backward(p);
+}
+
+/* n values of 16-bit storage dt as a new fp32 array (attn_host_alloc'ed;
+ * NULL when out of memory): K and V where the harness holds them in 16
+ * bits alone, for --dump-inputs. */
+float *attn_inputs_widen(const uint16_t *h, size_t n, attn_dtype dt);
+
+/* Bytes the harness holds for p's inputs: the fp32 values (K and V only
+ * where attn_inputs_kv_fp32), and the 16-bit storage of those that have
+ * one. */
 size_t attn_inputs_bytes(const attn_problem *p, const attn_sizes *sz);
 
-/* The view of in the reference reads (fp32 and 16-bit both set; o unset);
+/* The view of in the reference reads (fp32 and 16-bit both set, but k and
+ * v only where they are held in fp32; o unset);
  * a case hands a backend only each input's storage (harness/case.c). */
 static inline attn_tensors attn_inputs_tensors(const attn_inputs *in)
 {
     /* Latent attention reads V from K's rows (backend.h). */
-    const bool vk = !in->v;
+    const bool vk = !in->v && !in->v16;
     return (attn_tensors){ .q = in->q, .k = in->k, .v = vk ? in->k : in->v,
                            .q16 = in->q16, .k16 = in->k16, .v16 = vk ? in->k16 : in->v16,
                            .sinks = in->sinks, .dout = in->dout };

@@ -38,13 +38,21 @@ int attn_peer_dump_inputs(const attn_opts *o)
                           "--dump-inputs: %s", why);
     }
     const size_t b = (size_t)p.batch, h = (size_t)p.heads, hkv = (size_t)attn_kv_heads(&p);
+    /* K and V held in 16 bits alone (attn_inputs_kv_fp32) are written as
+     * the fp32 values they hold. */
+    attn_sizes sz;
+    attn_problem_sizes(&p, &sz);
+    float *k32 = in.k ? NULL : attn_inputs_widen(in.k16, sz.k, p.kv_dtype);
+    float *v32 = in.v || !in.v16 ? NULL : attn_inputs_widen(in.v16, sz.v, p.kv_dtype);
     const struct { const char *name; const float *x; size_t shape[4]; } t[4] = {
         { "q", in.q, { b, h, (size_t)p.seq_q, (size_t)p.d_k } },
-        { "k", in.k, { b, hkv, (size_t)p.seq_kv, (size_t)p.d_k } },
-        { "v", in.v, { b, hkv, (size_t)p.seq_kv, (size_t)p.d_v } },
+        { "k", in.k ? in.k : k32, { b, hkv, (size_t)p.seq_kv, (size_t)p.d_k } },
+        { "v", in.v ? in.v : v32, { b, hkv, (size_t)p.seq_kv, (size_t)p.d_v } },
         { "do", in.dout, { b, h, (size_t)p.seq_q, (size_t)p.d_v } },
     };
     rc = ATTN_EXIT_OK;
+    if (!t[1].x || (in.v16 && !t[2].x))
+        rc = attn_error(ATTN_EXIT_TOO_LARGE, "--dump-inputs: out of memory for fp32 K and V");
     /* The backward's dO too (do.npy). */
     for (int i = 0; i < (attn_backward(&p) ? 4 : 3) && rc == ATTN_EXIT_OK; i++) {
         char path[4200];
@@ -52,6 +60,8 @@ int attn_peer_dump_inputs(const attn_opts *o)
         if (!attn_npy_write(path, t[i].x, t[i].shape, 4, why, sizeof(why)))
             rc = attn_error(ATTN_EXIT_ERROR, "--dump-inputs: %s", why);
     }
+    attn_host_free(k32);
+    attn_host_free(v32);
     attn_inputs_free(&in);
     free(kv);
     return rc;

@@ -8,6 +8,7 @@
 #endif
 
 #include "fill.h"
+#include "kernels/half.h"
 #include "memory.h"
 #include "reference.h"
 #include "variant.h"
@@ -112,6 +113,27 @@ static bool in_pattern(const attn_problem *p, int i, int j, const int *blocks, i
     return false;
 }
 
+/* K and V as the reference reads them: the fp32 values where the harness
+ * holds them, else the 16-bit storage itself (harness/inputs.h), element by
+ * element. */
+typedef struct kv_view {
+    const float *f;
+    const uint16_t *h;
+    bool bf16;
+} kv_view;
+
+static inline double kv_at(const kv_view *x, size_t i)
+{
+    return x->f ? (double)x->f[i] : (double)attn_half_to_f32(x->h[i], x->bf16);
+}
+
+static kv_view kv_of(const attn_problem *p, const attn_tensors *in, bool v)
+{
+    const bool vk = p->mods.v_from_k;   /* latent attention: V is read from K */
+    return (kv_view){ .f = v && !vk ? in->v : in->k, .h = v && !vk ? in->v16 : in->k16,
+                      .bf16 = p->kv_dtype == ATTN_DTYPE_BF16 };
+}
+
 static double ref_row(const attn_problem *p, const attn_tensors *in, size_t row,
                       double *s, double *o)
 {
@@ -120,10 +142,11 @@ static double ref_row(const attn_problem *p, const attn_tensors *in, size_t row,
     const int i = (int)(row % (size_t)nq), b = (int)(bh / (size_t)p->heads);
     const int h = (int)(bh % (size_t)p->heads);
     const float *q = in->q + row * (size_t)dk;
-    const float *k = in->k + attn_ref_kv_of(p, bh) * (size_t)nk * dk;
+    const kv_view kx = kv_of(p, in, false), vx = kv_of(p, in, true);
+    const size_t k0 = attn_ref_kv_of(p, bh) * (size_t)nk * dk;
     /* Latent attention: V is the first dv columns of K's rows. */
     const size_t vs = p->mods.v_from_k ? (size_t)dk : (size_t)dv;
-    const float *v = (p->mods.v_from_k ? in->k : in->v) + attn_ref_kv_of(p, bh) * (size_t)nk * vs;
+    const size_t v0 = attn_ref_kv_of(p, bh) * (size_t)nk * vs;
     const double cap = p->mods.softcap;
     const double slope = p->mods.alibi ? attn_ref_alibi_slope(p->heads, h) : 0.0;
     const long at = (long)i + nk - nq;
@@ -144,8 +167,12 @@ static double ref_row(const attn_problem *p, const attn_tensors *in, size_t row,
         }
         seen++;
         double dot = 0.0;
-        for (int c = 0; c < dk; c++)
-            dot += (double)q[c] * (double)k[(size_t)j * dk + c];
+        if (kx.f)
+            for (int c = 0; c < dk; c++)
+                dot += (double)q[c] * (double)kx.f[k0 + (size_t)j * dk + c];
+        else
+            for (int c = 0; c < dk; c++)
+                dot += (double)q[c] * kv_at(&kx, k0 + (size_t)j * dk + c);
         s[j] = (double)p->scale * dot;
         if (cap > 0)
             s[j] = cap * tanh(s[j] / cap);
@@ -167,7 +194,7 @@ static double ref_row(const attn_problem *p, const attn_tensors *in, size_t row,
         const double w = exp(s[j] - m);
         l += w;
         for (int c = 0; c < dv; c++)
-            o[c] += w * (double)v[(size_t)j * vs + c];
+            o[c] += w * kv_at(&vx, v0 + (size_t)j * vs + c);
         /* ALiBi's bias grows with the distance, to |logits| of m_h Nk, but
          * a logit 64 below the row's maximum weighs e^-64 and its rounding
          * reaches no output: the logits that count are the others. */
@@ -219,19 +246,21 @@ attn_status attn_ref_compute(attn_ref *r, const attn_problem *p_any, const attn_
 
     const size_t hkv = p->kv_heads > 0 ? (size_t)p->kv_heads : (size_t)p->heads;
     const size_t nv = p->mods.v_from_k ? 0 : (size_t)p->batch * hkv * p->seq_kv * p->d_v;
+    const kv_view kx = kv_of(p, in, false), vx = kv_of(p, in, true);
     double max_v = 0.0, max_logit = 0.0;
     for (size_t e = 0; e < nv; e++) {
-        if (!isfinite(in->v[e]))
-            count_nonfinite(r, in->v[e]);
-        else if (fabs((double)in->v[e]) > max_v)
-            max_v = fabs((double)in->v[e]);
+        const float x = (float)kv_at(&vx, e);
+        if (!isfinite(x))
+            count_nonfinite(r, x);
+        else if (fabs((double)x) > max_v)
+            max_v = fabs((double)x);
     }
     /* Latent attention: V is K's first dv columns (K's non-finite values are
      * counted below, once). */
     const size_t kvrows = p->mods.v_from_k ? (size_t)p->batch * hkv * p->seq_kv : 0;
     for (size_t x = 0; x < kvrows; x++)
         for (int c = 0; c < p->d_v; c++) {
-            const double e = fabs((double)in->k[x * (size_t)p->d_k + c]);
+            const double e = fabs(kv_at(&kx, x * (size_t)p->d_k + c));
             if (isfinite(e) && e > max_v)
                 max_v = e;
         }
@@ -240,9 +269,11 @@ attn_status attn_ref_compute(attn_ref *r, const attn_problem *p_any, const attn_
     for (size_t e = 0; e < nq_all; e++)
         if (!isfinite(in->q[e]))
             count_nonfinite(r, in->q[e]);
-    for (size_t e = 0; e < nk_all; e++)
-        if (!isfinite(in->k[e]))
-            count_nonfinite(r, in->k[e]);
+    for (size_t e = 0; e < nk_all; e++) {
+        const float x = (float)kv_at(&kx, e);
+        if (!isfinite(x))
+            count_nonfinite(r, x);
+    }
 
     const long n = (long)r->nrows;
 #ifdef _OPENMP

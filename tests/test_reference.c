@@ -3,6 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fill.h"
+#include "inputs.h"
+#include "kernels/half.h"
+#include "memory.h"
 #include "reference.h"
 #include "tap.h"
 
@@ -165,8 +169,62 @@ static void sampled(void)
     attn_ref_free(&part);
 }
 
+/* 16-bit K and V held alone (the forward, harness/inputs.h): the inputs
+ * hold no fp32 copies of them, and the reference reading the 16-bit
+ * storage gives exactly the outputs and statistics of the reference on
+ * fp32 arrays of the same rounded values; a planted slip in the reading
+ * (bf16 bits read as fp16) does not. */
+static void sixteen_bits(void)
+{
+    attn_problem p = { .batch = 2, .heads = 4, .kv_heads = 2, .seq_q = 3, .seq_kv = 40,
+                       .d_k = 24, .d_v = 16, .scale = 0.2f, .causal = true,
+                       .kv_dtype = ATTN_DTYPE_BF16 };
+    const attn_setup s = { .seed = 7, .threads = 2, .check_rows = -1 };
+    for (int dt = ATTN_DTYPE_BF16; dt <= ATTN_DTYPE_FP16; dt++) {
+        p.kv_dtype = (attn_dtype)dt;
+        const char *name = attn_dtype_name(p.kv_dtype);
+        attn_inputs in;
+        char why[256];
+        if (attn_inputs_make(&in, &p, &s, why, sizeof(why)) != ATTN_OK) {
+            printf("Bail out! %s\n", why);
+            exit(2);
+        }
+        attn_sizes sz;
+        attn_problem_sizes(&p, &sz);
+        tap_ok(!in.k && !in.v && in.k16 && in.v16 &&
+               attn_inputs_bytes(&p, &sz) == (sz.q + (size_t)p.heads) * 4 + (sz.k + sz.v) * 2,
+               "%s K/V: held in 16 bits alone, and counted so", name);
+        float *k = attn_inputs_widen(in.k16, sz.k, p.kv_dtype);
+        float *v = attn_inputs_widen(in.v16, sz.v, p.kv_dtype);
+        attn_ref r32;
+        const attn_tensors t32 = { .q = in.q, .k = k, .v = v };
+        const bool ok = k && v && attn_ref_compute(&r32, &p, &t32, -1, 1, 2) == ATTN_OK;
+        tap_ok(ok && r32.nrows == in.ref.nrows &&
+               !memcmp(r32.out, in.ref.out, r32.nrows * (size_t)p.d_v * sizeof(double)) &&
+               r32.max_abs_v == in.ref.max_abs_v && r32.max_abs_logit == in.ref.max_abs_logit,
+               "%s K/V: the reference from the 16-bit storage is the fp32 one, bit for bit",
+               name);
+        /* Planted: the other 16-bit type's reading of the same bits. */
+        attn_problem wrong = p;
+        wrong.kv_dtype = dt == ATTN_DTYPE_BF16 ? ATTN_DTYPE_FP16 : ATTN_DTYPE_BF16;
+        attn_ref rw;
+        const attn_tensors t16 = attn_inputs_tensors(&in);
+        const bool okw = attn_ref_compute(&rw, &wrong, &t16, -1, 1, 2) == ATTN_OK;
+        tap_ok(okw && memcmp(rw.out, in.ref.out, rw.nrows * (size_t)p.d_v * sizeof(double)),
+               "planted: %s bits read as the other type give another reference", name);
+        if (ok)
+            attn_ref_free(&r32);
+        if (okw)
+            attn_ref_free(&rw);
+        attn_host_free(k);
+        attn_host_free(v);
+        attn_inputs_free(&in);
+    }
+}
+
 int main(void)
 {
+    sixteen_bits();
     softmax_123();
     two_keys();
     scale_applies();

@@ -15,9 +15,10 @@ attnbench cannot check them, only that every output is finite.
 --dtype) and computes in it (numpy SKIPS: it has no bf16 and no fast fp16).
 --device cuda runs the torch peers on the first CUDA device of the PyTorch
 in use; their names gain -cuda, the inputs are on the GPU before timing
-(uploads and downloads are not timed, as the vulkan backends' are not),
-every run ends with torch.cuda.synchronize(), and the row carries the
-device's name and the memory PyTorch allocated on it (inputs included).
+(the upload and the download are timed once each, outside the timed runs,
+as the vulkan backends' are), every run ends with torch.cuda.synchronize(),
+and the row carries the device's name, the memory PyTorch allocated on it
+(inputs included) and the transfer times.
 
 Peers:
   torch-sdpa  torch.nn.functional.scaled_dot_product_attention (PyTorch 2.0

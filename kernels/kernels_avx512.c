@@ -14,13 +14,20 @@
 
 #define ROWS 6   /* broadcast rows per register tile */
 #define VECS 4   /* zmm per tile row: 64 floats */
+/* qk's rows when its tile is one vector wide (decoding's 16 columns): 12
+ * broadcasts share each Q^T load, not 6. On the 2-core Zen 5 EPYC (one
+ * thread, bench_kernels --bench, 48 keys, d = 128, 16 columns) 254 against
+ * 202 GFLOP/s (peak 269); whole decoding runs (H = 32, Hkv = 8, Nq = 4,
+ * d = 128, 1 thread) 197-200 against 190-193 with K/V in cache (Nk = 1K),
+ * and no faster with Nk = 32K, where streaming K and V bounds them. */
+#define ROWS_NARROW 12
 
 INLINE void qk_tile(float *restrict st, ptrdiff_t ss, const float *restrict k, ptrdiff_t ks,
                     const float *restrict qt, ptrdiff_t qs, int dk,
                     const int R, const int NV, const int FULL, __mmask16 tail, const int PF)
 {
-    __m512 acc[ROWS][VECS];
-#pragma GCC unroll 8
+    __m512 acc[ROWS_NARROW][VECS];
+#pragma GCC unroll 12
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
         for (int v = 0; v < NV; v++)
@@ -28,7 +35,7 @@ INLINE void qk_tile(float *restrict st, ptrdiff_t ss, const float *restrict k, p
     for (int c = 0; c < dk; c++) {
         __m512 b[VECS];
         if (PF && !(c & 15))   /* decoding: one line of each row, PF_KEYS rows ahead */
-#pragma GCC unroll 8
+#pragma GCC unroll 12
             for (int r = 0; r < R; r++)
                 _mm_prefetch((const char *)((uintptr_t)k + (uintptr_t)(((r + PF_KEYS) * ks + c) *
                                                                      (ptrdiff_t)sizeof(float))),
@@ -36,7 +43,7 @@ INLINE void qk_tile(float *restrict st, ptrdiff_t ss, const float *restrict k, p
 #pragma GCC unroll 4
         for (int v = 0; v < NV; v++)
             b[v] = load_v(qt + c * qs + 16 * v, v, NV, FULL, tail);
-#pragma GCC unroll 8
+#pragma GCC unroll 12
         for (int r = 0; r < R; r++) {
             const __m512 a = _mm512_set1_ps(k[r * ks + c]);
 #pragma GCC unroll 4
@@ -44,7 +51,7 @@ INLINE void qk_tile(float *restrict st, ptrdiff_t ss, const float *restrict k, p
                 acc[r][v] = _mm512_fmadd_ps(a, b[v], acc[r][v]);
         }
     }
-#pragma GCC unroll 8
+#pragma GCC unroll 12
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
         for (int v = 0; v < NV; v++)
@@ -85,6 +92,21 @@ static decl_qk_fn(qk_avx512)
         const __mmask16 tail = lanes(w - 16 * (nv - 1));
         const float *q = qt + i0;
         int j = 0;
+        if (nv == 1)
+            for (; j + ROWS_NARROW <= nk; j += ROWS_NARROW) {
+                float *s = st + j * ss + i0;
+                const float *kr = k + j * ks;
+                if (pf && i0 == 0) {
+                    if (tail == 0xffff)
+                        qk_tile(s, ss, kr, ks, q, qs, dk, ROWS_NARROW, 1, 1, tail, 1);
+                    else
+                        qk_tile(s, ss, kr, ks, q, qs, dk, ROWS_NARROW, 1, 0, tail, 1);
+                } else if (tail == 0xffff) {
+                    qk_tile(s, ss, kr, ks, q, qs, dk, ROWS_NARROW, 1, 1, tail, 0);
+                } else {
+                    qk_tile(s, ss, kr, ks, q, qs, dk, ROWS_NARROW, 1, 0, tail, 0);
+                }
+            }
         for (; j + ROWS <= nk; j += ROWS) {
             float *s = st + j * ss + i0;
             const float *kr = k + j * ks;

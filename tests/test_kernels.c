@@ -941,10 +941,11 @@ static void test_isa(const attn_kernels *kr, const attn_kernels *c)
     char why[256] = "";
     bool ok = true;
 
-    /* Rows 1..13 cover two register tiles and every remainder; queries
-     * 1..81 every lane tail of 8- and 16-wide vectors and of 64-wide tiles. */
+    /* Rows 1..25 cover two register tiles of either height (6; 12 for a
+     * tile one vector wide) and every remainder; queries 1..81 every lane
+     * tail of 8- and 16-wide vectors and of 64-wide tiles. */
     static const int dks[] = { 1, 3, 16, 64 };
-    for (int nk = 1; ok && nk <= 13; nk++)
+    for (int nk = 1; ok && nk <= 25; nk++)
         for (int nq = 1; ok && nq <= 81; nq++)
             for (size_t d = 0; ok && d < 4; d++)
                 ok = check_qk(kr, c, nk, nq, dks[d], why, sizeof(why));

@@ -62,6 +62,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "kernels/quant.h"
 
 typedef enum attn_status {
     ATTN_OK = 0,
@@ -77,24 +78,55 @@ typedef enum attn_status {
 const char *attn_status_str(attn_status s);
 
 /* Storage types of the inputs. bf16: the upper half of an fp32 (8 bits of
- * precision); fp16: IEEE binary16 (11 bits). Conversions: kernels/half.h. */
+ * precision); fp16: IEEE binary16 (11 bits). Conversions: kernels/half.h.
+ * The quantized ones are for K and V only (a KV cache): q8_0, q4_0 (blocks
+ * of 32 values along d with an fp16 scale each), fp8e4m3 and fp8e5m2 (a
+ * byte per value, with an fp32 scale per K/V head); kernels/quant.h
+ * defines them. */
 typedef enum attn_dtype {
     ATTN_DTYPE_FP32 = 0,
     ATTN_DTYPE_BF16,
     ATTN_DTYPE_FP16,
+    ATTN_DTYPE_Q8_0,
+    ATTN_DTYPE_Q4_0,
+    ATTN_DTYPE_FP8E4M3,
+    ATTN_DTYPE_FP8E5M2,
     ATTN_DTYPE_COUNT
 } attn_dtype;
 
 #define ATTN_DTYPE_BIT(d) (1u << (unsigned)(d))
+#define ATTN_DTYPES_QUANTIZED                                                          \
+    (ATTN_DTYPE_BIT(ATTN_DTYPE_Q8_0) | ATTN_DTYPE_BIT(ATTN_DTYPE_Q4_0) |              \
+     ATTN_DTYPE_BIT(ATTN_DTYPE_FP8E4M3) | ATTN_DTYPE_BIT(ATTN_DTYPE_FP8E5M2))
 
-/* "fp32", "bf16", "fp16"; and back (ATTN_DTYPE_COUNT when unknown). */
+/* "fp32", "bf16", "fp16", "q8_0", ...; and back (ATTN_DTYPE_COUNT when
+ * unknown). */
 const char *attn_dtype_name(attn_dtype d);
 attn_dtype attn_dtype_from_name(const char *name);
 
-/* Bytes per element. */
+/* Whether d is a quantized (K/V-only) type, and its format. */
+static inline bool attn_dtype_quantized(attn_dtype d)
+{
+    return d >= ATTN_DTYPE_Q8_0 && d < ATTN_DTYPE_COUNT;
+}
+
+static inline attn_kvq attn_dtype_kvq(attn_dtype d)
+{
+    return (attn_kvq)(d - ATTN_DTYPE_Q8_0);
+}
+
+/* Bytes per element of the element types (fp32, bf16, fp16). */
 static inline size_t attn_dtype_size(attn_dtype d)
 {
     return d == ATTN_DTYPE_FP32 ? 4 : 2;
+}
+
+/* Bytes of a row of n values stored as d (the quantized types: with their
+ * scales; fp8's per-head scale not counted). */
+static inline size_t attn_dtype_row_bytes(attn_dtype d, size_t n)
+{
+    return attn_dtype_quantized(d) ? attn_kvq_row_bytes(attn_dtype_kvq(d), n)
+                                   : n * attn_dtype_size(d);
 }
 
 /* The function a backend computes. The exact kinds are softmax attention
@@ -209,10 +241,16 @@ static inline double attn_alibi_slope(int heads, int h)
 }
 
 /* Each input is given in its storage type only: q, k, v when it is fp32
- * (NULL otherwise), q16, k16, v16 (bf16 or fp16 bits) when it is 16-bit. */
+ * (NULL otherwise), q16, k16, v16 (bf16 or fp16 bits) when it is 16-bit,
+ * kq, vq when K and V are quantized: each row of K (V) is
+ * attn_dtype_row_bytes(kv_dtype, dk (dv)) bytes, rows in the layout above;
+ * with v_from_k, vq is kq and V's rows are the first dv values of K's. */
 typedef struct attn_tensors {
     const float *q, *k, *v;
     const uint16_t *q16, *k16, *v16;
+    const uint8_t *kq, *vq;
+    const float *kscale, *vscale;  /* fp8 K/V: [B*Hkv] each K/V head's scale (kernels/
+                                      quant.h), else NULL; with v_from_k vscale is kscale */
     const float *sinks;          /* [H] sink logits (mods.sinks), else NULL */
     float *o;                    /* host backends write O here during run (the backward:
                                     the forward's O, written by bind or run) */
@@ -222,7 +260,7 @@ typedef struct attn_tensors {
     float *dq, *dk, *dv;         /* the gradients, written by run */
 } attn_tensors;
 
-/* Whether p keeps any input in 16 bits. */
+/* Whether p keeps any input in less than fp32 (16 bits, or quantized). */
 static inline bool attn_reduced(const attn_problem *p)
 {
     return p->dtype != ATTN_DTYPE_FP32 || p->kv_dtype != ATTN_DTYPE_FP32;

@@ -82,7 +82,7 @@ attn_status attn_backend_supports(const attn_backend *be, const attn_problem *p,
             return ATTN_EINVAL;
         }
         if (d != ATTN_DTYPE_FP32 && !(be->dtypes & ATTN_DTYPE_BIT(d))) {
-            char types[64] = "fp32";
+            char types[128] = "fp32";
             for (int t = 1; t < ATTN_DTYPE_COUNT; t++)
                 if (be->dtypes & ATTN_DTYPE_BIT(t))
                     snprintf(types + strlen(types), sizeof(types) - strlen(types), " and %s",
@@ -91,6 +91,18 @@ attn_status attn_backend_supports(const attn_backend *be, const attn_problem *p,
                      be->name, types, x ? "K and V" : "Q", attn_dtype_name(d));
             return ATTN_EUNSUPPORTED;
         }
+    }
+    if (attn_dtype_quantized(p->dtype)) {
+        snprintf(why, len, "%s: Q cannot be stored as %s, a quantized K/V cache type",
+                 be->name, attn_dtype_name(p->dtype));
+        return ATTN_EINVAL;
+    }
+    if (attn_dtype_quantized(p->kv_dtype) && !attn_kvq_head_scaled(attn_dtype_kvq(p->kv_dtype)) &&
+        (p->d_k % ATTN_QBLOCK || p->d_v % ATTN_QBLOCK)) {
+        snprintf(why, len, "%s: %s stores K and V in blocks of %d values along d: dk = %d and "
+                 "dv = %d must be multiples of %d", be->name, attn_dtype_name(p->kv_dtype),
+                 ATTN_QBLOCK, p->d_k, p->d_v, ATTN_QBLOCK);
+        return ATTN_EINVAL;
     }
     const unsigned missing = attn_mods_used(p) & ~be->mods;
     if (missing) {
@@ -102,6 +114,12 @@ attn_status attn_backend_supports(const attn_backend *be, const attn_problem *p,
     if ((unsigned)p->pass >= ATTN_PASS_COUNT) {
         snprintf(why, len, "%s: pass %d is not one attnbench knows", be->name, (int)p->pass);
         return ATTN_EINVAL;
+    }
+    if (attn_backward(p) && attn_dtype_quantized(p->kv_dtype)) {
+        snprintf(why, len, "%s: the backward needs K and V in fp32, bf16 or fp16 (a quantized "
+                 "cache is inference's; this case stores them in %s)", be->name,
+                 attn_dtype_name(p->kv_dtype));
+        return ATTN_EUNSUPPORTED;
     }
     if (attn_backward(p) && !(be->passes & ATTN_PASS_BIT(p->pass))) {
         snprintf(why, len, "%s computes the forward pass only (this case is --pass %s)",
@@ -173,6 +191,10 @@ static const char *const dtype_names[ATTN_DTYPE_COUNT] = {
     [ATTN_DTYPE_FP32] = "fp32",
     [ATTN_DTYPE_BF16] = "bf16",
     [ATTN_DTYPE_FP16] = "fp16",
+    [ATTN_DTYPE_Q8_0] = "q8_0",
+    [ATTN_DTYPE_Q4_0] = "q4_0",
+    [ATTN_DTYPE_FP8E4M3] = "fp8e4m3",
+    [ATTN_DTYPE_FP8E5M2] = "fp8e5m2",
 };
 
 const char *attn_dtype_name(attn_dtype d)

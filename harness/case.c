@@ -226,10 +226,14 @@ static void drive(attn_result *r, const attn_backend *be, const attn_config *cfg
     attn_backend_device_name(be, state, r->device, sizeof(r->device), &r->device_is_cpu);
     /* Each input in its storage type only (backend.h). */
     const attn_problem *p = &r->p;
-    const bool q16 = p->dtype != ATTN_DTYPE_FP32, kv16 = p->kv_dtype != ATTN_DTYPE_FP32;
-    attn_tensors t = { .q = q16 ? NULL : in->q, .k = kv16 ? NULL : in->k,
-                             .v = kv16 ? NULL : in->v, .q16 = q16 ? in->q16 : NULL,
+    const bool kvq = attn_dtype_quantized(p->kv_dtype);
+    const bool q16 = p->dtype != ATTN_DTYPE_FP32, kv16 = p->kv_dtype != ATTN_DTYPE_FP32 && !kvq;
+    const bool lower = kv16 || kvq;   /* K and V not handed in fp32 */
+    attn_tensors t = { .q = q16 ? NULL : in->q, .k = lower ? NULL : in->k,
+                             .v = lower ? NULL : in->v, .q16 = q16 ? in->q16 : NULL,
                              .k16 = kv16 ? in->k16 : NULL, .v16 = kv16 ? in->v16 : NULL,
+                             .kq = kvq ? in->kq : NULL, .vq = kvq ? in->vq : NULL,
+                             .kscale = kvq ? in->kscale : NULL, .vscale = kvq ? in->vscale : NULL,
                              .sinks = p->mods.sinks ? in->sinks : NULL, .o = out->o.data };
     if (attn_backward(p)) {
         t.dout = in->dout;
@@ -385,6 +389,13 @@ void attn_case_run(attn_result *r, const attn_backend *be, const attn_problem *p
         r->approx_known = true;
         r->approx_max_abs = approx.max_abs;
         r->approx_nmse = approx.nmse;
+    }
+    if (dense->unquantized && r->checked) {
+        attn_check q;
+        attn_check_output(&q, p, dense->unquantized, &out.o);
+        r->quant_known = true;
+        r->quant_max_abs = q.max_abs;
+        r->quant_nmse = q.nmse;
     }
     if (r->rss_known && attn_rss_read(&hwm, &(uint64_t){ 0 }))
         r->rss_peak = hwm > rss0 ? hwm - rss0 : 0;

@@ -64,6 +64,10 @@ typedef struct attn_result {
      * inputs (the dense reference's rows): the price of the approximation. */
     bool approx_known;
     double approx_max_abs, approx_nmse;
+    /* A quantized K/V cache: the output against the reference on K and V
+     * before quantization (the same rows): the price of the format. */
+    bool quant_known;
+    double quant_max_abs, quant_nmse;
     size_t score_bytes;     /* B*H*Nq*Nk*4: what a materializing implementation holds */
     size_t kv_bytes;        /* K and V: B*Hkv*Nk*(dk+dv) x their element size (4 or 2),
                                smaller by H/Hkv with grouped heads */

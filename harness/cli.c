@@ -280,11 +280,21 @@ static const char *pass_str(int x)
     return attn_pass_name((attn_pass)x);
 }
 
-/* --dtype, --kv-dtype: "fp32", "bf16", "fp16", or a comma list of them,
- * each once. */
+/* --dtype: "fp32", "bf16", "fp16", or a comma list of them, each once;
+ * --kv-dtype: those and the quantized caches (q8_0, q4_0, fp8e4m3,
+ * fp8e5m2). */
 static int parse_dtypes(const char *name, const char *val, attn_list *out)
 {
-    return parse_names(name, val, out, ATTN_DTYPE_COUNT, dtype_of, dtype_str, "fp32, bf16, fp16");
+    const bool kv = !strcmp(name, "kv-dtype");
+    const int rc = parse_names(name, val, out, ATTN_DTYPE_COUNT, dtype_of, dtype_str,
+                               kv ? "fp32, bf16, fp16, q8_0, q4_0, fp8e4m3, fp8e5m2"
+                                  : "fp32, bf16, fp16");
+    for (size_t i = 0; rc < 0 && !kv && i < out->n; i++)
+        if (attn_dtype_quantized((attn_dtype)out->v[i]))
+            return usage_error("--dtype: %s is a quantized K/V cache type: give it to "
+                               "--kv-dtype (Q is fp32, bf16 or fp16)",
+                               attn_dtype_name((attn_dtype)out->v[i]));
+    return rc;
 }
 
 /* --pass: "fwd", "bwd", "fwdbwd", or a comma list of them, each once. */
@@ -797,6 +807,20 @@ static int finish(attn_opts *o)
                 return usage_error("--kv-heads: %d does not divide --heads %d (K/V heads must "
                                    "divide the query heads: query head h reads K/V head "
                                    "h / (H/Hkv))", o->kv_heads.v[g], o->heads.v[h]);
+    for (size_t t = 0; t < o->kv_dtype.n; t++) {
+        const attn_dtype dt = (attn_dtype)o->kv_dtype.v[t];
+        if (!attn_dtype_quantized(dt) || attn_kvq_head_scaled(attn_dtype_kvq(dt)))
+            continue;
+        for (int x = 0; x < 2; x++) {
+            const attn_list *d = x ? &o->dv : &o->dk;
+            for (size_t i = 0; i < d->n; i++)
+                if (d->v[i] % ATTN_QBLOCK)
+                    return usage_error("--kv-dtype %s stores K and V in blocks of %d values "
+                                       "along d: --%s %d is not a multiple of %d",
+                                       attn_dtype_name(dt), ATTN_QBLOCK, x ? "dv" : "dk",
+                                       d->v[i], ATTN_QBLOCK);
+        }
+    }
     if (o->kv_len) {
         if (o->nkv > 1 && (o->batch.n != 1 || o->batch.v[0] != o->nkv))
             return usage_error("--kv-len: %d values for --batch %s%d (give one per batch item, "

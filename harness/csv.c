@@ -18,7 +18,7 @@ static const char header[] =
     "dtype,kv_dtype,pass,scale,fill,seed,threads,splits,kind,window_left,window_right,"
     "softcap,alibi,sinks,v_from_k,model,globals,random_blocks,block,"
     "features,proj,rows_checked,rows_total,max_abs,max_rel,nmse,tol,tol_class,approx_max_abs,"
-    "approx_nmse,dq_max_abs,dq_tol,dq_nmse,dk_max_abs,dk_tol,dk_nmse,dv_max_abs,dv_tol,dv_nmse,"
+    "approx_nmse,quant_max_abs,quant_nmse,dq_max_abs,dq_tol,dq_nmse,dk_max_abs,dk_tol,dk_nmse,dv_max_abs,dv_tol,dv_nmse,"
     "reps,iterations,"
     "real_median_s,real_min_s,real_mean_s,real_stddev_s,real_cv,cpu_median_s,cpu_mean_s,"
     "device_median_s,device_min_s,device_cv,upload_s,download_s,"
@@ -213,6 +213,8 @@ int attn_csv_append(attn_csv *c, const attn_result *r, const attn_setup *s, cons
     attn_csv_put(&l, ",%s", r->checked ? r->check.tolerance->name : "");
     attn_csv_num(&l, r->approx_known, r->approx_max_abs);
     attn_csv_num(&l, r->approx_known, r->approx_nmse);
+    attn_csv_num(&l, r->quant_known, r->quant_max_abs);
+    attn_csv_num(&l, r->quant_known, r->quant_nmse);
     const bool grads = r->checked && attn_backward(p);
     for (int x = 0; x < 3; x++) {
         attn_csv_num(&l, grads, r->grad[x].max_abs);

@@ -97,6 +97,43 @@ float *attn_inputs_widen(const uint16_t *h, size_t n, attn_dtype dt)
     return x;
 }
 
+/* K (or V: rows of n values) of every K/V head quantized into y, with
+ * fp8's scale of each head into scale (NULL for the block formats). */
+static void quantize(uint8_t *y, float *scale, const float *x, const attn_problem *p, int n)
+{
+    const attn_kvq f = attn_dtype_kvq(p->kv_dtype);
+    const long heads = (long)p->batch * attn_kv_heads(p);
+    const size_t rows = (size_t)p->seq_kv, rb = attn_kvq_row_bytes(f, (size_t)n);
+#pragma omp parallel for schedule(static)
+    for (long g = 0; g < heads; g++) {
+        const float *xh = x + (size_t)g * rows * n;
+        const float sc = scale ? attn_fp8_scale(xh, rows * n, f) : 1.0f;
+        if (scale)
+            scale[g] = sc;
+        for (size_t j = 0; j < rows; j++)
+            attn_kvq_quantize_row(y + ((size_t)g * rows + j) * rb, xh + j * n, (size_t)n, f, sc);
+    }
+}
+
+float *attn_inputs_dequantize(const attn_inputs *in, const attn_problem *p, bool v)
+{
+    const int n = v ? p->d_v : p->d_k;
+    const long heads = (long)p->batch * attn_kv_heads(p);
+    const size_t rows = (size_t)p->seq_kv, rb = attn_dtype_row_bytes(p->kv_dtype, (size_t)n);
+    const uint8_t *y = v ? in->vq : in->kq;
+    const float *scale = v ? in->vscale : in->kscale;
+    float *x = attn_host_alloc((size_t)heads * rows * (size_t)n * sizeof(float));
+    if (!x)
+        return NULL;
+#pragma omp parallel for schedule(static)
+    for (long g = 0; g < heads; g++)
+        for (size_t j = 0; j < rows; j++)
+            attn_kvq_dequantize_row(x + ((size_t)g * rows + j) * n, y + ((size_t)g * rows + j) * rb,
+                                    (size_t)n, attn_dtype_kvq(p->kv_dtype),
+                                    scale ? scale[g] : 1.0f);
+    return x;
+}
+
 size_t attn_inputs_bytes(const attn_problem *p, const attn_sizes *sz)
 {
     const size_t kv32 = attn_inputs_kv_fp32(p) ? sz->k + sz->v : 0;
@@ -105,7 +142,9 @@ size_t attn_inputs_bytes(const attn_problem *p, const attn_sizes *sz)
         fp32 += sz->o * sizeof(float);   /* dO */
     if (p->dtype != ATTN_DTYPE_FP32)
         half += sz->q * 2;
-    if (p->kv_dtype != ATTN_DTYPE_FP32)
+    if (attn_dtype_quantized(p->kv_dtype))
+        half += sz->kv;   /* the quantized rows and scales */
+    else if (p->kv_dtype != ATTN_DTYPE_FP32)
         half += (sz->k + sz->v) * 2;
     return fp32 + half;
 }
@@ -127,9 +166,23 @@ attn_status attn_inputs_make(attn_inputs *in, const attn_problem *p, const attn_
     const bool has_v = !p->mods.v_from_k;
     if (has_v && kv32)
         in->v = attn_host_alloc(sz.v * sizeof(float));
-    const bool q16 = p->dtype != ATTN_DTYPE_FP32, kv16 = p->kv_dtype != ATTN_DTYPE_FP32;
+    const bool kvq = attn_dtype_quantized(p->kv_dtype);
+    const bool q16 = p->dtype != ATTN_DTYPE_FP32, kv16 = p->kv_dtype != ATTN_DTYPE_FP32 && !kvq;
+    const bool scaled = kvq && attn_kvq_head_scaled(attn_dtype_kvq(p->kv_dtype));
+    const size_t kv_heads = (size_t)p->batch * (size_t)attn_kv_heads(p);
     if (q16)
         in->q16 = attn_host_alloc(sz.q * 2);
+    if (kvq) {
+        const size_t rows = kv_heads * (size_t)p->seq_kv;
+        in->kq = attn_host_alloc(rows * attn_dtype_row_bytes(p->kv_dtype, (size_t)p->d_k));
+        if (has_v)
+            in->vq = attn_host_alloc(rows * attn_dtype_row_bytes(p->kv_dtype, (size_t)p->d_v));
+        if (scaled) {
+            in->kscale = attn_host_alloc(kv_heads * sizeof(float));
+            if (has_v)
+                in->vscale = attn_host_alloc(kv_heads * sizeof(float));
+        }
+    }
     if (kv16) {
         in->k16 = attn_host_alloc(sz.k * 2);
         if (has_v)
@@ -143,7 +196,9 @@ attn_status attn_inputs_make(attn_inputs *in, const attn_problem *p, const attn_
     attn_status st = ATTN_OK;
     if (!in->q || (kv32 && (!in->k || (has_v && !in->v))) || (q16 && !in->q16) ||
         (bwd && !in->dout) ||
-        (kv16 && (!in->k16 || (has_v && !in->v16))) || (p->mods.sinks && !in->sinks)) {
+        (kv16 && (!in->k16 || (has_v && !in->v16))) || (p->mods.sinks && !in->sinks) ||
+        (kvq && (!in->kq || (has_v && !in->vq))) ||
+        (scaled && (!in->kscale || (has_v && !in->vscale)))) {
         snprintf(why, len, "out of memory for the inputs");
         st = ATTN_ENOMEM;
     } else if (s->inputs) {
@@ -190,14 +245,33 @@ attn_status attn_inputs_make(attn_inputs *in, const attn_problem *p, const attn_
         if (has_v)
             round_to(in->v, in->v16, sz.v, p->kv_dtype);
     }
+    if (st == ATTN_OK && kvq) {
+        quantize(in->kq, in->kscale, in->k, p, p->d_k);
+        if (has_v)
+            quantize(in->vq, in->vscale, in->v, p, p->d_v);
+    }
     if (st == ATTN_OK) {
         const attn_tensors t = attn_inputs_tensors(in);
         const double t0 = attn_now();
         st = attn_ref_compute(&in->ref, p, &t, s->check_rows, s->seed, s->threads);
+        if (st == ATTN_OK && kvq) {
+            /* The same rows from K and V before quantization. */
+            attn_problem p32 = *p;
+            p32.kv_dtype = ATTN_DTYPE_FP32;
+            attn_tensors t32 = t;
+            t32.kq = t32.vq = NULL;
+            if ((st = attn_ref_compute(&in->qref, &p32, &t32, s->check_rows, s->seed,
+                                       s->threads)) != ATTN_OK)
+                attn_ref_free(&in->ref);
+        }
         if (st == ATTN_OK && bwd &&
-            (st = attn_ref_grads_compute(&in->grads, p, &t, s->check_rows, s->threads)) != ATTN_OK)
+            (st = attn_ref_grads_compute(&in->grads, p, &t, s->check_rows, s->threads)) != ATTN_OK) {
             attn_ref_free(&in->ref);
+            if (kvq)
+                attn_ref_free(&in->qref);
+        }
         in->ref.grads = bwd && st == ATTN_OK ? &in->grads : NULL;
+        in->ref.unquantized = kvq && st == ATTN_OK ? &in->qref : NULL;
         in->ref_seconds = attn_now() - t0;
         if (st != ATTN_OK)
             snprintf(why, len, "out of memory for the reference");
@@ -215,7 +289,13 @@ void attn_inputs_free(attn_inputs *in)
     if (in->made) {
         attn_ref_free(&in->ref);
         attn_ref_grads_free(&in->grads);
+        if (in->kq)
+            attn_ref_free(&in->qref);
     }
+    attn_host_free(in->kq);
+    attn_host_free(in->vq);
+    attn_host_free(in->kscale);
+    attn_host_free(in->vscale);
     attn_host_free(in->q);
     attn_host_free(in->k);
     attn_host_free(in->v);
@@ -237,6 +317,8 @@ bool attn_memory_fits(const attn_problem *p, const attn_setup *s, size_t workspa
         return false;
     }
     double ref = (double)attn_ref_bytes(p, s->check_rows, s->threads);
+    if (attn_dtype_quantized(p->kv_dtype))
+        ref *= 2;   /* and the reference before quantization */
     if (attn_backward(p))
         ref += (double)attn_ref_grads_bytes(p, s->check_rows, s->threads);
     const double held = (double)attn_inputs_bytes(p, &sz) + ref;

@@ -14,10 +14,16 @@ typedef struct attn_inputs {
                                (attn_inputs_kv_fp32) */
     uint16_t *q16, *k16, *v16;  /* the 16-bit storage of those that have it, else NULL;
                                    v and v16 NULL when V is read from K (v_from_k) */
+    uint8_t *kq, *vq;       /* a quantized cache's K and V (kv_dtype), else NULL; k and v
+                               then hold the values before quantization */
+    float *kscale, *vscale; /* fp8: [B*Hkv] each K/V head's scale, else NULL */
     float *sinks;           /* [H] sink logits with mods.sinks, else NULL */
     float *dout;            /* the backward's dO [B,H,Nq,dv], else NULL */
     attn_ref ref;
     attn_ref_grads grads;   /* the backward's reference (attn_backward(p)) */
+    attn_ref qref;          /* a quantized cache: the reference on K and V before
+                               quantization (the same rows as ref), whose distance to a
+                               backend's output is the quantization error */
     double ref_seconds;     /* wall time of the reference */
     bool made;
 } attn_inputs;
@@ -35,10 +41,12 @@ void attn_inputs_free(attn_inputs *in);
  * for fp32 storage; with 16-bit K and V only for the backward, whose
  * reference reads fp32 (reference_grad.c). The forward's reference reads
  * 16-bit K and V as they are stored, so a decoding cache of 8 GiB in bf16
- * is not held again as 16 GiB of fp32 copies. */
+ * is not held again as 16 GiB of fp32 copies. A quantized cache keeps
+ * K and V as they were before quantization (unrounded), for the reference
+ * of its quantization error. */
 static inline bool attn_inputs_kv_fp32(const attn_problem *p)
 {
-    return p->kv_dtype == ATTN_DTYPE_FP32 || attn_backward(p);
+    return p->kv_dtype == ATTN_DTYPE_FP32 || attn_backward(p) || attn_dtype_quantized(p->kv_dtype);
 }
 
 /* n values of 16-bit storage dt as a new fp32 array (attn_host_alloc'ed;
@@ -46,13 +54,20 @@ static inline bool attn_inputs_kv_fp32(const attn_problem *p)
  * bits alone, for --dump-inputs. */
 float *attn_inputs_widen(const uint16_t *h, size_t n, attn_dtype dt);
 
+/* A quantized cache's K (or V: v) read back as a new fp32 array [B,Hkv,Nk,d]
+ * (attn_host_alloc'ed; NULL when out of memory): the values the backends
+ * and the reference compute from, for --dump-inputs. */
+float *attn_inputs_dequantize(const attn_inputs *in, const attn_problem *p, bool v);
+
 /* Bytes the harness holds for p's inputs: the fp32 values (K and V only
  * where attn_inputs_kv_fp32), and the 16-bit storage of those that have
  * one. */
 size_t attn_inputs_bytes(const attn_problem *p, const attn_sizes *sz);
 
-/* The view of in the reference reads (fp32 and 16-bit both set, but k and
- * v only where they are held in fp32; o unset);
+/* The view of in the reference reads (fp32, 16-bit and quantized all set,
+ * but k and v only where they are held in fp32; o unset); with a quantized
+ * cache the reference reads kq and vq, and k and v are the values before
+ * quantization;
  * a case hands a backend only each input's storage (harness/case.c). */
 static inline attn_tensors attn_inputs_tensors(const attn_inputs *in)
 {
@@ -60,6 +75,8 @@ static inline attn_tensors attn_inputs_tensors(const attn_inputs *in)
     const bool vk = !in->v && !in->v16;
     return (attn_tensors){ .q = in->q, .k = in->k, .v = vk ? in->k : in->v,
                            .q16 = in->q16, .k16 = in->k16, .v16 = vk ? in->k16 : in->v16,
+                           .kq = in->kq, .vq = vk ? in->kq : in->vq, .kscale = in->kscale,
+                           .vscale = vk ? in->kscale : in->vscale,
                            .sinks = in->sinks, .dout = in->dout };
 }
 

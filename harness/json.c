@@ -168,6 +168,10 @@ static void counters(FILE *f, const void *ctx, double seconds)
         attn_json_field_num(f, "approx_max_abs", r->approx_max_abs);
         attn_json_field_num(f, "approx_nmse", r->approx_nmse);
     }
+    if (r->quant_known) {
+        attn_json_field_num(f, "quant_max_abs", r->quant_max_abs);
+        attn_json_field_num(f, "quant_nmse", r->quant_nmse);
+    }
     if (r->checked) {
         attn_json_field_num(f, "max_abs_err", r->check.max_abs);
         attn_json_field_num(f, "nmse", r->check.nmse);

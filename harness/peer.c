@@ -39,19 +39,26 @@ int attn_peer_dump_inputs(const attn_opts *o)
     }
     const size_t b = (size_t)p.batch, h = (size_t)p.heads, hkv = (size_t)attn_kv_heads(&p);
     /* K and V held in 16 bits alone (attn_inputs_kv_fp32) are written as
-     * the fp32 values they hold. */
+     * the fp32 values they hold; a quantized cache as the fp32 values it
+     * reads back (what the backends and the reference compute from), not
+     * as the values before quantization. */
     attn_sizes sz;
     attn_problem_sizes(&p, &sz);
-    float *k32 = in.k ? NULL : attn_inputs_widen(in.k16, sz.k, p.kv_dtype);
-    float *v32 = in.v || !in.v16 ? NULL : attn_inputs_widen(in.v16, sz.v, p.kv_dtype);
+    const bool kvq = attn_dtype_quantized(p.kv_dtype);
+    float *k32 = kvq    ? attn_inputs_dequantize(&in, &p, false)
+                 : in.k ? NULL
+                        : attn_inputs_widen(in.k16, sz.k, p.kv_dtype);
+    float *v32 = kvq && in.vq     ? attn_inputs_dequantize(&in, &p, true)
+                 : in.v || !in.v16 ? NULL
+                                   : attn_inputs_widen(in.v16, sz.v, p.kv_dtype);
     const struct { const char *name; const float *x; size_t shape[4]; } t[4] = {
         { "q", in.q, { b, h, (size_t)p.seq_q, (size_t)p.d_k } },
-        { "k", in.k ? in.k : k32, { b, hkv, (size_t)p.seq_kv, (size_t)p.d_k } },
-        { "v", in.v ? in.v : v32, { b, hkv, (size_t)p.seq_kv, (size_t)p.d_v } },
+        { "k", k32 ? k32 : in.k, { b, hkv, (size_t)p.seq_kv, (size_t)p.d_k } },
+        { "v", v32 ? v32 : in.v, { b, hkv, (size_t)p.seq_kv, (size_t)p.d_v } },
         { "do", in.dout, { b, h, (size_t)p.seq_q, (size_t)p.d_v } },
     };
     rc = ATTN_EXIT_OK;
-    if (!t[1].x || (in.v16 && !t[2].x))
+    if (!t[1].x || ((in.v16 || in.vq) && !t[2].x))
         rc = attn_error(ATTN_EXIT_TOO_LARGE, "--dump-inputs: out of memory for fp32 K and V");
     /* The backward's dO too (do.npy). */
     for (int i = 0; i < (attn_backward(&p) ? 4 : 3) && rc == ATTN_EXIT_OK; i++) {

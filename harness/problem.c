@@ -49,8 +49,22 @@ bool attn_problem_sizes(const attn_problem *p, attn_sizes *s)
         !mul(&s->scores, sizeof(float)))
         return false;
     size_t qb = s->q, kvb;
-    if (__builtin_add_overflow(s->k, s->v, &kvb) || !mul(&qb, attn_dtype_size(p->dtype)) ||
-        !mul(&kvb, attn_dtype_size(p->kv_dtype)) || __builtin_add_overflow(qb, kvb, &in))
+    if (attn_dtype_quantized(p->kv_dtype)) {
+        /* Rows of blocks (or bytes), and fp8's scale per K/V head of each. */
+        size_t kr = b, vr;
+        const size_t scales = attn_kvq_head_scaled(attn_dtype_kvq(p->kv_dtype))
+                                  ? 2 * sizeof(float) : 0;
+        if (!mul(&kr, hkv) || !mul(&kr, (size_t)p->seq_kv))
+            return false;
+        vr = p->mods.v_from_k ? 0 : kr;
+        if (!mul(&kr, attn_dtype_row_bytes(p->kv_dtype, (size_t)p->d_k)) ||
+            !mul(&vr, attn_dtype_row_bytes(p->kv_dtype, (size_t)p->d_v)) ||
+            __builtin_add_overflow(kr, vr, &kvb) || __builtin_add_overflow(kvb, b * hkv * scales, &kvb))
+            return false;
+    } else if (__builtin_add_overflow(s->k, s->v, &kvb) || !mul(&kvb, attn_dtype_size(p->kv_dtype))) {
+        return false;
+    }
+    if (!mul(&qb, attn_dtype_size(p->dtype)) || __builtin_add_overflow(qb, kvb, &in))
         return false;
     s->inputs = in;
     s->kv = kvb;
@@ -175,8 +189,7 @@ static double keys_read(const attn_problem *p, int b, unsigned char *map)
 
 double attn_problem_bytes(const attn_problem *p)
 {
-    const double wq = (double)attn_dtype_size(p->dtype), wkv = (double)attn_dtype_size(p->kv_dtype);
-    const double wo = sizeof(float);
+    const double wq = (double)attn_dtype_size(p->dtype), wo = sizeof(float);
     unsigned char *map = NULL;
     if (p->kind == ATTN_KIND_LOCAL || p->kind == ATTN_KIND_SPARSE)
         map = malloc((size_t)p->seq_kv + 1);
@@ -185,9 +198,13 @@ double attn_problem_bytes(const attn_problem *p)
         keys += keys_read(p, b, map);
     free(map);
     const double queries = (double)p->batch * p->heads * p->seq_q;
-    /* Latent attention reads V inside K's rows: bytes of K only. */
-    const double row = p->mods.v_from_k ? p->d_k : p->d_k + p->d_v;
-    const double kv = wkv * keys * attn_kv_heads(p) * row;
+    /* Latent attention reads V inside K's rows: bytes of K only. A
+     * quantized cache's rows at their stored width, scales included (fp8's
+     * per-head scale, a few bytes, is not counted). */
+    const double row = (double)attn_dtype_row_bytes(p->kv_dtype, (size_t)p->d_k) +
+                       (p->mods.v_from_k ? 0.0
+                                         : (double)attn_dtype_row_bytes(p->kv_dtype, (size_t)p->d_v));
+    const double kv = keys * attn_kv_heads(p) * row;
     if (!attn_backward(p))
         return queries * (wq * p->d_k + wo * p->d_v) + kv;
     /* The backward: each query's Q, O, dO, L and dQ, the visible keys' K

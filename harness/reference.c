@@ -114,22 +114,38 @@ static bool in_pattern(const attn_problem *p, int i, int j, const int *blocks, i
 }
 
 /* K and V as the reference reads them: the fp32 values where the harness
- * holds them, else the 16-bit storage itself (harness/inputs.h), element by
- * element. */
+ * holds them, else the 16-bit storage itself (harness/inputs.h), or a
+ * quantized cache's rows read back (kernels/quant.h), element by element
+ * of the flat [B*Hkv][Nk][n] layout. */
 typedef struct kv_view {
     const float *f;
     const uint16_t *h;
     bool bf16;
+    const uint8_t *qb;       /* quantized rows, else NULL */
+    attn_kvq fmt;
+    size_t n, row_bytes, nk; /* values and bytes per row, rows per K/V head */
+    const float *scale;      /* fp8: per K/V head */
 } kv_view;
 
 static inline double kv_at(const kv_view *x, size_t i)
 {
+    if (x->qb) {
+        const size_t row = i / x->n;
+        return (double)attn_kvq_value(x->qb + row * x->row_bytes, i % x->n, x->fmt,
+                                      x->scale ? x->scale[row / x->nk] : 1.0f);
+    }
     return x->f ? (double)x->f[i] : (double)attn_half_to_f32(x->h[i], x->bf16);
 }
 
 static kv_view kv_of(const attn_problem *p, const attn_tensors *in, bool v)
 {
     const bool vk = p->mods.v_from_k;   /* latent attention: V is read from K */
+    if (attn_dtype_quantized(p->kv_dtype)) {
+        const size_t n = (size_t)(v && !vk ? p->d_v : p->d_k);
+        return (kv_view){ .qb = v && !vk ? in->vq : in->kq, .fmt = attn_dtype_kvq(p->kv_dtype),
+                          .n = n, .row_bytes = attn_dtype_row_bytes(p->kv_dtype, n),
+                          .nk = (size_t)p->seq_kv, .scale = v && !vk ? in->vscale : in->kscale };
+    }
     return (kv_view){ .f = v && !vk ? in->v : in->k, .h = v && !vk ? in->v16 : in->k16,
                       .bf16 = p->kv_dtype == ATTN_DTYPE_BF16 };
 }

@@ -18,6 +18,9 @@ struct attn_ref_grads;
 typedef struct attn_ref {
     const struct attn_ref_grads *grads;  /* the backward's reference beside it (attn_inputs
                                             sets it), or NULL */
+    const struct attn_ref *unquantized;  /* a quantized cache: the reference on K and V
+                                            before quantization (attn_inputs sets it), or
+                                            NULL */
     size_t nrows;            /* rows computed */
     size_t total_rows;       /* B*H*Nq */
     size_t *rows;            /* ascending flat row ids ((b*H + h)*Nq + i) */

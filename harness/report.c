@@ -62,11 +62,14 @@ void attn_report_row_header(FILE *f)
 
 /* What a row computes against softmax attention: "exact", or for a
  * variant (marked ~ beside its name) the nmse of its output against exact
- * attention on the same inputs, so that no speedup is read without the
- * error it costs. */
+ * attention on the same inputs, and for a quantized K/V cache ("kv nmse")
+ * against exact attention on K and V before quantization, so that no
+ * speedup is read without the error it costs. */
 static void vs_exact(char *buf, size_t len, const attn_result *r)
 {
-    if (r->be->kind == ATTN_KIND_SOFTMAX)
+    if (r->quant_known)
+        snprintf(buf, len, "kv nmse %.1e", r->quant_nmse);
+    else if (r->be->kind == ATTN_KIND_SOFTMAX)
         snprintf(buf, len, "exact");
     else if (r->approx_known)
         snprintf(buf, len, "nmse %.1e", r->approx_nmse);
@@ -74,7 +77,8 @@ static void vs_exact(char *buf, size_t len, const attn_result *r)
         snprintf(buf, len, "-");
 }
 
-/* Under a table holding a variant (marked ~): what the mark and "vs exact" mean. */
+/* Under a table holding a variant (marked ~) or a quantized cache: what
+ * the mark and "vs exact" mean. */
 static void approx_note(FILE *f, const attn_result *res, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -83,6 +87,12 @@ static void approx_note(FILE *f, const attn_result *res, size_t n)
                   "sparsity\n  pattern; linear, performer, linformer: approximations); 'vs "
                   "exact': the nmse of\n  its output against exact attention on the same "
                   "inputs\n", f);
+            break;
+        }
+    for (size_t i = 0; i < n; i++)
+        if (res[i].quant_known) {
+            fputs("'kv nmse': a quantized K/V cache's output against exact attention on K and "
+                  "V\n  before quantization (its verdict is against K and V as stored)\n", f);
             return;
         }
 }
@@ -145,6 +155,9 @@ void attn_report_details(FILE *f, const attn_result *r, const attn_peak *peak)
     if (r->approx_known)
         fprintf(f, "  approximation: against softmax attention on the same inputs, max_abs %.3g, "
                    "nmse %.3g\n", r->approx_max_abs, r->approx_nmse);
+    if (r->quant_known)
+        fprintf(f, "  quantization: against exact attention on K and V before quantization, "
+                   "max_abs %.3g, nmse %.3g\n", r->quant_max_abs, r->quant_nmse);
     if (attn_verdict_ran(r->verdict)) {
         char wsp[64] = "unknown", pred[32], rss[32] = "unknown", score[32], kv[32], least[32];
         if (!r->ws_unknown) {
@@ -317,12 +330,64 @@ static bool timed_ok(const attn_result *r)
     return attn_verdict_ok(r->verdict) && r->timing.reps > 0;
 }
 
+/* The quantized caches against bf16 K/V: the same backend and shape, Q
+ * the same; the speed each format buys and the error it costs. */
+static void report_quantized(FILE *f, const attn_result *res, size_t n)
+{
+    bool any = false;
+    for (size_t i = 0; i < n; i++) {
+        const attn_result *r = &res[i];
+        if (!attn_dtype_quantized(r->p.kv_dtype))
+            continue;
+        char shape[512], other[512];
+        plain_shape(r, shape, sizeof(shape));
+        const attn_result *base = NULL;
+        for (size_t j = 0; j < n && !base; j++) {
+            if (res[j].be != r->be || res[j].p.kv_dtype != ATTN_DTYPE_BF16 ||
+                res[j].p.dtype != r->p.dtype)
+                continue;
+            plain_shape(&res[j], other, sizeof(other));
+            if (!strcmp(shape, other))
+                base = &res[j];
+        }
+        if (!any) {
+            fprintf(f, "\nquantized K/V caches against bf16 K/V (the same backend, shape and Q, "
+                       "this run;\nkv max_abs, kv nmse: the output against exact attention on K "
+                       "and V before quantization):\n");
+            fprintf(f, "%-14s %-5s %-8s %12s %12s %8s %10s %8s %11s %11s  %s\n", "backend", "Q",
+                    "K/V", "median", "bf16 median", "speedup", "K/V bytes", "GB/s", "kv max_abs",
+                    "kv nmse", "shape");
+            any = true;
+        }
+        char med[32] = "-", bmed[32] = "-", sp[32] = "-", kv[32], gb[32] = "-", ma[32] = "-",
+             nm[32] = "-";
+        if (timed_ok(r)) {
+            format_time(med, sizeof(med), r->timing.real_stats.median);
+            snprintf(gb, sizeof(gb), "%.2f", r->bytes / r->timing.real_stats.median * 1e-9);
+        }
+        if (base && timed_ok(base))
+            format_time(bmed, sizeof(bmed), base->timing.real_stats.median);
+        if (base && timed_ok(r) && timed_ok(base))
+            snprintf(sp, sizeof(sp), "%.2fx",
+                     base->timing.real_stats.median / r->timing.real_stats.median);
+        if (r->quant_known) {
+            snprintf(ma, sizeof(ma), "%.2e", r->quant_max_abs);
+            snprintf(nm, sizeof(nm), "%.2e", r->quant_nmse);
+        }
+        attn_format_bytes(kv, sizeof(kv), (double)r->kv_bytes);
+        fprintf(f, "%-14s %-5s %-8s %12s %12s %8s %10s %8s %11s %11s  %s%s%s\n", r->be->name,
+                attn_dtype_name(r->p.dtype), attn_dtype_name(r->p.kv_dtype), med, bmed, sp, kv,
+                gb, ma, nm, shape, timed_ok(r) ? "" : "  ",
+                timed_ok(r) ? "" : attn_verdict_str(r->verdict));
+    }
+}
+
 void attn_report_dtypes(FILE *f, const attn_result *res, size_t n)
 {
     bool any = false;
     for (size_t i = 0; i < n; i++) {
         const attn_result *r = &res[i];
-        if (!attn_reduced(&r->p))
+        if (!attn_reduced(&r->p) || attn_dtype_quantized(r->p.kv_dtype))
             continue;
         char shape[512], other[512];
         plain_shape(r, shape, sizeof(shape));
@@ -360,4 +425,5 @@ void attn_report_dtypes(FILE *f, const attn_result *res, size_t n)
                 ma, nm, shape, timed_ok(r) ? "" : "  ",
                 timed_ok(r) ? "" : attn_verdict_str(r->verdict));
     }
+    report_quantized(f, res, n);
 }

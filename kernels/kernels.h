@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "quant.h"
+
 /* S^T[j][i] = sum_c k[j][c] * qt[c][i]  for j < nk, i < nq.
  * pf (here and in pv, pv16) != 0: the rows of K (V) stream from memory once,
  * as decoding's do; kernels that prefetch (attn_kernels.prefetches) then
@@ -75,6 +77,17 @@
 #define decl_cvt_rows_fn(name) void (name)(float *restrict dst, ptrdiff_t dst_stride, \
     const uint16_t *restrict src, ptrdiff_t src_stride, int rows, int cols, int bf16)
 
+/* Quantized storage (kernels/quant.h): rows of format fmt, src_stride
+ * bytes apart, read back to fp32 as attn_kvq_dequantize_row reads them,
+ * exactly: dst[r][c] for r < rows, c < cols (a multiple of ATTN_QBLOCK for
+ * the block formats); scale is fp8's. The tiled backend reads each K/V tile
+ * of a quantized cache back this way, one tile at a time, into L1 (the
+ * cache itself is never expanded). Kernels that prefetch fetch the bytes
+ * ahead, as cvt_rows does. */
+#define decl_dequant_rows_fn(name) void (name)(float *restrict dst, ptrdiff_t dst_stride, \
+    const uint8_t *restrict src, ptrdiff_t src_stride, int rows, int cols, attn_kvq fmt, \
+    float scale)
+
 /* qk_rows and pv with K or V in 16-bit storage (bf16 != 0: bf16, else
  * fp16), each value widened to fp32 as it is loaded, the arithmetic that
  * of the fp32 kernels: for decoding, where K and V stream from memory once
@@ -85,6 +98,19 @@
 #define decl_pv16_fn(name) void (name)(float *restrict o, ptrdiff_t o_stride, \
     const float *restrict pt, ptrdiff_t pt_stride, const uint16_t *restrict v, \
     ptrdiff_t v_stride, const float *restrict alpha, int nq, int nk, int dv, int bf16, int pf)
+
+/* The same with K or V a quantized cache (quant.h): rows of format fmt,
+ * k_stride (v_stride) bytes apart, each value read back to fp32 in
+ * registers as the definition reads it (dequant_rows), then the arithmetic
+ * of the fp32 kernels; scale is fp8's. Decoding reads the cache once, at
+ * its stored width, and never writes it out in fp32. */
+#define decl_qk_rows_q_fn(name) void (name)(float *restrict st, ptrdiff_t st_stride, \
+    const uint8_t *restrict k, ptrdiff_t k_stride, const float *restrict q, \
+    ptrdiff_t q_stride, int nk, int nq, int dk, attn_kvq fmt, float scale)
+#define decl_pv_q_fn(name) void (name)(float *restrict o, ptrdiff_t o_stride, \
+    const float *restrict pt, ptrdiff_t pt_stride, const uint8_t *restrict v, \
+    ptrdiff_t v_stride, const float *restrict alpha, int nq, int nk, int dv, attn_kvq fmt, \
+    float scale, int pf)
 
 /* bf16 with dot products of pairs (AVX512_BF16's vdpbf16ps: per fp32 lane,
  * acc + a0*b0 + a1*b1, the products exact, the sums in fp32). The operands
@@ -167,8 +193,11 @@ typedef decl_bwd_ds_fn(attn_bwd_ds_fn);
 typedef decl_mods_fn(attn_mods_fn);
 typedef decl_qk_fn(attn_qk_fn);
 typedef decl_cvt_rows_fn(attn_cvt_rows_fn);
+typedef decl_dequant_rows_fn(attn_dequant_rows_fn);
 typedef decl_qk_rows16_fn(attn_qk_rows16_fn);
 typedef decl_pv16_fn(attn_pv16_fn);
+typedef decl_qk_rows_q_fn(attn_qk_rows_q_fn);
+typedef decl_pv_q_fn(attn_pv_q_fn);
 typedef decl_pack_qt_bf16_fn(attn_pack_qt_bf16_fn);
 typedef decl_qk_bf16_fn(attn_qk_bf16_fn);
 typedef decl_qk_rows_bf16_fn(attn_qk_rows_bf16_fn);
@@ -200,8 +229,11 @@ typedef struct attn_kernels {
     attn_softmax_rows_fn *softmax_rows;
     attn_exp2_fn *exp2;
     attn_cvt_rows_fn *cvt_rows;
+    attn_dequant_rows_fn *dequant_rows;
     attn_qk_rows16_fn *qk_rows16;
     attn_pv16_fn *pv16;
+    attn_qk_rows_q_fn *qk_rows_q;
+    attn_pv_q_fn *pv_q;
     attn_pack_qt_bf16_fn *pack_qt_bf16;
     attn_qk_bf16_fn *qk_bf16;
     attn_qk_rows_bf16_fn *qk_rows_bf16;
@@ -211,8 +243,9 @@ typedef struct attn_kernels {
     attn_mods_fn *mods;
     attn_pv_t_fn *pv_t;
     attn_bwd_ds_fn *bwd_ds;
-    int prefetches;     /* its qk, pv and pv16 honor pf, and its qk_rows, qk_rows16
-                           and cvt_rows always prefetch: the rows ahead of those
+    int prefetches;     /* its qk, pv, pv16 and pv_q honor pf, and its qk_rows,
+                           qk_rows16, qk_rows_q, cvt_rows and dequant_rows always
+                           prefetch: the rows ahead of those
                            they read, a line at a time among their arithmetic
                            (kernels_avx512.c); where not, the tiled backend
                            prefetches each next key tile of decoding */

@@ -8,7 +8,9 @@
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
+#include "half.h"
 #include "kernels.h"
 #include "kernels_avx512.h"
 
@@ -182,13 +184,28 @@ static decl_pack_qt_fn(pack_qt_avx512)
     }
 }
 
-/* The prefetch distance of decoding's K/V rows (PF_KEYS, in fp32 rows):
- * the same distance in bytes for 16-bit rows, twice the rows. */
-#define PF_ROWS(ST) ((ST) == ST_F32 ? PF_KEYS : 2 * PF_KEYS)
-
 /* Storage of the K or V rows a kernel reads (a constant of each instance):
- * fp32, or 16-bit widened to fp32 in registers as it is loaded. */
-enum { ST_F32 = 0, ST_F16, ST_BF16 };
+ * fp32, 16-bit widened to fp32 in registers as it is loaded, or a
+ * quantized cache (quant.h) read back to fp32 in registers, bit for bit
+ * as its definition reads it (dequant_rows has the arithmetic). */
+enum { ST_F32 = 0, ST_F16, ST_BF16, ST_Q8_0, ST_Q4_0, ST_E4M3, ST_E5M2 };
+
+#define ST_QUANT(ST) ((ST) >= ST_Q8_0)
+
+/* The prefetch distance of decoding's K/V rows (PF_KEYS, in fp32 rows):
+ * about the same distance in bytes for 16-bit rows (twice the rows) and
+ * quantized ones (four times: a byte or less per value). */
+#define PF_ROWS(ST) ((ST) == ST_F32 ? PF_KEYS : ST_QUANT(ST) ? 4 * PF_KEYS : 2 * PF_KEYS)
+
+/* Rows of K or V as a kernel reads them: f (fp32), h (16-bit) or q
+ * (quantized bytes), stride elements (bytes for q) apart; scale: fp8's. */
+typedef struct rows_of {
+    const float *f;
+    const uint16_t *h;
+    const uint8_t *q;
+    ptrdiff_t stride;
+    float scale;
+} rows_of;
 
 INLINE __m512 widen(__m256i h, const int ST)
 {
@@ -196,35 +213,94 @@ INLINE __m512 widen(__m256i h, const int ST)
                          : _mm512_cvtph_ps(h);
 }
 
-/* 16 values from element `at` of x (fp32) or xh (16-bit). */
-INLINE __m512 load_any(const float *x, const uint16_t *xh, ptrdiff_t at, const int ST)
+/* 16 fp8 codes read back (dequant_rows says how), times the scale. */
+INLINE __m512 fp8_vec(__m128i b, attn_kvq fmt, __m512 scale)
 {
-    if (ST == ST_F32)
-        return _mm512_loadu_ps(x + at);
-    return widen(_mm256_loadu_si256((const __m256i *)(xh + at)), ST);
+    if (fmt == ATTN_KVQ_FP8E5M2)
+        return _mm512_mul_ps(_mm512_cvtph_ps(_mm256_slli_epi16(_mm256_cvtepu8_epi16(b), 8)),
+                             scale);
+    /* e4m3's 7 magnitude bits at fp32's exponent's low end and the sign on
+     * top: its value times 2^-120, exactly (a subnormal fp32 for e4m3's
+     * subnormals); times 2^120, NaN codes blended in, times the scale. */
+    const __m512i c = _mm512_cvtepu8_epi32(b);
+    const __m512i mag = _mm512_and_si512(c, _mm512_set1_epi32(0x7f));
+    const __m512i bits = _mm512_or_si512(_mm512_slli_epi32(mag, 20),
+                                         _mm512_slli_epi32(_mm512_and_si512(c, _mm512_set1_epi32(0x80)), 24));
+    __m512 v = _mm512_mul_ps(_mm512_castsi512_ps(bits), _mm512_set1_ps(0x1p120f));
+    const __mmask16 nan = _mm512_cmpeq_epi32_mask(mag, _mm512_set1_epi32(0x7f));
+    v = _mm512_mask_mov_ps(v, nan, _mm512_set1_ps(NAN));
+    return _mm512_mul_ps(v, scale);
 }
 
-INLINE __m512 maskz_load_any(__mmask16 t, const float *x, const uint16_t *xh, ptrdiff_t at,
-                             const int ST)
+/* Values c0 + h .. c0 + h + 15 of a quantized row (c0 a multiple of 32,
+ * h 0 or 16, a constant; for fp8, lanes past t zero), read back: q8_0 and
+ * q4_0 the half h of block c0 / 32. */
+INLINE __m512 load_quant(const uint8_t *row, int c0, const int h, __mmask16 t, int full,
+                         float scale, const int ST)
 {
-    if (ST == ST_F32)
-        return _mm512_maskz_loadu_ps(t, x + at);
-    return widen(_mm256_maskz_loadu_epi16(t, xh + at), ST);
+    if (ST == ST_E4M3 || ST == ST_E5M2) {
+        const __m128i b = full ? _mm_loadu_si128((const __m128i *)(row + c0 + h))
+                               : _mm_maskz_loadu_epi8(t, row + c0 + h);
+        return fp8_vec(b, ST == ST_E4M3 ? ATTN_KVQ_FP8E4M3 : ATTN_KVQ_FP8E5M2,
+                       _mm512_set1_ps(scale));
+    }
+    const uint8_t *blk = row + (c0 >> 5) * (ST == ST_Q8_0 ? 34 : 18);
+    short s;
+    memcpy(&s, blk, sizeof(s));
+    const __m512 d = _mm512_cvtph_ps(_mm256_set1_epi16(s));
+    __m512i n;
+    if (ST == ST_Q8_0) {
+        n = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + 2 + h)));
+    } else {
+        const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(blk + 2)));
+        n = _mm512_sub_epi32(h ? _mm512_srli_epi32(b, 4)
+                               : _mm512_and_si512(b, _mm512_set1_epi32(0xf)),
+                             _mm512_set1_epi32(8));
+    }
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(n), d);
 }
 
-/* The address of element `at` of x or xh, for prefetches (past the end of
- * the array it is no pointer C allows, but a prefetch may name any). */
-INLINE const char *addr_any(const float *x, const uint16_t *xh, ptrdiff_t at, const int ST)
+/* 16 values of row r from column c0 + h (c0 a multiple of 32, h 0 or 16, a
+ * constant), lanes past t zero where !full. */
+INLINE __m512 row_load(const rows_of *x, ptrdiff_t r, int c0, const int h, __mmask16 t,
+                       int full, const int ST)
 {
-    return ST == ST_F32 ? (const char *)((uintptr_t)x + (uintptr_t)(at * (ptrdiff_t)4))
-                        : (const char *)((uintptr_t)xh + (uintptr_t)(at * (ptrdiff_t)2));
+    if (ST_QUANT(ST))
+        return load_quant(x->q + r * x->stride, c0, h, t, full, x->scale, ST);
+    const ptrdiff_t at = r * x->stride + c0 + h;
+    if (ST == ST_F32)
+        return full ? _mm512_loadu_ps(x->f + at) : _mm512_maskz_loadu_ps(t, x->f + at);
+    return widen(full ? _mm256_loadu_si256((const __m256i *)(x->h + at))
+                      : _mm256_maskz_loadu_epi16(t, x->h + at), ST);
+}
+
+/* The bytes between rows of x. */
+INLINE ptrdiff_t row_bytes(const rows_of *x, const int ST)
+{
+    return x->stride * (ST_QUANT(ST) ? 1 : ST == ST_F32 ? 4 : 2);
+}
+
+/* The address of value c of row r, plus `ahead` bytes, for prefetches
+ * (past the end of the array it is no pointer C allows, but a prefetch may
+ * name any); for a quantized row, of its block (fp8: its byte). */
+INLINE const char *row_addr(const rows_of *x, ptrdiff_t r, int c, ptrdiff_t ahead, const int ST)
+{
+    if (ST_QUANT(ST)) {
+        const ptrdiff_t off = ST == ST_Q8_0   ? (c >> 5) * 34
+                              : ST == ST_Q4_0 ? (c >> 5) * 18
+                                              : c;
+        return (const char *)((uintptr_t)x->q + (uintptr_t)(r * x->stride + off + ahead));
+    }
+    const ptrdiff_t at = r * x->stride + c;
+    return ST == ST_F32 ? (const char *)((uintptr_t)x->f + (uintptr_t)(at * 4 + ahead))
+                        : (const char *)((uintptr_t)x->h + (uintptr_t)(at * 2 + ahead));
 }
 
 /* 4 keys x 4 queries at a time, so each row of K is loaded (and for
  * 16-bit K widened) once for up to 4 queries: 16 accumulators, one per
  * (key, query), reduced by the same tree into one vector of 16 scores,
  * scattered to their places. NK keys and NQ queries (1..4 each) are
- * constants of each instance; K is fp32 (kf) or 16-bit (kh), as ST says.
+ * constants of each instance; K's rows k are stored as ST says.
  * Measured on the 2-core EPYC, decoding H = 32, Hkv = 8 (4 queries a
  * tile), d = 128: widening per query made Q.K^T cost 2.5 of a 5.5 ms run
  * at Nk = 32K. With fp32 K, the blocks replaced one pass over the keys per
@@ -232,49 +308,65 @@ INLINE const char *addr_any(const float *x, const uint16_t *xh, ptrdiff_t at, co
  * runs each interleaved with the old limit of 8 columns (22.2 and 22.6 ms),
  * took 20.5 ms with one pass per query and 19.9 ms with these blocks
  * (medians of 3 processes each). */
-INLINE void qk_keys4(float *restrict st, ptrdiff_t ss, const float *restrict kf,
-                     const uint16_t *restrict kh, ptrdiff_t ks, const float *restrict q,
+INLINE void qk_keys4(float *restrict st, ptrdiff_t ss, rows_of k, const float *restrict q,
                      ptrdiff_t qs, int dk, const int NK, const int NQ, int pf, const int ST)
 {
     __m512 acc[16];
 #pragma GCC unroll 16
     for (int a = 0; a < 16; a++)
         acc[a] = _mm512_setzero_ps();
-    for (int c = 0; c < dk; c += 16) {
-        const __mmask16 t = lanes(dk - c);
-        const int full = c + 16 <= dk;
-        __m512 qv[4];
-#pragma GCC unroll 4
-        for (int i = 0; i < NQ; i++)
-            qv[i] = full ? _mm512_loadu_ps(q + i * qs + c)
-                         : _mm512_maskz_loadu_ps(t, q + i * qs + c);
-#pragma GCC unroll 4
-        for (int r = 0; r < NK; r++) {
-            const ptrdiff_t at = r * ks + c;
-            /* one prefetch per 64 bytes on the first query group */
-            if (pf && (ST == ST_F32 || !(c & 31)))
-                _mm_prefetch(addr_any(kf, kh, at + PF_ROWS(ST) * ks, ST), _MM_HINT_T2);
-            const __m512 kv = full ? load_any(kf, kh, at, ST)
-                                   : maskz_load_any(t, kf, kh, at, ST);
+    const ptrdiff_t ahead = PF_ROWS(ST) * row_bytes(&k, ST);
+    /* 32 values a step (a block of q8_0 or q4_0), in two halves */
+    for (int c0 = 0; c0 < dk; c0 += 32)
+#pragma GCC unroll 2
+        for (int h = 0; h < 32; h += 16) {
+            const int c = c0 + h;
+            if (c >= dk)
+                break;
+            const __mmask16 t = lanes(dk - c);
+            const int full = c + 16 <= dk;
+            __m512 qv[4];
 #pragma GCC unroll 4
             for (int i = 0; i < NQ; i++)
-                acc[r * 4 + i] = _mm512_fmadd_ps(kv, qv[i], acc[r * 4 + i]);
+                qv[i] = full ? _mm512_loadu_ps(q + i * qs + c)
+                             : _mm512_maskz_loadu_ps(t, q + i * qs + c);
+#pragma GCC unroll 4
+            for (int r = 0; r < NK; r++) {
+                /* one prefetch per 64 bytes on the first query group (a
+                 * quantized row: one per 32 values, its blocks) */
+                if (pf && (ST == ST_F32 || !h))
+                    _mm_prefetch(row_addr(&k, r, c, ahead, ST), _MM_HINT_T2);
+                const __m512 kv = row_load(&k, r, c0, h, t, full, ST);
+#pragma GCC unroll 4
+                for (int i = 0; i < NQ; i++)
+                    acc[r * 4 + i] = _mm512_fmadd_ps(kv, qv[i], acc[r * 4 + i]);
+            }
         }
-    }
     scatter_4x4(st, ss, sum16(acc), NK, NQ);
 }
 
 #define QK_KEYS4(NK) do {                                                              \
         switch (nqq) {                                                                 \
-        case 1: qk_keys4(s, ss, kf, kh, ks, qq, qs, dk, NK, 1, pf, ST); break;         \
-        case 2: qk_keys4(s, ss, kf, kh, ks, qq, qs, dk, NK, 2, pf, ST); break;         \
-        case 3: qk_keys4(s, ss, kf, kh, ks, qq, qs, dk, NK, 3, pf, ST); break;         \
-        default: qk_keys4(s, ss, kf, kh, ks, qq, qs, dk, NK, 4, pf, ST); break;        \
+        case 1: qk_keys4(s, ss, kj, qq, qs, dk, NK, 1, pf, ST); break;                 \
+        case 2: qk_keys4(s, ss, kj, qq, qs, dk, NK, 2, pf, ST); break;                 \
+        case 3: qk_keys4(s, ss, kj, qq, qs, dk, NK, 3, pf, ST); break;                 \
+        default: qk_keys4(s, ss, kj, qq, qs, dk, NK, 4, pf, ST); break;                \
         }                                                                              \
     } while (0)
 
-INLINE void qk_rows_any(float *restrict st, ptrdiff_t ss, const float *restrict k,
-                        const uint16_t *restrict k16, ptrdiff_t ks, const float *restrict q,
+/* Rows from row j of x on. */
+INLINE rows_of rows_from(rows_of x, ptrdiff_t j, const int ST)
+{
+    if (ST_QUANT(ST))
+        x.q += j * x.stride;
+    else if (ST == ST_F32)
+        x.f += j * x.stride;
+    else
+        x.h += j * x.stride;
+    return x;
+}
+
+INLINE void qk_rows_any(float *restrict st, ptrdiff_t ss, rows_of k, const float *restrict q,
                         ptrdiff_t qs, int nk, int nq, int dk, const int ST)
 {
     for (int i = 0; i < nq; i += 4) {
@@ -282,8 +374,7 @@ INLINE void qk_rows_any(float *restrict st, ptrdiff_t ss, const float *restrict 
         const float *qq = q + i * qs;
         for (int j = 0; j < nk; j += 4) {
             float *s = st + j * ss + i;
-            const float *kf = ST == ST_F32 ? k + j * ks : NULL;
-            const uint16_t *kh = ST == ST_F32 ? NULL : k16 + j * ks;
+            const rows_of kj = rows_from(k, j, ST);
             switch (nk - j < 4 ? nk - j : 4) {
             case 1: QK_KEYS4(1); break;
             case 2: QK_KEYS4(2); break;
@@ -296,15 +387,28 @@ INLINE void qk_rows_any(float *restrict st, ptrdiff_t ss, const float *restrict 
 
 static decl_qk_rows_fn(qk_rows_avx512)
 {
-    qk_rows_any(st, st_stride, k, NULL, k_stride, q, q_stride, nk, nq, dk, ST_F32);
+    qk_rows_any(st, st_stride, (rows_of){ .f = k, .stride = k_stride }, q, q_stride, nk, nq, dk,
+                ST_F32);
 }
 
 static decl_qk_rows16_fn(qk_rows16_avx512)
 {
+    const rows_of kr = { .h = k, .stride = k_stride };
     if (bf16)
-        qk_rows_any(st, st_stride, NULL, k, k_stride, q, q_stride, nk, nq, dk, ST_BF16);
+        qk_rows_any(st, st_stride, kr, q, q_stride, nk, nq, dk, ST_BF16);
     else
-        qk_rows_any(st, st_stride, NULL, k, k_stride, q, q_stride, nk, nq, dk, ST_F16);
+        qk_rows_any(st, st_stride, kr, q, q_stride, nk, nq, dk, ST_F16);
+}
+
+static decl_qk_rows_q_fn(qk_rows_q_avx512)
+{
+    const rows_of kr = { .q = k, .stride = k_stride, .scale = scale };
+    switch (fmt) {
+    case ATTN_KVQ_Q8_0: qk_rows_any(st, st_stride, kr, q, q_stride, nk, nq, dk, ST_Q8_0); break;
+    case ATTN_KVQ_Q4_0: qk_rows_any(st, st_stride, kr, q, q_stride, nk, nq, dk, ST_Q4_0); break;
+    case ATTN_KVQ_FP8E4M3: qk_rows_any(st, st_stride, kr, q, q_stride, nk, nq, dk, ST_E4M3); break;
+    default: qk_rows_any(st, st_stride, kr, q, q_stride, nk, nq, dk, ST_E5M2); break;
+    }
 }
 
 /* 2^x as in kernels_c.c, in 9 instructions: VREDUCEPS gives f = x - floor(x)
@@ -508,11 +612,11 @@ static decl_bwd_ds_fn(bwd_ds_avx512)
     }
 }
 
-/* V is fp32 (v) or 16-bit (vh), as ST says. */
+/* V's rows v are stored as ST says; the tile is their columns c0.. */
 INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, ptrdiff_t ps,
-                    const float *restrict v, const uint16_t *restrict vh, ptrdiff_t vs,
-                    const float *restrict alpha, int nk, const int R, const int NV,
-                    const int FULL, __mmask16 tail, const int PF, const int ST, const int TR)
+                    rows_of v, int c0, const float *restrict alpha, int nk, const int R,
+                    const int NV, const int FULL, __mmask16 tail, const int PF, const int ST,
+                    const int TR)
 {
     __m512 acc[ROWS][VECS];
 #pragma GCC unroll 8
@@ -522,16 +626,17 @@ INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, p
         for (int c = 0; c < NV; c++)
             acc[r][c] = _mm512_mul_ps(a, load_v(o + r * os + 16 * c, c, NV, FULL, tail));
     }
+    const ptrdiff_t ahead = PF_ROWS(ST) * row_bytes(&v, ST);
     for (int j = 0; j < nk; j++) {
         __m512 b[VECS];
         if (PF)   /* few rows (decoding): V streams from memory; see PF_KEYS */
 #pragma GCC unroll 4
             for (int c = 0; c < NV; c++)
-                _mm_prefetch(addr_any(v, vh, j * vs + 16 * c + PF_ROWS(ST) * vs, ST), _MM_HINT_T2);
+                if (!ST_QUANT(ST) || !(c & 1))   /* quantized: one per 32 values */
+                    _mm_prefetch(row_addr(&v, j, c0 + 16 * c, ahead, ST), _MM_HINT_T2);
 #pragma GCC unroll 4
         for (int c = 0; c < NV; c++)
-            b[c] = c < NV - 1 || FULL ? load_any(v, vh, j * vs + 16 * c, ST)
-                                      : maskz_load_any(tail, v, vh, j * vs + 16 * c, ST);
+            b[c] = row_load(&v, j, c0 + 32 * (c >> 1), 16 * (c & 1), tail, c < NV - 1 || FULL, ST);
 #pragma GCC unroll 8
         for (int r = 0; r < R; r++) {
             /* TR: the weights not transposed (pv_t), row r's at pt[r][j] */
@@ -550,14 +655,14 @@ INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, p
 
 #define PV_TILE_PF(R, PF) do {                                                          \
         switch (tail == 0xffff ? nv + 4 : nv) {                                             \
-        case 1: pv_tile(out, os, p, ps, vc, vhc, vs, a, nk, R, 1, 0, tail, PF, ST, TR); break;  \
-        case 2: pv_tile(out, os, p, ps, vc, vhc, vs, a, nk, R, 2, 0, tail, PF, ST, TR); break;  \
-        case 3: pv_tile(out, os, p, ps, vc, vhc, vs, a, nk, R, 3, 0, tail, PF, ST, TR); break;  \
-        case 4: pv_tile(out, os, p, ps, vc, vhc, vs, a, nk, R, 4, 0, tail, PF, ST, TR); break;  \
-        case 5: pv_tile(out, os, p, ps, vc, vhc, vs, a, nk, R, 1, 1, tail, PF, ST, TR); break;  \
-        case 6: pv_tile(out, os, p, ps, vc, vhc, vs, a, nk, R, 2, 1, tail, PF, ST, TR); break;  \
-        case 7: pv_tile(out, os, p, ps, vc, vhc, vs, a, nk, R, 3, 1, tail, PF, ST, TR); break;  \
-        default: pv_tile(out, os, p, ps, vc, vhc, vs, a, nk, R, 4, 1, tail, PF, ST, TR); break; \
+        case 1: pv_tile(out, os, p, ps, v, c0, a, nk, R, 1, 0, tail, PF, ST, TR); break;    \
+        case 2: pv_tile(out, os, p, ps, v, c0, a, nk, R, 2, 0, tail, PF, ST, TR); break;    \
+        case 3: pv_tile(out, os, p, ps, v, c0, a, nk, R, 3, 0, tail, PF, ST, TR); break;    \
+        case 4: pv_tile(out, os, p, ps, v, c0, a, nk, R, 4, 0, tail, PF, ST, TR); break;    \
+        case 5: pv_tile(out, os, p, ps, v, c0, a, nk, R, 1, 1, tail, PF, ST, TR); break;    \
+        case 6: pv_tile(out, os, p, ps, v, c0, a, nk, R, 2, 1, tail, PF, ST, TR); break;    \
+        case 7: pv_tile(out, os, p, ps, v, c0, a, nk, R, 3, 1, tail, PF, ST, TR); break;    \
+        default: pv_tile(out, os, p, ps, v, c0, a, nk, R, 4, 1, tail, PF, ST, TR); break;   \
         }                                                                                   \
     } while (0)
 /* pf: V streams from memory (decoding): the first 6-row group prefetches
@@ -570,17 +675,14 @@ INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, p
     } while (0)
 
 INLINE void pv_any(float *restrict o, ptrdiff_t o_stride, const float *restrict pt,
-                   ptrdiff_t pt_stride, const float *restrict v, const uint16_t *restrict vh,
-                   ptrdiff_t v_stride, const float *restrict alpha, int nq, int nk, int dv,
-                   int pf, const int ST, const int TR)
+                   ptrdiff_t pt_stride, rows_of v, const float *restrict alpha, int nq, int nk,
+                   int dv, int pf, const int ST, const int TR)
 {
-    const ptrdiff_t os = o_stride, ps = pt_stride, vs = v_stride;
+    const ptrdiff_t os = o_stride, ps = pt_stride;
     for (int c0 = 0; c0 < dv; c0 += 16 * VECS) {
         const int w = dv - c0 < 16 * VECS ? dv - c0 : 16 * VECS;
         const int nv = (w + 15) / 16;
         const __mmask16 tail = lanes(w - 16 * (nv - 1));
-        const float *vc = ST ? NULL : v + c0;
-        const uint16_t *vhc = ST ? vh + c0 : NULL;
         int i = 0;
         for (; i + ROWS <= nq; i += ROWS) {
             float *out = o + i * os + c0;
@@ -602,20 +704,34 @@ INLINE void pv_any(float *restrict o, ptrdiff_t o_stride, const float *restrict 
 
 static decl_pv_fn(pv_avx512)
 {
-    pv_any(o, o_stride, pt, pt_stride, v, NULL, v_stride, alpha, nq, nk, dv, pf, ST_F32, 0);
+    pv_any(o, o_stride, pt, pt_stride, (rows_of){ .f = v, .stride = v_stride }, alpha, nq, nk,
+           dv, pf, ST_F32, 0);
 }
 
 static decl_pv_t_fn(pv_t_avx512)
 {
-    pv_any(o, o_stride, p, p_stride, v, NULL, v_stride, alpha, nq, nk, dv, 0, ST_F32, 1);
+    pv_any(o, o_stride, p, p_stride, (rows_of){ .f = v, .stride = v_stride }, alpha, nq, nk, dv,
+           0, ST_F32, 1);
 }
 
 static decl_pv16_fn(pv16_avx512)
 {
+    const rows_of vr = { .h = v, .stride = v_stride };
     if (bf16)
-        pv_any(o, o_stride, pt, pt_stride, NULL, v, v_stride, alpha, nq, nk, dv, pf, ST_BF16, 0);
+        pv_any(o, o_stride, pt, pt_stride, vr, alpha, nq, nk, dv, pf, ST_BF16, 0);
     else
-        pv_any(o, o_stride, pt, pt_stride, NULL, v, v_stride, alpha, nq, nk, dv, pf, ST_F16, 0);
+        pv_any(o, o_stride, pt, pt_stride, vr, alpha, nq, nk, dv, pf, ST_F16, 0);
+}
+
+static decl_pv_q_fn(pv_q_avx512)
+{
+    const rows_of vr = { .q = v, .stride = v_stride, .scale = scale };
+    switch (fmt) {
+    case ATTN_KVQ_Q8_0: pv_any(o, o_stride, pt, pt_stride, vr, alpha, nq, nk, dv, pf, ST_Q8_0, 0); break;
+    case ATTN_KVQ_Q4_0: pv_any(o, o_stride, pt, pt_stride, vr, alpha, nq, nk, dv, pf, ST_Q4_0, 0); break;
+    case ATTN_KVQ_FP8E4M3: pv_any(o, o_stride, pt, pt_stride, vr, alpha, nq, nk, dv, pf, ST_E4M3, 0); break;
+    default: pv_any(o, o_stride, pt, pt_stride, vr, alpha, nq, nk, dv, pf, ST_E5M2, 0); break;
+    }
 }
 
 /* Four accumulators in each pass, so no pass waits on one dependency chain. */
@@ -679,6 +795,59 @@ static decl_cvt_rows_fn(cvt_rows_avx512)
     }
 }
 
+/* Quantized rows (quant.h's formats), 16 values a vector:
+ *   q8_0, q4_0  the int8 (or nibble - 8) widened to int32, converted
+ *               (exactly) and multiplied by the block's scale;
+ *   fp8e4m3     the 7 magnitude bits placed at fp32's exponent's low end
+ *               and the sign at its top, times 2^120 (exact, subnormals
+ *               too), NaN codes blended in, times the scale;
+ *   fp8e5m2     the byte as the upper half of an fp16, vcvtph2ps, times the
+ *               scale.
+ * Each is the C definition's value bit for bit (a NaN may differ in its
+ * payload). The bytes the same distance ahead as PF_KEYS rows of fp32 are
+ * prefetched a line at a time, as cvt_rows does. */
+static decl_dequant_rows_fn(dequant_rows_avx512)
+{
+    const ptrdiff_t ahead = (ptrdiff_t)2 * PF_KEYS * src_stride;
+    const ptrdiff_t row_bytes = (ptrdiff_t)attn_kvq_row_bytes(fmt, (size_t)cols);
+    const __m512 sc = _mm512_set1_ps(scale);
+    for (int r = 0; r < rows; r++) {
+        const uint8_t *s = src + r * src_stride;
+        float *d = dst + r * dst_stride;
+        for (ptrdiff_t x = 0; x < row_bytes; x += 64)
+            _mm_prefetch((const char *)((uintptr_t)s + (uintptr_t)(x + ahead)), _MM_HINT_T2);
+        if (fmt == ATTN_KVQ_Q8_0 || fmt == ATTN_KVQ_Q4_0) {
+            const int q8 = fmt == ATTN_KVQ_Q8_0, bytes = q8 ? 34 : 18;
+            for (int b = 0; b < cols / ATTN_QBLOCK; b++) {
+                const uint8_t *blk = s + b * bytes;
+                uint16_t h;
+                memcpy(&h, blk, sizeof(h));
+                const __m512 dv = _mm512_cvtph_ps(_mm256_set1_epi16((short)h));
+                __m512i lo, hi;
+                if (q8) {
+                    lo = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + 2)));
+                    hi = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + 18)));
+                } else {
+                    const __m512i n = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(blk + 2)));
+                    const __m512i eight = _mm512_set1_epi32(8);
+                    lo = _mm512_sub_epi32(_mm512_and_si512(n, _mm512_set1_epi32(0xf)), eight);
+                    hi = _mm512_sub_epi32(_mm512_srli_epi32(n, 4), eight);
+                }
+                _mm512_storeu_ps(d + b * ATTN_QBLOCK, _mm512_mul_ps(_mm512_cvtepi32_ps(lo), dv));
+                _mm512_storeu_ps(d + b * ATTN_QBLOCK + 16, _mm512_mul_ps(_mm512_cvtepi32_ps(hi), dv));
+            }
+            continue;
+        }
+        int c = 0;
+        for (; c + 16 <= cols; c += 16)
+            _mm512_storeu_ps(d + c, fp8_vec(_mm_loadu_si128((const __m128i *)(s + c)), fmt, sc));
+        if (c < cols) {
+            const __mmask16 m = lanes(cols - c);
+            _mm512_mask_storeu_ps(d + c, m, fp8_vec(_mm_maskz_loadu_epi8(m, s + c), fmt, sc));
+        }
+    }
+}
+
 void attn_kernels_init_avx512(attn_kernels *k)
 {
     k->isa = ATTN_ISA_AVX512;
@@ -690,6 +859,9 @@ void attn_kernels_init_avx512(attn_kernels *k)
     k->softmax_rows = softmax_rows_avx512;
     k->exp2 = exp2_avx512;
     k->cvt_rows = cvt_rows_avx512;
+    k->dequant_rows = dequant_rows_avx512;
+    k->qk_rows_q = qk_rows_q_avx512;
+    k->pv_q = pv_q_avx512;
     k->qk_rows16 = qk_rows16_avx512;
     k->pv16 = pv16_avx512;
     k->mods = mods_avx512;

@@ -221,6 +221,39 @@ static decl_cvt_rows_fn(cvt_rows_c)
             dst[r * dst_stride + c] = attn_half_to_f32(src[r * src_stride + c], bf16);
 }
 
+static decl_dequant_rows_fn(dequant_rows_c)
+{
+    for (int r = 0; r < rows; r++)
+        attn_kvq_dequantize_row(dst + r * dst_stride, src + r * src_stride, (size_t)cols, fmt,
+                                scale);
+}
+
+static decl_qk_rows_q_fn(qk_rows_q_c)
+{
+    for (int j = 0; j < nk; j++)
+        for (int i = 0; i < nq; i++) {
+            float s = 0.0f;
+            for (int c = 0; c < dk; c++)
+                s += attn_kvq_value(k + j * k_stride, (size_t)c, fmt, scale) * q[i * q_stride + c];
+            st[j * st_stride + i] = s;
+        }
+}
+
+static decl_pv_q_fn(pv_q_c)
+{
+    (void)pf;
+    for (int i = 0; i < nq; i++) {
+        float *out = o + i * o_stride;
+        for (int c = 0; c < dv; c++)
+            out[c] *= alpha[i];
+        for (int j = 0; j < nk; j++) {
+            const float w = pt[j * pt_stride + i];
+            for (int c = 0; c < dv; c++)
+                out[c] += w * attn_kvq_value(v + j * v_stride, (size_t)c, fmt, scale);
+        }
+    }
+}
+
 static decl_qk_rows16_fn(qk_rows16_c)
 {
     for (int j = 0; j < nk; j++)
@@ -344,6 +377,9 @@ void attn_kernels_init_c(attn_kernels *k)
     k->softmax_rows = softmax_rows_c;
     k->exp2 = exp2_c;
     k->cvt_rows = cvt_rows_c;
+    k->dequant_rows = dequant_rows_c;
+    k->qk_rows_q = qk_rows_q_c;
+    k->pv_q = pv_q_c;
     k->qk_rows16 = qk_rows16_c;
     k->pv16 = pv16_c;
     k->pack_qt_bf16 = pack_qt_bf16_c;

@@ -52,6 +52,17 @@ MODELS = {
     "vit-b-16": ("#17becf", "s"),
 }
 WINDOWED = {"mistral-7b", "gemma-2-9b-local", "gpt-oss-20b-local"}
+# K/V storage types (results/quant): the 16-bit ones in greys, the
+# quantized ones each in a hue of its own.
+KV_TYPES = {
+    "fp32": ("#000000", "o"),
+    "bf16": ("#7f7f7f", "^"),
+    "fp16": ("#bbbbbb", "D"),
+    "q8_0": ("#1f77b4", "s"),
+    "q4_0": ("#d62728", "v"),
+    "fp8e4m3": ("#2ca02c", "P"),
+    "fp8e5m2": ("#ff7f0e", "X"),
+}
 VARIANTS = {"local", "sparse", "linear", "performer", "linformer"}
 PEERS = {"torch-sdpa", "torch-math", "numpy"}
 
@@ -79,6 +90,14 @@ def model_kw(name, **more):
     """plot() keywords for preset name's line (MODELS)."""
     c, m = MODELS.get(name, ("#555555", "x"))
     d = dict(color=c, marker=m, linestyle="--" if name in WINDOWED else "-", markersize=5)
+    d.update(more)
+    return d
+
+
+def kv_kw(name, **more):
+    """plot() keywords for K/V storage type name's line (KV_TYPES)."""
+    c, m = KV_TYPES.get(name, ("#555555", "x"))
+    d = dict(color=c, marker=m, linestyle="-", markersize=5)
     d.update(more)
     return d
 

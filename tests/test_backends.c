@@ -157,6 +157,29 @@ static size_t build_grid(grid_case *g)
                           .kvdt = H,
                           .mods = { .window = true, .left = 100, .right = 2, .softcap = 8.0f,
                                     .alibi = true, .sinks = true, .v_from_k = true } };
+    /* Quantized K/V caches (q8_0, q4_0: d in blocks of 32; fp8: any d):
+     * prefill with causal cuts and padding, decoding with grouped heads
+     * (dot products, 16 columns, multi-query), odd d, logits to 1e4, bf16
+     * and fp16 Q, the modifiers, V read from K. */
+    const attn_dtype Q8 = ATTN_DTYPE_Q8_0, Q4 = ATTN_DTYPE_Q4_0, E4 = ATTN_DTYPE_FP8E4M3,
+                     E5 = ATTN_DTYPE_FP8E5M2;
+    g[n++] = (grid_case){ 2, 3, 129, 129, 64, 64, .causal = true, .kv_len = kv_tail, .kvdt = Q8 };
+    g[n++] = (grid_case){ 3, 4, 1, 1000, 32, 32, .kv_len = kv_dec[2], .hkv = 2, .kvdt = Q4 };
+    g[n++] = (grid_case){ 2, 8, 4, 300, 64, 64, .hkv = 2, .kvdt = E4, .mods = W2 };
+    g[n++] = (grid_case){ 3, 32, 1, 1000, 32, 32, .kv_len = kv_dec[2], .hkv = 1, .kvdt = Q8 };
+    g[n++] = (grid_case){ 1, 2, 129, 129, 33, 17, .causal = true, .kvdt = E5 };
+    g[n++] = (grid_case){ 1, 2, 129, 129, 96, 96, .causal = true, .fill = ATTN_FILL_EXTREME,
+                          .kvdt = Q8 };
+    g[n++] = (grid_case){ 2, 8, 129, 129, 64, 64, .causal = true, .kv_len = kv_tail, .hkv = 2,
+                          .dt = B, .kvdt = Q4,
+                          .mods = { .window = true, .left = 30, .softcap = 5.0f, .alibi = true,
+                                    .sinks = true } };
+    g[n++] = (grid_case){ 1, 4, 64, 64, 96, 64, .causal = true, .hkv = 1, .kvdt = Q8,
+                          .mods = { .v_from_k = true } };
+    g[n++] = (grid_case){ 3, 4, 2, 1000, 72, 64, .kv_len = kv_dec[2], .hkv = 2, .dt = H,
+                          .kvdt = E4,
+                          .mods = { .window = true, .left = 100, .right = 2, .softcap = 8.0f,
+                                    .alibi = true, .sinks = true, .v_from_k = true } };
     return n;
 }
 
@@ -216,11 +239,41 @@ static bool same_output(const attn_backend *be, const attn_problem *p, const att
         *f16[x] = h + at;
         *f32[x] = NULL;
     }
+    /* A quantized cache: K and V quantized as the harness does, fp8 with
+     * each K/V head's scale. */
+    const bool kvq = attn_dtype_quantized(p->kv_dtype);
+    const attn_kvq f = attn_dtype_kvq(p->kv_dtype);
+    const size_t heads = (size_t)p->batch * attn_kv_heads(p), nk = (size_t)p->seq_kv;
+    const size_t krb = kvq ? attn_kvq_row_bytes(f, (size_t)p->d_k) : 0;
+    const size_t vrb = kvq ? attn_kvq_row_bytes(f, (size_t)p->d_v) : 0;
+    uint8_t *kq = kvq ? attn_host_alloc(heads * nk * (krb + vrb) + 2 * heads * sizeof(float))
+                      : NULL;
+    if (kvq) {
+        uint8_t *vq = kq + heads * nk * krb;
+        float *sc = (float *)(vq + heads * nk * vrb);
+        for (size_t g = 0; g < heads; g++)
+            for (int x = 0; x < (p->mods.v_from_k ? 1 : 2); x++) {
+                const int d = x ? p->d_v : p->d_k;
+                const float *h0 = (x ? v : k) + g * nk * d;
+                const float s = attn_kvq_head_scaled(f) ? attn_fp8_scale(h0, nk * d, f) : 1.0f;
+                sc[x * heads + g] = s;
+                for (size_t j = 0; j < nk; j++)
+                    attn_kvq_quantize_row((x ? vq : kq) + (g * nk + j) * (x ? vrb : krb),
+                                          h0 + j * d, (size_t)d, f, s);
+            }
+        in.k = in.v = NULL;
+        in.k16 = in.v16 = NULL;
+        in.kq = kq;
+        in.vq = p->mods.v_from_k ? kq : vq;
+        in.kscale = attn_kvq_head_scaled(f) ? sc : NULL;
+        in.vscale = attn_kvq_head_scaled(f) ? (p->mods.v_from_k ? sc : sc + heads) : NULL;
+    }
     bool same = output_with(be, p, &in, &knobs[0], o1);
     for (int i = 1; same && i < n; i++)
         same = output_with(be, p, &in, &knobs[i], o2) && !memcmp(o1, o2, sz.o * sizeof(float));
     attn_host_free(buf);
     attn_host_free(h);
+    attn_host_free(kq);
     return same;
 }
 
@@ -264,6 +317,13 @@ static void thread_invariance(const attn_backend *be)
                              .mods = { .window = true, .left = 90, .right = 0,
                                        .softcap = 3.0f, .alibi = true } };
     invariant_case(be, &m, "window, softcap, ALiBi: ");
+    /* A q8_0 cache, decoding (split-KV in tiled) and prefill. */
+    static const int kvd[] = { 2000, 1500 };
+    const attn_problem qd = { .batch = 2, .heads = 8, .kv_heads = 2, .seq_q = 1, .seq_kv = 2000,
+                              .d_k = 64, .d_v = 64, .scale = 0.125f, .kv_len = kvd,
+                              .kind = be->kind, .var = grid_var, .kv_dtype = ATTN_DTYPE_Q8_0,
+                              .mods = mods_for(be, (attn_mods){ 0 }) };
+    invariant_case(be, &qd, "q8_0 cache, decoding: ");
 }
 
 /* tiled visits no key tile wholly outside a query block's window: at
@@ -499,7 +559,7 @@ int main(void)
     int host = 0;
     for (size_t i = 0; i < attn_backend_count(); i++)
         host += !attn_backend_has_devices(attn_backend_get(i));
-    tap_plan((int)(attn_backend_count() * (ncases + 2) + (size_t)host * isas * ncases) + extra + 1);
+    tap_plan((int)(attn_backend_count() * (ncases + 3) + (size_t)host * isas * ncases) + extra + 1);
     list_matches_registry();
 
     for (size_t i = 0; i < attn_backend_count(); i++) {

@@ -113,7 +113,7 @@ refused 2 "--shard: shard 3 of 3: need 0 <= I < N" --seq 8 --shard 3/3 --csv "$t
 refused 2 "--shard: 'x' is not I/N" --seq 8 --shard x --csv "$tmp/s.csv"
 refused 2 "--shard needs --csv FILE" --seq 8 --shard 0/2
 refused 2 "--shard slurm: SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT are not set" --seq 8 --shard slurm --csv "$tmp/s.csv"
-refused 2 "not an attnbench CSV of schema 10 (its header differs)" --seq 8 --csv "$tmp/old.csv" --resume
+refused 2 "not an attnbench CSV of schema 11 (its header differs)" --seq 8 --csv "$tmp/old.csv" --resume
 if "$bin" --threads 2 --list >/dev/null 2>&1; then
     refused 2 "--pin: --threads 1024, but only" --pin --threads 1024
 else
@@ -217,6 +217,26 @@ result "$ok" "arch: a row's repro reruns that model at that N alone, PASSED" "re
 refused 2 "--dtype: 'fp8' is not one of: fp32, bf16, fp16" --dtype fp8
 refused 2 "--dtype: bf16 is given twice" --dtype bf16,fp32,bf16
 refused 2 "--kv-dtype: '' is not one of" --kv-dtype=
+refused 2 "--dtype: q8_0 is a quantized K/V cache type: give it to --kv-dtype" --dtype q8_0
+refused 2 "--kv-dtype q4_0 stores K and V in blocks of 32 values along d: --dk 48 is not a multiple of 32" --kv-dtype fp8e4m3,q4_0 --dk 48
+runs 0 "quantized K/V caches against bf16 K/V" --backend=naive,tiled --seq 8 --dk 32 --kv-dtype bf16,q8_0,q4_0,fp8e4m3,fp8e5m2 --reps 1
+# A quantized cache is dumped as the values it reads back (not those before
+# quantization): Q the same as fp32's dump, K not; read in again and
+# quantized again, it is the same cache: its output's distance to the
+# reference before quantization is its distance to its own reference.
+"$bin" --seq 16 --dk 32 --dump-inputs "$tmp/d32" >/dev/null 2>&1 &&
+    "$bin" --seq 16 --dk 32 --kv-dtype q8_0 --dump-inputs "$tmp/d8" >/dev/null 2>&1 &&
+    cmp -s "$tmp/d32/q.npy" "$tmp/d8/q.npy" && ! cmp -s "$tmp/d32/k.npy" "$tmp/d8/k.npy"
+code=$?
+"$bin" --backend=naive --seq 16 --dk 32 --kv-dtype q8_0 --inputs "$tmp/d8" --reps 1 \
+    --csv "$tmp/q8.csv" >"$tmp/out" 2>&1
+ok=0
+[ $code = 0 ] && awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+    { exit !($c["verdict"] == "PASSED" && $c["quant_max_abs"] == $c["max_abs"] &&
+             $c["quant_nmse"] == $c["nmse"]) }' "$tmp/q8.csv" && ok=1
+result "$ok" \
+    "--dump-inputs --kv-dtype q8_0 writes the cache read back; --inputs of it is the same cache" \
+    "dumps: $code; $(cat "$tmp/out")"
 runs 0 "--dtype bf16 --kv-dtype fp16" --backend=naive --seq 8 --dk 8 --dtype bf16 --kv-dtype fp16 --reps 1
 refused 2 "--pass: 'back' is not one of: fwd, bwd, fwdbwd" --pass back
 refused 2 "--pass: bwd is given twice" --pass bwd,fwd,bwd

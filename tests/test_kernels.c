@@ -565,6 +565,47 @@ static bool check_cvt_rows(const attn_kernels *kr, int rows, int cols, bool bf16
     return ok;
 }
 
+/* dequant_rows of format f against the definition (quant.h's value of
+ * each element), bit for bit, NaN for NaN: rows quantized from values in
+ * +-400 (some blocks with a NaN or an infinity, so a NaN scale; fp8 with
+ * values past its range, saturated), src rows padded apart. */
+static bool check_dequant(const attn_kernels *kr, int rows, int cols, attn_kvq f, char *why,
+                          size_t len)
+{
+    const size_t rb = attn_kvq_row_bytes(f, (size_t)cols);
+    const ptrdiff_t ss = (ptrdiff_t)rb + 7, ds = cols + PAD;
+    float *x = attn_host_alloc((size_t)cols * sizeof(float));
+    uint8_t *src = attn_host_alloc((size_t)rows * (size_t)ss + 64);
+    const float scale = attn_kvq_head_scaled(f) ? 0.75f : 1.0f;
+    for (int r = 0; r < rows; r++) {
+        for (int c = 0; c < cols; c++)
+            x[c] = (float)uniform(-400, 400) * (r % 3 == 1 && c < 32 ? 1e-3f : 1.0f);
+        if (r == 2)
+            x[cols - 1] = NAN;
+        if (r == 3)
+            x[0] = -INFINITY;
+        attn_kvq_quantize_row(src + r * ss, x, (size_t)cols, f, scale);
+    }
+    guarded got = guarded_new((size_t)rows * ds);
+    kr->dequant_rows(got.data, ds, src, ss, rows, cols, f, scale);
+    bool ok = guarded_intact(&got, rows, cols, ds);
+    if (!ok)
+        snprintf(why, len, "wrote outside the %dx%d rows", rows, cols);
+    for (int r = 0; ok && r < rows; r++)
+        for (int c = 0; ok && c < cols; c++) {
+            const float want = attn_kvq_value(src + r * ss, (size_t)c, f, scale);
+            const float have = got.data[r * ds + c];
+            if (!(attn_f32_bits(have) == attn_f32_bits(want) || (isnan(have) && isnan(want)))) {
+                snprintf(why, len, "format %d [%d][%d] = %.9g, not %.9g", (int)f, r, c, have, want);
+                ok = false;
+            }
+        }
+    attn_host_free(x);
+    attn_host_free(src);
+    attn_host_free(got.base);
+    return ok;
+}
+
 /* pack_qt_bf16, pack_v_bf16, pack_p_bf16 against C: exact (the P weights
  * are in [0, 1], some exactly 0, none subnormal: where the hardware's
  * rounding flushes subnormals it agrees with C's). */
@@ -799,6 +840,92 @@ static bool check_rows16(const attn_kernels *kr, const attn_kernels *c, int nk, 
     return ok;
 }
 
+/* qk_rows_q and pv_q (a quantized K, V read back as loaded) against C's and
+ * the double sums over the values the definition reads back: rows of
+ * format f quantized from values in +-2, the rows bytes padded apart; one
+ * buffer is both K and V (d values a row). */
+static bool check_rows_q(const attn_kernels *kr, const attn_kernels *c, int nk, int nq, int d,
+                         attn_kvq f, char *why, size_t len)
+{
+    const size_t rb = attn_kvq_row_bytes(f, (size_t)d);
+    const ptrdiff_t ks = (ptrdiff_t)rb + 5, qs = d + 5, ss = nq + PAD, os = d + PAD;
+    const float scale = attn_kvq_head_scaled(f) ? 2.0f / attn_fp8_max(f) : 1.0f;
+    uint8_t *k = attn_host_alloc((size_t)nk * ks + 64);
+    float *x = attn_host_alloc((size_t)d * sizeof(float)), *kd = attn_host_alloc((size_t)nk * d * sizeof(float));
+    float *q = attn_host_alloc((size_t)nq * qs * sizeof(float));
+    float *pt = attn_host_alloc((size_t)nk * ss * sizeof(float));
+    float *alpha = attn_host_alloc((size_t)nq * sizeof(float));
+    for (int j = 0; j < nk; j++) {
+        for (int y = 0; y < d; y++)
+            x[y] = (float)uniform(-2, 2);
+        attn_kvq_quantize_row(k + j * ks, x, (size_t)d, f, scale);
+        attn_kvq_dequantize_row(kd + (size_t)j * d, k + j * ks, (size_t)d, f, scale);
+    }
+    for (ptrdiff_t i = 0; i < nq * qs; i++)
+        q[i] = uniform(-2, 2);
+    for (ptrdiff_t i = 0; i < nk * ss; i++)
+        pt[i] = uniform(0, 1);
+    for (int i = 0; i < nq; i++)
+        alpha[i] = i % 3 ? uniform(0, 1) : 0.0f;
+    guarded sr = guarded_new((size_t)nk * ss), sg = guarded_new((size_t)nk * ss);
+    guarded o0 = guarded_new((size_t)nq * os), orf = guarded_new((size_t)nq * os),
+            og = guarded_new((size_t)nq * os);
+    for (int i = 0; i < nq; i++)
+        for (int y = 0; y < d; y++)
+            o0.data[i * os + y] = uniform(-5, 5);
+    copy_region(&orf, &o0);
+    copy_region(&og, &o0);
+    c->qk_rows_q(sr.data, ss, k, ks, q, qs, nk, nq, d, f, scale);
+    kr->qk_rows_q(sg.data, ss, k, ks, q, qs, nk, nq, d, f, scale);
+    c->pv_q(orf.data, os, pt, ss, k, ks, alpha, nq, nk, d, f, scale, 0);
+    kr->pv_q(og.data, os, pt, ss, k, ks, alpha, nq, nk, d, f, scale, nk & 1);
+    bool ok = guarded_intact(&sg, nk, nq, ss) && guarded_intact(&og, nq, d, os);
+    if (!ok)
+        snprintf(why, len, "wrote outside its tile (nk %d, nq %d, d %d)", nk, nq, d);
+    for (int j = 0; ok && j < nk; j++)
+        for (int i = 0; ok && i < nq; i++) {
+            double mag = 0, exact = 0;
+            for (int y = 0; y < d; y++) {
+                const double t = (double)kd[(size_t)j * d + y] * q[i * qs + y];
+                exact += t;
+                mag += fabs(t);
+            }
+            const double tol = 2.0 * d * 0x1p-24 * mag + 1e-30;
+            const float g = sg.data[j * ss + i], r = sr.data[j * ss + i];
+            if (!close(g, r, 2 * tol) || !close(g, (float)exact, tol)) {
+                snprintf(why, len, "qk_rows_q format %d S[%d][%d] = %.9g, C says %.9g, exact "
+                         "%.9g", (int)f, j, i, g, r, exact);
+                ok = false;
+            }
+        }
+    for (int i = 0; ok && i < nq; i++)
+        for (int y = 0; ok && y < d; y++) {
+            double exact = (double)(alpha[i] * o0.data[i * os + y]), mag = fabs(exact);
+            for (int j = 0; j < nk; j++) {
+                const double t = (double)pt[j * ss + i] * kd[(size_t)j * d + y];
+                exact += t;
+                mag += fabs(t);
+            }
+            const double tol = 2.0 * (nk + 1) * 0x1p-24 * mag + 1e-30;
+            const float g = og.data[i * os + y], r = orf.data[i * os + y];
+            if (!close(g, r, tol) || !close(g, (float)exact, tol)) {
+                snprintf(why, len, "pv_q format %d O[%d][%d] = %.9g, C says %.9g, exact %.9g",
+                         (int)f, i, y, g, r, exact);
+                ok = false;
+            }
+        }
+    attn_host_free(k);
+    attn_host_free(x);
+    attn_host_free(kd);
+    attn_host_free(q);
+    attn_host_free(pt);
+    attn_host_free(alpha);
+    guarded *all[] = { &sr, &sg, &o0, &orf, &og };
+    for (int y = 0; y < 5; y++)
+        attn_host_free(all[y]->base);
+    return ok;
+}
+
 /* The bf16 kernels of one table over every tail. */
 static void test_bf16(const attn_kernels *kr, const attn_kernels *c)
 {
@@ -815,6 +942,19 @@ static void test_bf16(const attn_kernels *kr, const attn_kernels *c)
         tap_diag("%s", why);
 
     ok = true;
+    static const int qds[] = { 32, 64, 96, 128, 256 };   /* fp8 also every tail */
+    for (int f = 0; ok && f < ATTN_KVQ_COUNT; f++)
+        for (int rows = 1; ok && rows <= 5; rows++) {
+            for (size_t d = 0; ok && d < sizeof(qds) / sizeof(qds[0]); d++)
+                ok = check_dequant(kr, rows, qds[d], (attn_kvq)f, why, sizeof(why));
+            for (int d = 1; ok && attn_kvq_head_scaled((attn_kvq)f) && d <= 40; d++)
+                ok = check_dequant(kr, rows, d, (attn_kvq)f, why, sizeof(why));
+        }
+    if (!tap_ok(ok, "dequant_rows_%s reads q8_0, q4_0, fp8e4m3 and fp8e5m2 back as the "
+                "definition does, bit for bit (NaN blocks, saturated fp8), guarded", name))
+        tap_diag("%s", why);
+
+    ok = true;
     static const int rds[] = { 1, 7, 16, 17, 64, 100, 128 };
     for (int nk = 1; ok && nk <= 35; nk += nk < 18 ? 1 : 17)
         for (int nq = 1; ok && nq <= 17; nq++)
@@ -823,6 +963,20 @@ static void test_bf16(const attn_kernels *kr, const attn_kernels *c)
                     ok = check_rows16(kr, c, nk, nq, rds[d], bf16, why, sizeof(why));
     if (!tap_ok(ok, "qk_rows16_%s and pv16_%s (16-bit K, V widened as loaded) match C's and the "
                 "double sums, bf16 and fp16, every tail, guarded", name, name))
+        tap_diag("%s", why);
+
+    ok = true;
+    static const int qrds[] = { 32, 64, 128, 160 };   /* fp8 also odd d */
+    for (int f = 0; ok && f < ATTN_KVQ_COUNT; f++)
+        for (int nk = 1; ok && nk <= 35; nk += nk < 9 ? 1 : 13)
+            for (int nq = 1; ok && nq <= 17; nq += nq < 6 ? 1 : 5) {
+                for (size_t d = 0; ok && d < sizeof(qrds) / sizeof(qrds[0]); d++)
+                    ok = check_rows_q(kr, c, nk, nq, qrds[d], (attn_kvq)f, why, sizeof(why));
+                for (int d = 1; ok && attn_kvq_head_scaled((attn_kvq)f) && d <= 40; d += 13)
+                    ok = check_rows_q(kr, c, nk, nq, d, (attn_kvq)f, why, sizeof(why));
+            }
+    if (!tap_ok(ok, "qk_rows_q_%s and pv_q_%s (a quantized K, V read back as loaded) match C's "
+                "and the double sums, every format, tails, guarded", name, name))
         tap_diag("%s", why);
 
     ok = true;
@@ -1133,6 +1287,59 @@ static decl_pack_p_bf16_fn(pack_p_truncates)
         }
 }
 
+/* ... a read-back that applies each block's scale to the next block ... */
+static decl_dequant_rows_fn(dequant_next_scale)
+{
+    attn_kernels_for(ATTN_ISA_C)->dequant_rows(dst, dst_stride, src, src_stride, rows, cols, fmt,
+                                               scale);
+    if (fmt != ATTN_KVQ_Q8_0)
+        return;
+    for (int r = 0; r < rows; r++)
+        for (int b = 1; b < cols / ATTN_QBLOCK; b++) {
+            uint16_t h0, h1;
+            memcpy(&h0, src + r * src_stride + (b - 1) * 34, 2);
+            memcpy(&h1, src + r * src_stride + b * 34, 2);
+            for (int j = 0; j < ATTN_QBLOCK; j++)
+                dst[r * dst_stride + b * ATTN_QBLOCK + j] *=
+                    attn_f16_to_f32(h0) / attn_f16_to_f32(h1);
+        }
+}
+
+/* ... a q4_0 read-back with the two nibbles of each byte swapped ... */
+static decl_dequant_rows_fn(dequant_nibbles_swapped)
+{
+    attn_kernels_for(ATTN_ISA_C)->dequant_rows(dst, dst_stride, src, src_stride, rows, cols, fmt,
+                                               scale);
+    if (fmt != ATTN_KVQ_Q4_0)
+        return;
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c += ATTN_QBLOCK)
+            for (int j = 0; j < 16; j++) {
+                float *a = &dst[r * dst_stride + c + j], t = *a;
+                *a = a[16];
+                a[16] = t;
+            }
+}
+
+/* ... a pv_q that reads q4_0's nibbles the wrong way round ... */
+static decl_pv_q_fn(pv_q_nibbles_swapped)
+{
+    if (fmt != ATTN_KVQ_Q4_0) {
+        attn_kernels_for(ATTN_ISA_C)->pv_q(o, o_stride, pt, pt_stride, v, v_stride, alpha, nq, nk,
+                                           dv, fmt, scale, pf);
+        return;
+    }
+    for (int i = 0; i < nq; i++)
+        for (int c = 0; c < dv; c++) {
+            float a = o[i * o_stride + c] * alpha[i];
+            for (int j = 0; j < nk; j++) {
+                const size_t sw = (size_t)(c % 32 < 16 ? c + 16 : c - 16);
+                a += pt[j * pt_stride + i] * attn_kvq_value(v + j * v_stride, sw, fmt, scale);
+            }
+            o[i * o_stride + c] = a;
+        }
+}
+
 /* ... and a pv_bf16 that stops one pair of keys short. */
 static decl_pv_bf16_fn(pv_bf16_short)
 {
@@ -1173,6 +1380,17 @@ static void test_planted(const attn_kernels *c)
     bad.cvt_rows = cvt_rows_always_fp16;
     tap_ok(!check_cvt_rows(&bad, 3, 17, true, why, sizeof(why)),
            "the checker rejects a widening that reads bf16 as fp16");
+    bad = *c;
+    bad.dequant_rows = dequant_next_scale;
+    tap_ok(!check_dequant(&bad, 3, 128, ATTN_KVQ_Q8_0, why, sizeof(why)),
+           "the checker rejects a q8_0 read-back that applies a block's scale to the next block");
+    bad.dequant_rows = dequant_nibbles_swapped;
+    tap_ok(!check_dequant(&bad, 3, 64, ATTN_KVQ_Q4_0, why, sizeof(why)),
+           "the checker rejects a q4_0 read-back with each byte's nibbles swapped");
+    bad = *c;
+    bad.pv_q = pv_q_nibbles_swapped;
+    tap_ok(!check_rows_q(&bad, c, 5, 3, 64, ATTN_KVQ_Q4_0, why, sizeof(why)),
+           "the checker rejects a pv_q that reads q4_0's nibbles the wrong way round");
     bad = *c;
     bad.pv16 = pv16_always_fp16;
     tap_ok(!check_rows16(&bad, c, 9, 3, 20, true, why, sizeof(why)),
@@ -1387,6 +1605,51 @@ static void dec_pv16(const attn_kernels *kr, void *p)
              DEC_KEYS, DEC_D, 1, 0);
 }
 
+/* A quantized tile read back: DEC_KEYS rows of DEC_D values per format. */
+static void bench_dequant(void)
+{
+    printf("\nquantized K/V tiles read back to fp32 (dequant_rows): %d rows of d = %d, in L1;\n"
+           "GB/s counts the bytes read.\n\n", DEC_KEYS, DEC_D);
+    printf("%-12s %-8s %-8s %12s %10s %9s\n", "kernel", "format", "isa", "ns/call", "GB/s", "vs c");
+    static const char *const names[ATTN_KVQ_COUNT] = { "q8_0", "q4_0", "fp8e4m3", "fp8e5m2" };
+    float *x = attn_host_alloc((size_t)DEC_KEYS * DEC_D * sizeof(float));
+    float *dst = attn_host_alloc((size_t)DEC_KEYS * DEC_D * sizeof(float));
+    uint8_t *src = attn_host_alloc((size_t)DEC_KEYS * DEC_D * 2);
+    if (!x || !dst || !src)
+        return;
+    for (size_t i = 0; i < (size_t)DEC_KEYS * DEC_D; i++)
+        x[i] = uniform(-3, 3);
+    for (int f = 0; f < ATTN_KVQ_COUNT; f++) {
+        const size_t rb = attn_kvq_row_bytes((attn_kvq)f, DEC_D);
+        for (int r = 0; r < DEC_KEYS; r++)
+            attn_kvq_quantize_row(src + r * rb, x + r * DEC_D, DEC_D, (attn_kvq)f, 0.01f);
+        double tc = 0;
+        for (int isa = ATTN_ISA_C; isa < ATTN_ISA_COUNT; isa++) {
+            const attn_kernels *kr = attn_kernels_for((attn_isa)isa);
+            if (!kr)
+                continue;
+            double best = 1e30;
+            for (int rep = 0; rep < 7; rep++) {
+                const int iters = 20000;
+                const double t0 = attn_now();
+                for (int i = 0; i < iters; i++)
+                    kr->dequant_rows(dst, DEC_D, src, (ptrdiff_t)rb, DEC_KEYS, DEC_D, (attn_kvq)f,
+                                     0.01f);
+                const double t = (attn_now() - t0) / iters;
+                best = t < best ? t : best;
+            }
+            if (isa == ATTN_ISA_C)
+                tc = best;
+            printf("%-12s %-8s %-8s %12.1f %10.1f %8.2fx\n", "dequant_rows", names[f],
+                   attn_isa_name((attn_isa)isa), best * 1e9, (double)rb * DEC_KEYS / best * 1e-9,
+                   tc / best);
+        }
+    }
+    attn_host_free(x);
+    attn_host_free(dst);
+    attn_host_free(src);
+}
+
 static void bench_decode(void)
 {
     static const struct { const char *name; void (*fn)(const attn_kernels *, void *); }
@@ -1436,8 +1699,10 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "--bench")) {
         const int rc = bench();
-        if (!rc)
+        if (!rc) {
             bench_decode();
+            bench_dequant();
+        }
         return rc;
     }
     if (argc > 1) {
@@ -1446,7 +1711,7 @@ int main(int argc, char **argv)
     }
     const attn_kernels *c = attn_kernels_for(ATTN_ISA_C);
     const int isas = ATTN_ISA_COUNT - ATTN_ISA_C;
-    tap_plan(6 * (isas - 1) + 7 * isas + 16);
+    tap_plan(6 * (isas - 1) + 9 * isas + 19);
     test_planted(c);
     for (int isa = ATTN_ISA_C; isa < ATTN_ISA_COUNT; isa++) {
         const attn_kernels *kr = attn_kernels_for((attn_isa)isa);
@@ -1456,8 +1721,8 @@ int main(int argc, char **argv)
             tap_skip(why, "exp2_%s edge cases", name);
             tap_skip(why, "exp2_%s accuracy", name);
             tap_skip(why, "mods_%s", name);
-            for (int t = 0; t < 4; t++)
-                tap_skip(why, "%s 16-bit kernel %d", name, t);
+            for (int t = 0; t < 6; t++)
+                tap_skip(why, "%s 16-bit or quantized kernel %d", name, t);
             if (isa != ATTN_ISA_C)
                 for (int t = 0; t < 6; t++)
                     tap_skip(why, "%s kernel %d against C", name, t);

@@ -41,6 +41,20 @@ const float *naive_row_f32(const float *f32, const uint16_t *h, attn_dtype dt, s
     return buf;
 }
 
+/* Row `row` (flat over [B*Hkv][Nk]) of K or V (v), n values, in fp32:
+ * in place, or read back into buf from 16-bit or quantized storage. */
+static const float *kv_row(const attn_problem *p, const attn_tensors *t, bool v, size_t row,
+                           int n, float *buf)
+{
+    if (!attn_dtype_quantized(p->kv_dtype))
+        return naive_row_f32(v ? t->v : t->k, v ? t->v16 : t->k16, p->kv_dtype, row, n, buf);
+    const float *scale = v ? t->vscale : t->kscale;
+    attn_kvq_dequantize_row(buf, (v ? t->vq : t->kq) + row * attn_dtype_row_bytes(p->kv_dtype, (size_t)n),
+                            (size_t)n, attn_dtype_kvq(p->kv_dtype),
+                            scale ? scale[row / (size_t)p->seq_kv] : 1.0f);
+    return buf;
+}
+
 static void naive_release(void *state)
 {
     naive_state *s = state;
@@ -87,7 +101,7 @@ float naive_scores(const attn_problem *p, const attn_tensors *t, size_t row, flo
 
     float m = -INFINITY;
     for (int j = beg; j < end; j++) {
-        const float *k = naive_row_f32(t->k, t->k16, p->kv_dtype, k0 + (size_t)j, dk, buf);
+        const float *k = kv_row(p, t, false, k0 + (size_t)j, dk, buf);
         float dot = 0.0f;
         for (int c = 0; c < dk; c++)
             dot += q[c] * k[c];
@@ -143,8 +157,7 @@ static void naive_row(const attn_problem *p, const attn_tensors *t, size_t row, 
     for (int j = beg; j < end; j++) {
         const float w = sc[j];
         /* A row of V: vs elements apart (V read from K: K's rows), dv used. */
-        const float *v = naive_row_f32(t->v, t->v16, p->kv_dtype, v0 + (size_t)j, vs,
-                                       buf + 2 * p->d_k);
+        const float *v = kv_row(p, t, true, v0 + (size_t)j, vs, buf + 2 * p->d_k);
         for (int c = 0; c < dv; c++)
             o[c] += w * v[c];
     }
@@ -202,7 +215,8 @@ static attn_status naive_bind(void *state, const attn_tensors *t)
 const attn_backend attn_backend_naive = {
     .name      = "naive",
     .summary   = "plain fp32 loops, one score row per query (the baseline)",
-    .dtypes    = ATTN_DTYPE_BIT(ATTN_DTYPE_BF16) | ATTN_DTYPE_BIT(ATTN_DTYPE_FP16),
+    .dtypes    = ATTN_DTYPE_BIT(ATTN_DTYPE_BF16) | ATTN_DTYPE_BIT(ATTN_DTYPE_FP16) |
+                 ATTN_DTYPES_QUANTIZED,
     .mods      = ATTN_MOD_ALL,
     .passes    = ATTN_PASS_BIT(ATTN_PASS_BWD) | ATTN_PASS_BIT(ATTN_PASS_FWDBWD),
     .prepare   = naive_prepare,

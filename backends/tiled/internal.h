@@ -61,13 +61,17 @@ extern atomic_long tiled_tiles_seen;
 /* How the inputs reach the kernels. */
 typedef enum tiled_path {
     PATH_FP32 = 0,       /* fp32 storage, read in place */
-    PATH_WIDEN,          /* 16-bit storage widened to fp32 a tile at a time */
+    PATH_WIDEN,          /* 16-bit storage widened to fp32 a tile at a time; a
+                            quantized cache's tiles read back to fp32 (dequant_rows) */
     PATH_BF16,           /* bf16 dot products on bf16 storage */
     PATH_ROWS16,         /* decoding on 16-bit K/V: tiles of at most ROWS_MAX columns,
                             and wider ones of one query block per K/V head (stream):
                             V read in place, K widened in registers by the dot
                             products or, for the outer product (widen_k), a register
                             tile's keys at a time */
+    PATH_QUANT,          /* decoding from a quantized cache (tiles of at most ROWS_MAX
+                            columns): K and V read in place at their stored width and
+                            read back in registers (qk_rows_q, pv_q) */
 } tiled_path;
 
 typedef struct tiled_plan {

@@ -26,10 +26,10 @@
  * N = 32K d = 64 201 against 196 over 2 each), the hardware prefetchers
  * following the K/V stream well enough when a tile serves sb x cols
  * queries. */
-static void prefetch_rows(const void *k, const void *v, int n, int dk, int dv, size_t es)
+static void prefetch_rows(const void *k, const void *v, int n, size_t krow, size_t vrow)
 {
     const char *a = k, *b = v;
-    const size_t kb = (size_t)n * dk * es, vb = (size_t)n * dv * es;
+    const size_t kb = (size_t)n * krow, vb = (size_t)n * vrow;
     for (size_t x = 0; x < kb; x += 64)
         __builtin_prefetch(a + x, 0, 1);
     for (size_t x = 0; x < vb; x += 64)
@@ -56,6 +56,10 @@ typedef struct tile_ops {
     const uint16_t *kh, *vh;      /* K rows in bf16 (PATH_BF16); K, V rows (PATH_ROWS16,
                                      whose K is also kb, widened, under widen_k) */
     const uint32_t *vp, *pp;      /* V and P in pairs of keys (PATH_BF16) */
+    const uint8_t *kq, *vq;       /* K, V rows of a quantized cache (PATH_QUANT) */
+    size_t krow, vrow;            /* their bytes per row */
+    attn_kvq fmt;
+    float ksc, vsc;               /* fp8's scales */
 } tile_ops;
 
 /* Q.K^T of keys [j, j + rows) against columns [c0, c0 + cols) of block w. */
@@ -79,6 +83,9 @@ static void pv_part(const tiled_state *s, const float *st, const tile_ops *x, co
     if (s->plan.path == PATH_BF16)
         s->h.k->pv_bf16(w->acc + (size_t)c * dv, dv, x->pp + c, brp, x->vp, dv, w->alpha + c, r,
                         n, dv);
+    else if (s->plan.path == PATH_QUANT)
+        s->h.k->pv_q(w->acc + (size_t)c * dv, dv, st + c, brp, x->vq, (ptrdiff_t)x->vrow,
+                     w->alpha + c, r, n, dv, x->fmt, x->vsc, s->plan.stream);
     else if (s->plan.path == PATH_ROWS16)
         s->h.k->pv16(w->acc + (size_t)c * dv, dv, st + c, brp, x->vh, vs, w->alpha + c, r, n, dv,
                      s->h.p.kv_dtype == ATTN_DTYPE_BF16, s->plan.stream);
@@ -148,6 +155,30 @@ static void qk_widened(const tiled_state *s, float *st, float *kb, const tile_op
         s->h.k->cvt_rows(kb + (size_t)j * dk, dk, x->kh + (size_t)j * dk, dk, r, dk, bf16);
         qk_part(s, st, x, w, j, 0, r, nc);
     }
+}
+
+/* Whether rows [0, n) of a quantized cache (rb bytes each) read back only
+ * finite values: no block scale with fp16's exponent all ones (q8_0,
+ * q4_0), no NaN or infinity code (fp8), and a finite fp8 scale. */
+static bool rows_finite_q(const uint8_t *y, int n, size_t rb, attn_kvq f, float scale)
+{
+    if (attn_kvq_head_scaled(f)) {
+        if (!isfinite(scale))
+            return false;
+        const unsigned m = f == ATTN_KVQ_FP8E4M3 ? 0x7fu : 0x7cu;
+        unsigned bad = 0;
+        for (size_t i = 0; i < (size_t)n * rb; i++)
+            bad |= (y[i] & m) == m;
+        return !bad;
+    }
+    const size_t bb = f == ATTN_KVQ_Q8_0 ? 34 : 18;
+    for (size_t i = 0; i < (size_t)n * rb; i += bb) {
+        uint16_t h;
+        memcpy(&h, y + i, sizeof(h));
+        if ((h & 0x7c00u) == 0x7c00u)
+            return false;
+    }
+    return true;
 }
 
 /* Whether rows [0, n) of 16-bit storage hold only finite values (the
@@ -284,20 +315,28 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
     size_t g = (size_t)k->b * attn_kv_heads(p) + (size_t)k->g;
     if (atomic_load_explicit(&tiled_planted, memory_order_relaxed) == ATTN_TILED_PLANT_WRONG_KV_HEAD)
         g = (size_t)k->b * attn_kv_heads(p) + (size_t)(k->g + 1) % (size_t)attn_kv_heads(p);
-    const bool kv16 = p->kv_dtype != ATTN_DTYPE_FP32, bf16 = p->kv_dtype == ATTN_DTYPE_BF16;
-    const size_t es = attn_dtype_size(p->kv_dtype);
+    const bool kvq = attn_dtype_quantized(p->kv_dtype);
+    const bool kv16 = p->kv_dtype != ATTN_DTYPE_FP32 && !kvq, bf16 = p->kv_dtype == ATTN_DTYPE_BF16;
     const int vs = attn_v_stride(p);   /* V's rows: dk apart when V is read from K */
-    const float *kk = kv16 ? NULL : s->h.t.k + g * p->seq_kv * dk;
+    /* Bytes per row of K and V (V read from K: K's rows). */
+    const size_t krow = attn_dtype_row_bytes(p->kv_dtype, (size_t)dk);
+    const size_t vrow = attn_dtype_row_bytes(p->kv_dtype, (size_t)vs);
+    const attn_kvq fmt = kvq ? attn_dtype_kvq(p->kv_dtype) : ATTN_KVQ_Q8_0;
+    const uint8_t *kq = kvq ? s->h.t.kq + g * p->seq_kv * krow : NULL;
+    const uint8_t *vq = kvq ? s->h.t.vq + g * p->seq_kv * vrow : NULL;
+    const float ksc = kvq && s->h.t.kscale ? s->h.t.kscale[g] : 1.0f;
+    const float vsc = kvq && s->h.t.vscale ? s->h.t.vscale[g] : 1.0f;
+    const float *kk = kv16 || kvq ? NULL : s->h.t.k + g * p->seq_kv * dk;
     const size_t shift = p->mods.v_from_k && atomic_load_explicit(&tiled_planted, memory_order_relaxed) ==
                                                  ATTN_TILED_PLANT_V_SHIFTED;
-    const float *vv = kv16 ? NULL : s->h.t.v + g * p->seq_kv * vs + shift;
+    const float *vv = kv16 || kvq ? NULL : s->h.t.v + g * p->seq_kv * vs + shift;
     const uint16_t *kh = kv16 ? s->h.t.k16 + g * p->seq_kv * dk : NULL;
     const uint16_t *vh = kv16 ? s->h.t.v16 + g * p->seq_kv * vs + shift : NULL;
     const float cap = p->mods.softcap > 0 ? (float)(p->mods.softcap * ATTN_LOG2E) : 0.0f;
     const bool scores_mod = cap > 0 || p->mods.alibi;
     const bool count = atomic_load_explicit(&tiled_counting, memory_order_relaxed);
-    const unsigned char *kbase = kv16 ? (const void *)kh : (const void *)kk;
-    const unsigned char *vbase = kv16 ? (const void *)vh : (const void *)vv;
+    const unsigned char *kbase = kvq ? kq : kv16 ? (const void *)kh : (const void *)kk;
+    const unsigned char *vbase = kvq ? vq : kv16 ? (const void *)vh : (const void *)vv;
 
     /* Visible keys are an interval per query, both ends growing with i:
      * keys in [wbig[u], lo[u]) are visible to every query of block u, none
@@ -329,10 +368,9 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
     for (int j0 = j_first; j0 < top; j0 += t->bc) {
         const int nt = top - j0 < t->bc ? top - j0 : t->bc;
         if (t->cols <= ROWS_MAX && (t->dots || !kn->prefetches))
-            prefetch_rows(kbase + (size_t)(j0 + nt) * dk * es,
-                          vbase + (size_t)(j0 + nt) * vs * es,
-                          top - j0 - nt < t->bc ? top - j0 - nt : t->bc, dk,
-                          p->mods.v_from_k ? 0 : dv, es);
+            prefetch_rows(kbase + (size_t)(j0 + nt) * krow, vbase + (size_t)(j0 + nt) * vrow,
+                          top - j0 - nt < t->bc ? top - j0 - nt : t->bc, krow,
+                          p->mods.v_from_k ? 0 : vrow);
         tile_ops x = { 0 };
         bool finite = true;
         if (t->path == PATH_FP32) {
@@ -343,6 +381,20 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
             x.vh = vh + (size_t)j0 * vs;
             if (t->widen_k)
                 x.kb = (const float *)tile;   /* widened by qk_widened */
+        } else if (t->path == PATH_QUANT) {
+            x.kq = kq + (size_t)j0 * krow;
+            x.vq = vq + (size_t)j0 * vrow;
+            x.krow = krow;
+            x.vrow = vrow;
+            x.fmt = fmt;
+            x.ksc = ksc;
+            x.vsc = vsc;
+        } else if (t->path == PATH_WIDEN && kvq) {
+            float *kf = (float *)tile, *vf = kf + (size_t)t->bc * dk;
+            kn->dequant_rows(kf, dk, kq + (size_t)j0 * krow, (ptrdiff_t)krow, nt, dk, fmt, ksc);
+            kn->dequant_rows(vf, dv, vq + (size_t)j0 * vrow, (ptrdiff_t)vrow, nt, dv, fmt, vsc);
+            x.kb = kf;
+            x.vb = vf;
         } else if (t->path == PATH_WIDEN) {
             float *kf = (float *)tile, *vf = kf + (size_t)t->bc * dk;
             kn->cvt_rows(kf, dk, kh + (size_t)j0 * dk, dk, nt, dk, bf16);
@@ -379,6 +431,8 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
                                  s->qscale);
             else if (t->dots && t->path == PATH_ROWS16)
                 kn->qk_rows16(st, brp, x.kh, dk, wu->qr, dk, n, nc, dk, bf16);
+            else if (t->path == PATH_QUANT)
+                kn->qk_rows_q(st, brp, x.kq, (ptrdiff_t)krow, wu->qr, dk, n, nc, dk, fmt, ksc);
             else if (t->dots)
                 kn->qk_rows(st, brp, x.kb, dk, wu->qr, dk, n, nc, dk);
             else if (t->widen_k)
@@ -403,7 +457,8 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
                 const int span = top - j0 < t->bc ? top - j0 : t->bc;
                 const size_t stride = (size_t)(t->path == PATH_WIDEN ? dv : vs);
                 const size_t elems = (size_t)(span - 1) * stride + (size_t)dv;
-                finite = t->path == PATH_BF16 || t->path == PATH_ROWS16
+                finite = t->path == PATH_QUANT ? rows_finite_q(x.vq, span, vrow, fmt, vsc)
+                         : t->path == PATH_BF16 || t->path == PATH_ROWS16
                              ? rows_finite16(vh + (size_t)j0 * vs, 1, elems, bf16)
                              : attn_rows_finite(x.vb, 1, elems);
                 finite_known = true;
@@ -415,6 +470,14 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
                 pv_cut(s, st, &x, wu, n, nc, end);
             } else if (t->path == PATH_BF16) {
                 pv_columns_bf16(s, st, vh + (size_t)j0 * vs, wu, n, nc, end, beg, j0);
+            } else if (t->path == PATH_QUANT) {
+                for (int c = 0; c < nc; c++) {
+                    int b, e;
+                    col_span(end, beg, c, n, j0, &b, &e);
+                    kn->pv_q(wu->acc + (size_t)c * dv, dv, st + (size_t)b * brp + c, brp,
+                             x.vq + (size_t)b * vrow, (ptrdiff_t)vrow, wu->alpha + c, 1, e - b,
+                             dv, fmt, vsc, 0);
+                }
             } else if (t->path == PATH_ROWS16) {
                 for (int c = 0; c < nc; c++) {
                     int b, e;

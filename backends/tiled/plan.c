@@ -165,9 +165,13 @@ tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg)
     if (cfg->tile_kv > 0) {
         t.bc = cfg->tile_kv;
     } else if (t.cols <= ROWS_MAX) {
-        const long per_key = (long)t.cols * (long)sizeof(float) +
-                             (long)(p->d_k + (p->mods.v_from_k ? 0 : p->d_v)) *
-                                 (long)attn_dtype_size(p->kv_dtype);
+        /* A quantized cache's tile is read back to fp32 beside its rows. */
+        const long per_key =
+            (long)t.cols * (long)sizeof(float) +
+            (long)attn_dtype_row_bytes(p->kv_dtype, (size_t)p->d_k) +
+            (p->mods.v_from_k ? 0 : (long)attn_dtype_row_bytes(p->kv_dtype, (size_t)p->d_v)) +
+            (attn_dtype_quantized(p->kv_dtype) ? (long)(p->d_k + p->d_v) * (long)sizeof(float)
+                                               : 0);
         const long bc = l1d_bytes() / 2 / per_key / 48 * 48;
         t.bc = bc < 48 ? 48 : bc > 192 ? 192 : (int)bc;
     } else {
@@ -177,9 +181,15 @@ tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg)
     }
     t.brp = (int)round_up((size_t)t.cols, 16);
     t.stream = p->seq_q <= t.br;
-    const bool kv16 = p->kv_dtype != ATTN_DTYPE_FP32;
+    const bool kvq = attn_dtype_quantized(p->kv_dtype);
+    const bool kv16 = p->kv_dtype != ATTN_DTYPE_FP32 && !kvq;
     t.path = PATH_FP32;
-    if (kv16 && t.cols <= ROWS_MAX)
+    if (kvq)
+        /* Decoding reads the cache in place; prefill (and multi-query
+         * decoding) reads each tile back to fp32 once for all its columns
+         * (dequant_rows). */
+        t.path = t.cols <= ROWS_MAX ? PATH_QUANT : PATH_WIDEN;
+    else if (kv16 && t.cols <= ROWS_MAX)
         t.path = PATH_ROWS16;
     else if (p->dtype == ATTN_DTYPE_BF16 && p->kv_dtype == ATTN_DTYPE_BF16 && kn &&
              kn->bf16_dot)
@@ -197,7 +207,7 @@ tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg)
     const bool bf16_rows = t.path == PATH_ROWS16 && narrow && p->dtype == ATTN_DTYPE_BF16 &&
                            p->kv_dtype == ATTN_DTYPE_BF16 && kn && kn->bf16_dot;
     t.dots = t.path != PATH_BF16 &&
-             (t.cols <= DOTS_MAX || bf16_rows ||
+             (t.cols <= DOTS_MAX || bf16_rows || t.path == PATH_QUANT ||
               (t.path == PATH_ROWS16 && narrow && p->kv_dtype == ATTN_DTYPE_FP16));
     t.widen_k = t.path == PATH_ROWS16 && !t.dots;
     t.rows_dot = t.dots && bf16_rows;

@@ -334,7 +334,8 @@ static const char *tiled_version(void)
 const attn_backend attn_backend_tiled = {
     .name      = "tiled",
     .summary   = "fused FlashAttention-style tiles, online softmax, SIMD kernels",
-    .dtypes    = ATTN_DTYPE_BIT(ATTN_DTYPE_BF16) | ATTN_DTYPE_BIT(ATTN_DTYPE_FP16),
+    .dtypes    = ATTN_DTYPE_BIT(ATTN_DTYPE_BF16) | ATTN_DTYPE_BIT(ATTN_DTYPE_FP16) |
+                 ATTN_DTYPES_QUANTIZED,
     .mods      = ATTN_MOD_ALL,
     .passes    = ATTN_PASS_BIT(ATTN_PASS_BWD) | ATTN_PASS_BIT(ATTN_PASS_FWDBWD),
     .supports  = tiled_supports,

@@ -228,57 +228,75 @@ static decl_dequant_rows_fn(dequant_rows_c)
                                 scale);
 }
 
-static decl_qk_rows_q_fn(qk_rows_q_c)
+/* K or V rows in a storage of less than fp32, value c of row j as read
+ * back: 16-bit (h, bf16) or quantized (q, fmt, scale), stride apart (bytes
+ * for q). */
+typedef struct rows_c {
+    const uint16_t *h;
+    int bf16;
+    const uint8_t *q;
+    attn_kvq fmt;
+    float scale;
+    ptrdiff_t stride;
+} rows_c;
+
+static inline float row_value(const rows_c *x, int j, int c)
+{
+    return x->q ? attn_kvq_value(x->q + j * x->stride, (size_t)c, x->fmt, x->scale)
+                : attn_half_to_f32(x->h[j * x->stride + c], x->bf16);
+}
+
+static void qk_rows_any_c(float *st, ptrdiff_t st_stride, const rows_c *k, const float *q,
+                          ptrdiff_t q_stride, int nk, int nq, int dk)
 {
     for (int j = 0; j < nk; j++)
         for (int i = 0; i < nq; i++) {
             float s = 0.0f;
             for (int c = 0; c < dk; c++)
-                s += attn_kvq_value(k + j * k_stride, (size_t)c, fmt, scale) * q[i * q_stride + c];
+                s += row_value(k, j, c) * q[i * q_stride + c];
             st[j * st_stride + i] = s;
         }
+}
+
+static void pv_any_c(float *o, ptrdiff_t o_stride, const float *pt, ptrdiff_t pt_stride,
+                     const rows_c *v, const float *alpha, int nq, int nk, int dv)
+{
+    for (int i = 0; i < nq; i++) {
+        float *out = o + i * o_stride;
+        for (int c = 0; c < dv; c++)
+            out[c] *= alpha[i];
+        for (int j = 0; j < nk; j++) {
+            const float w = pt[j * pt_stride + i];
+            for (int c = 0; c < dv; c++)
+                out[c] += w * row_value(v, j, c);
+        }
+    }
+}
+
+static decl_qk_rows_q_fn(qk_rows_q_c)
+{
+    const rows_c x = { .q = k, .fmt = fmt, .scale = scale, .stride = k_stride };
+    qk_rows_any_c(st, st_stride, &x, q, q_stride, nk, nq, dk);
 }
 
 static decl_pv_q_fn(pv_q_c)
 {
     (void)pf;
-    for (int i = 0; i < nq; i++) {
-        float *out = o + i * o_stride;
-        for (int c = 0; c < dv; c++)
-            out[c] *= alpha[i];
-        for (int j = 0; j < nk; j++) {
-            const float w = pt[j * pt_stride + i];
-            for (int c = 0; c < dv; c++)
-                out[c] += w * attn_kvq_value(v + j * v_stride, (size_t)c, fmt, scale);
-        }
-    }
+    const rows_c x = { .q = v, .fmt = fmt, .scale = scale, .stride = v_stride };
+    pv_any_c(o, o_stride, pt, pt_stride, &x, alpha, nq, nk, dv);
 }
 
 static decl_qk_rows16_fn(qk_rows16_c)
 {
-    for (int j = 0; j < nk; j++)
-        for (int i = 0; i < nq; i++) {
-            float s = 0.0f;
-            for (int c = 0; c < dk; c++)
-                s += attn_half_to_f32(k[j * k_stride + c], bf16) * q[i * q_stride + c];
-            st[j * st_stride + i] = s;
-        }
+    const rows_c x = { .h = k, .bf16 = bf16, .stride = k_stride };
+    qk_rows_any_c(st, st_stride, &x, q, q_stride, nk, nq, dk);
 }
 
 static decl_pv16_fn(pv16_c)
 {
     (void)pf;
-    for (int i = 0; i < nq; i++) {
-        float *out = o + i * o_stride;
-        for (int c = 0; c < dv; c++)
-            out[c] *= alpha[i];
-        for (int j = 0; j < nk; j++) {
-            const float w = pt[j * pt_stride + i];
-            const uint16_t *row = v + j * v_stride;
-            for (int c = 0; c < dv; c++)
-                out[c] += w * attn_half_to_f32(row[c], bf16);
-        }
-    }
+    const rows_c x = { .h = v, .bf16 = bf16, .stride = v_stride };
+    pv_any_c(o, o_stride, pt, pt_stride, &x, alpha, nq, nk, dv);
 }
 
 /* Two 16-bit values as one word, the first in the low half. */

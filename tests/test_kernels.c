@@ -767,100 +767,47 @@ static bool check_pv_bf16(const attn_kernels *kr, const attn_kernels *c, int nq,
     return ok;
 }
 
-/* qk_rows16 and pv16 against C, and against the double sums of the
- * widened values (exact in fp32: only the summation errs). */
-static bool check_rows16(const attn_kernels *kr, const attn_kernels *c, int nk, int nq, int d,
-                         bool bf16, char *why, size_t len)
+/* A decoding kernel pair of one storage type: Q.K^T (qk_rows16, qk_rows_q)
+ * and P.V (pv16, pv_q) of the rows k, ks apart in the type's units. */
+typedef struct rows_kernels {
+    const char *qk_name, *pv_name, *type;
+    bool bf16;                  /* 16-bit: bf16, else fp16 */
+    attn_kvq fmt;               /* quantized: the format and fp8's scale */
+    float scale;
+    bool quantized;
+} rows_kernels;
+
+static void rows_qk(const attn_kernels *kr, const rows_kernels *x, float *st, ptrdiff_t ss,
+                    const void *k, ptrdiff_t ks, const float *q, ptrdiff_t qs, int nk, int nq, int d)
 {
-    const ptrdiff_t ks = d + 3, qs = d + 5, ss = nq + PAD, os = d + PAD;
-    uint16_t *k = halves((size_t)nk * ks, -2, 2, bf16);
-    float *q = attn_host_alloc((size_t)nq * qs * sizeof(float));
-    float *pt = attn_host_alloc((size_t)nk * ss * sizeof(float));
-    float *alpha = attn_host_alloc((size_t)nq * sizeof(float));
-    for (ptrdiff_t i = 0; i < nq * qs; i++)
-        q[i] = uniform(-2, 2);
-    for (ptrdiff_t i = 0; i < nk * ss; i++)
-        pt[i] = uniform(0, 1);
-    for (int i = 0; i < nq; i++)
-        alpha[i] = i % 3 ? uniform(0, 1) : 0.0f;
-    guarded sr = guarded_new((size_t)nk * ss), sg = guarded_new((size_t)nk * ss);
-    guarded o0 = guarded_new((size_t)nq * os), orf = guarded_new((size_t)nq * os),
-            og = guarded_new((size_t)nq * os);
-    for (int i = 0; i < nq; i++)
-        for (int x = 0; x < d; x++)
-            o0.data[i * os + x] = uniform(-5, 5);
-    copy_region(&orf, &o0);
-    copy_region(&og, &o0);
-    c->qk_rows16(sr.data, ss, k, ks, q, qs, nk, nq, d, bf16);
-    kr->qk_rows16(sg.data, ss, k, ks, q, qs, nk, nq, d, bf16);
-    c->pv16(orf.data, os, pt, ss, k, ks, alpha, nq, nk, d, bf16, 0);
-    kr->pv16(og.data, os, pt, ss, k, ks, alpha, nq, nk, d, bf16, nk & 1);
-    bool ok = guarded_intact(&sg, nk, nq, ss) && guarded_intact(&og, nq, d, os);
-    if (!ok)
-        snprintf(why, len, "wrote outside its tile (nk %d, nq %d, d %d)", nk, nq, d);
-    for (int j = 0; ok && j < nk; j++)
-        for (int i = 0; ok && i < nq; i++) {
-            double mag = 0, exact = 0;
-            for (int x = 0; x < d; x++) {
-                const double t = (double)attn_half_to_f32(k[j * ks + x], bf16) * q[i * qs + x];
-                exact += t;
-                mag += fabs(t);
-            }
-            const double tol = 2.0 * d * 0x1p-24 * mag + 1e-30;
-            const float g = sg.data[j * ss + i], r = sr.data[j * ss + i];
-            if (!close(g, r, 2 * tol) || !close(g, (float)exact, tol)) {
-                snprintf(why, len, "qk_rows16 %s S[%d][%d] = %.9g, C says %.9g, exact %.9g",
-                         bf16 ? "bf16" : "fp16", j, i, g, r, exact);
-                ok = false;
-            }
-        }
-    for (int i = 0; ok && i < nq; i++)
-        for (int x = 0; ok && x < d; x++) {
-            double exact = (double)(alpha[i] * o0.data[i * os + x]), mag = fabs(exact);
-            for (int j = 0; j < nk; j++) {
-                const double t = (double)pt[j * ss + i] * attn_half_to_f32(k[j * ks + x], bf16);
-                exact += t;
-                mag += fabs(t);
-            }
-            const double tol = 2.0 * (nk + 1) * 0x1p-24 * mag + 1e-30;
-            const float g = og.data[i * os + x], r = orf.data[i * os + x];
-            if (!close(g, r, tol) || !close(g, (float)exact, tol)) {
-                snprintf(why, len, "pv16 %s O[%d][%d] = %.9g, C says %.9g, exact %.9g",
-                         bf16 ? "bf16" : "fp16", i, x, g, r, exact);
-                ok = false;
-            }
-        }
-    attn_host_free(k);
-    attn_host_free(q);
-    attn_host_free(pt);
-    attn_host_free(alpha);
-    guarded *all[] = { &sr, &sg, &o0, &orf, &og };
-    for (int x = 0; x < 5; x++)
-        attn_host_free(all[x]->base);
-    return ok;
+    if (x->quantized)
+        kr->qk_rows_q(st, ss, k, ks, q, qs, nk, nq, d, x->fmt, x->scale);
+    else
+        kr->qk_rows16(st, ss, k, ks, q, qs, nk, nq, d, x->bf16);
 }
 
-/* qk_rows_q and pv_q (a quantized K, V read back as loaded) against C's and
- * the double sums over the values the definition reads back: rows of
- * format f quantized from values in +-2, the rows bytes padded apart; one
- * buffer is both K and V (d values a row). */
-static bool check_rows_q(const attn_kernels *kr, const attn_kernels *c, int nk, int nq, int d,
-                         attn_kvq f, char *why, size_t len)
+static void rows_pv(const attn_kernels *kr, const rows_kernels *x, float *o, ptrdiff_t os,
+                    const float *pt, ptrdiff_t ps, const void *k, ptrdiff_t ks,
+                    const float *alpha, int nq, int nk, int d, int pf)
 {
-    const size_t rb = attn_kvq_row_bytes(f, (size_t)d);
-    const ptrdiff_t ks = (ptrdiff_t)rb + 5, qs = d + 5, ss = nq + PAD, os = d + PAD;
-    const float scale = attn_kvq_head_scaled(f) ? 2.0f / attn_fp8_max(f) : 1.0f;
-    uint8_t *k = attn_host_alloc((size_t)nk * ks + 64);
-    float *x = attn_host_alloc((size_t)d * sizeof(float)), *kd = attn_host_alloc((size_t)nk * d * sizeof(float));
+    if (x->quantized)
+        kr->pv_q(o, os, pt, ps, k, ks, alpha, nq, nk, d, x->fmt, x->scale, pf);
+    else
+        kr->pv16(o, os, pt, ps, k, ks, alpha, nq, nk, d, x->bf16, pf);
+}
+
+/* x's pair of kr against C's and against the double sums over kd [nk][d]
+ * (the values k reads back), k serving as both K and V: the scores within
+ * fp32's rounding of the sum's magnitudes, P.V likewise, nothing written
+ * outside the tiles. */
+static bool check_rows_kernels(const attn_kernels *kr, const attn_kernels *c,
+                               const rows_kernels *x, const void *k, ptrdiff_t ks,
+                               const float *kd, int nk, int nq, int d, char *why, size_t len)
+{
+    const ptrdiff_t qs = d + 5, ss = nq + PAD, os = d + PAD;
     float *q = attn_host_alloc((size_t)nq * qs * sizeof(float));
     float *pt = attn_host_alloc((size_t)nk * ss * sizeof(float));
     float *alpha = attn_host_alloc((size_t)nq * sizeof(float));
-    for (int j = 0; j < nk; j++) {
-        for (int y = 0; y < d; y++)
-            x[y] = (float)uniform(-2, 2);
-        attn_kvq_quantize_row(k + j * ks, x, (size_t)d, f, scale);
-        attn_kvq_dequantize_row(kd + (size_t)j * d, k + j * ks, (size_t)d, f, scale);
-    }
     for (ptrdiff_t i = 0; i < nq * qs; i++)
         q[i] = uniform(-2, 2);
     for (ptrdiff_t i = 0; i < nk * ss; i++)
@@ -875,10 +822,10 @@ static bool check_rows_q(const attn_kernels *kr, const attn_kernels *c, int nk, 
             o0.data[i * os + y] = uniform(-5, 5);
     copy_region(&orf, &o0);
     copy_region(&og, &o0);
-    c->qk_rows_q(sr.data, ss, k, ks, q, qs, nk, nq, d, f, scale);
-    kr->qk_rows_q(sg.data, ss, k, ks, q, qs, nk, nq, d, f, scale);
-    c->pv_q(orf.data, os, pt, ss, k, ks, alpha, nq, nk, d, f, scale, 0);
-    kr->pv_q(og.data, os, pt, ss, k, ks, alpha, nq, nk, d, f, scale, nk & 1);
+    rows_qk(c, x, sr.data, ss, k, ks, q, qs, nk, nq, d);
+    rows_qk(kr, x, sg.data, ss, k, ks, q, qs, nk, nq, d);
+    rows_pv(c, x, orf.data, os, pt, ss, k, ks, alpha, nq, nk, d, 0);
+    rows_pv(kr, x, og.data, os, pt, ss, k, ks, alpha, nq, nk, d, nk & 1);
     bool ok = guarded_intact(&sg, nk, nq, ss) && guarded_intact(&og, nq, d, os);
     if (!ok)
         snprintf(why, len, "wrote outside its tile (nk %d, nq %d, d %d)", nk, nq, d);
@@ -893,8 +840,8 @@ static bool check_rows_q(const attn_kernels *kr, const attn_kernels *c, int nk, 
             const double tol = 2.0 * d * 0x1p-24 * mag + 1e-30;
             const float g = sg.data[j * ss + i], r = sr.data[j * ss + i];
             if (!close(g, r, 2 * tol) || !close(g, (float)exact, tol)) {
-                snprintf(why, len, "qk_rows_q format %d S[%d][%d] = %.9g, C says %.9g, exact "
-                         "%.9g", (int)f, j, i, g, r, exact);
+                snprintf(why, len, "%s %s S[%d][%d] = %.9g, C says %.9g, exact %.9g", x->qk_name,
+                         x->type, j, i, g, r, exact);
                 ok = false;
             }
         }
@@ -909,20 +856,61 @@ static bool check_rows_q(const attn_kernels *kr, const attn_kernels *c, int nk, 
             const double tol = 2.0 * (nk + 1) * 0x1p-24 * mag + 1e-30;
             const float g = og.data[i * os + y], r = orf.data[i * os + y];
             if (!close(g, r, tol) || !close(g, (float)exact, tol)) {
-                snprintf(why, len, "pv_q format %d O[%d][%d] = %.9g, C says %.9g, exact %.9g",
-                         (int)f, i, y, g, r, exact);
+                snprintf(why, len, "%s %s O[%d][%d] = %.9g, C says %.9g, exact %.9g", x->pv_name,
+                         x->type, i, y, g, r, exact);
                 ok = false;
             }
         }
-    attn_host_free(k);
-    attn_host_free(x);
-    attn_host_free(kd);
     attn_host_free(q);
     attn_host_free(pt);
     attn_host_free(alpha);
     guarded *all[] = { &sr, &sg, &o0, &orf, &og };
     for (int y = 0; y < 5; y++)
         attn_host_free(all[y]->base);
+    return ok;
+}
+
+/* qk_rows16 and pv16 (16-bit K, V widened as loaded) on values in +-2. */
+static bool check_rows16(const attn_kernels *kr, const attn_kernels *c, int nk, int nq, int d,
+                         bool bf16, char *why, size_t len)
+{
+    const ptrdiff_t ks = d + 3;
+    uint16_t *k = halves((size_t)nk * ks, -2, 2, bf16);
+    float *kd = attn_host_alloc((size_t)nk * d * sizeof(float));
+    for (int j = 0; j < nk; j++)
+        for (int y = 0; y < d; y++)
+            kd[(size_t)j * d + y] = attn_half_to_f32(k[j * ks + y], bf16);
+    const rows_kernels x = { "qk_rows16", "pv16", bf16 ? "bf16" : "fp16", .bf16 = bf16 };
+    const bool ok = check_rows_kernels(kr, c, &x, k, ks, kd, nk, nq, d, why, len);
+    attn_host_free(k);
+    attn_host_free(kd);
+    return ok;
+}
+
+/* qk_rows_q and pv_q (a quantized K, V read back as loaded): rows of format
+ * f quantized from values in +-2, their bytes padded apart. */
+static bool check_rows_q(const attn_kernels *kr, const attn_kernels *c, int nk, int nq, int d,
+                         attn_kvq f, char *why, size_t len)
+{
+    static const char *const names[ATTN_KVQ_COUNT] = { "q8_0", "q4_0", "fp8e4m3", "fp8e5m2" };
+    const size_t rb = attn_kvq_row_bytes(f, (size_t)d);
+    const ptrdiff_t ks = (ptrdiff_t)rb + 5;
+    const float scale = attn_kvq_head_scaled(f) ? 2.0f / attn_fp8_max(f) : 1.0f;
+    uint8_t *k = attn_host_alloc((size_t)nk * ks + 64);
+    float *v = attn_host_alloc((size_t)d * sizeof(float));
+    float *kd = attn_host_alloc((size_t)nk * d * sizeof(float));
+    for (int j = 0; j < nk; j++) {
+        for (int y = 0; y < d; y++)
+            v[y] = (float)uniform(-2, 2);
+        attn_kvq_quantize_row(k + j * ks, v, (size_t)d, f, scale);
+        attn_kvq_dequantize_row(kd + (size_t)j * d, k + j * ks, (size_t)d, f, scale);
+    }
+    const rows_kernels x = { "qk_rows_q", "pv_q", names[f], .fmt = f, .scale = scale,
+                             .quantized = true };
+    const bool ok = check_rows_kernels(kr, c, &x, k, ks, kd, nk, nq, d, why, len);
+    attn_host_free(k);
+    attn_host_free(v);
+    attn_host_free(kd);
     return ok;
 }
 

@@ -331,14 +331,15 @@ static bool timed_ok(const attn_result *r)
 }
 
 /* The quantized caches against bf16 K/V: the same backend and shape, Q
- * the same; the speed each format buys and the error it costs. */
+ * the same; the speed each format buys and the error it costs (the rows
+ * that ran, or failed: not the SKIPPED ones). */
 static void report_quantized(FILE *f, const attn_result *res, size_t n)
 {
     bool any = false;
     for (size_t i = 0; i < n; i++) {
         const attn_result *r = &res[i];
-        if (!attn_dtype_quantized(r->p.kv_dtype))
-            continue;
+        if (!attn_dtype_quantized(r->p.kv_dtype) || r->verdict == ATTN_SKIPPED)
+            continue;   /* a SKIPPED row says why in the table above */
         char shape[512], other[512];
         plain_shape(r, shape, sizeof(shape));
         const attn_result *base = NULL;

@@ -391,11 +391,15 @@ void attn_case_run(attn_result *r, const attn_backend *be, const attn_problem *p
         r->approx_nmse = approx.nmse;
     }
     if (dense->unquantized && r->checked) {
+        /* Infinite where the format made an output NaN or Inf that is
+         * finite before quantization, or the other way round (a NaN block,
+         * a saturated infinity). */
         attn_check q;
         attn_check_output(&q, p, dense->unquantized, &out.o);
+        const bool lost = q.nonfinite > 0 || q.mismatched > 0;
         r->quant_known = true;
-        r->quant_max_abs = q.max_abs;
-        r->quant_nmse = q.nmse;
+        r->quant_max_abs = lost ? INFINITY : q.max_abs;
+        r->quant_nmse = lost ? INFINITY : q.nmse;
     }
     if (r->rss_known && attn_rss_read(&hwm, &(uint64_t){ 0 }))
         r->rss_peak = hwm > rss0 ? hwm - rss0 : 0;

@@ -196,6 +196,31 @@ def main():
         ok(r.returncode == code and text in r.stderr and len(r.stderr.strip().splitlines()) == 1
            and not r.stdout, f"refused ({code}): {text!r}: got exit {r.returncode}, "
            f"{r.stderr.strip()}")
+
+    # A NaN in a quantized cache's V, in the last key, which only the last
+    # of 4 causal queries sees: q8_0 makes its block NaN, fp8 the one value;
+    # naive, and tiled's decoding path for V that is not finite in a cut
+    # tile, must give NaN exactly where the reference does (and PASS). The
+    # error q8_0 costs is infinite (outputs NaN that are finite before
+    # quantization); fp8's is not.
+    d = os.path.join(work, "quant-nan")
+    os.makedirs(d)
+    q = rng.standard_normal((1, 4, 4, 32)).astype(np.float32)
+    k = rng.standard_normal((1, 1, 300, 32)).astype(np.float32)
+    v = rng.standard_normal((1, 1, 300, 32)).astype(np.float32)
+    v[0, 0, 299, 5] = np.nan
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        np.save(os.path.join(d, name + ".npy"), x)
+    for kv in ("q8_0", "fp8e4m3", "fp8e5m2"):
+        r = run("--backend=naive,tiled", "--inputs", d, "--batch", "1", "--heads", "4",
+                "--kv-heads", "1", "--seq", "4", "--seq-kv", "300", "--dk", "32", "--causal",
+                "--kv-dtype", kv, "--reps", "1")
+        inf = r.stdout.count("kv nmse inf")
+        passed = sum(1 for line in r.stdout.splitlines()
+                     if line.split()[:2] in (["naive", "PASSED"], ["tiled", "PASSED"]))
+        ok(r.returncode == 0 and passed == 2 and inf == (2 if kv == "q8_0" else 0),
+           f"a NaN in a {kv} V's last key: naive and tiled PASS with the reference's NaN: "
+           f"exit {r.returncode}, {r.stdout[-600:]} {r.stderr[-300:]}")
     done()
 
 

@@ -70,8 +70,10 @@ typedef enum tiled_path {
                             products or, for the outer product (widen_k), a register
                             tile's keys at a time */
     PATH_QUANT,          /* decoding from a quantized cache (tiles of at most ROWS_MAX
-                            columns): K and V read in place at their stored width and
-                            read back in registers (qk_rows_q, pv_q) */
+                            columns): V read in place at its stored width and read
+                            back in registers (pv_q), K too up to DOTS_MAX columns
+                            (qk_rows_q), wider ones read back a register tile's keys
+                            at a time for the outer product (widen_k) */
 } tiled_path;
 
 typedef struct tiled_plan {

@@ -132,7 +132,8 @@ static void pv_cut(const tiled_state *s, const float *st, const tile_ops *x, con
     }
 }
 
-/* Q.K^T on widen_k: the tile's 16-bit K widened into kb (x->kb) and
+/* Q.K^T on widen_k: the tile's 16-bit K widened (a quantized K read back)
+ * into kb (x->kb) and
  * multiplied by qk a register tile's rows (TILE_ROWS keys) at a time, so
  * that K's loads from memory, and cvt_rows' prefetches of the rows ahead,
  * fall among the FMAs instead of in one burst before them (each score is
@@ -145,16 +146,19 @@ static void qk_widened(const tiled_state *s, float *st, float *kb, const tile_op
 {
     const int dk = s->h.p.d_k;
     const int bf16 = s->h.p.kv_dtype == ATTN_DTYPE_BF16;
-    if (end) {
-        s->h.k->cvt_rows(kb, dk, x->kh, dk, n, dk, bf16);
+    const bool q = s->plan.path == PATH_QUANT;   /* a quantized K: read back */
+    for (int j = 0; j < n; j += end ? n : TILE_ROWS) {
+        const int r = end ? n : n - j < TILE_ROWS ? n - j : TILE_ROWS;
+        if (q)
+            s->h.k->dequant_rows(kb + (size_t)j * dk, dk, x->kq + (size_t)j * x->krow,
+                                 (ptrdiff_t)x->krow, r, dk, x->fmt, x->ksc);
+        else
+            s->h.k->cvt_rows(kb + (size_t)j * dk, dk, x->kh + (size_t)j * dk, dk, r, dk, bf16);
+        if (!end)
+            qk_part(s, st, x, w, j, 0, r, nc);
+    }
+    if (end)
         qk_cut(s, st, x, w, n, nc, end);
-        return;
-    }
-    for (int j = 0; j < n; j += TILE_ROWS) {
-        const int r = n - j < TILE_ROWS ? n - j : TILE_ROWS;
-        s->h.k->cvt_rows(kb + (size_t)j * dk, dk, x->kh + (size_t)j * dk, dk, r, dk, bf16);
-        qk_part(s, st, x, w, j, 0, r, nc);
-    }
 }
 
 /* Whether rows [0, n) of a quantized cache (rb bytes each) read back only
@@ -382,6 +386,8 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
             if (t->widen_k)
                 x.kb = (const float *)tile;   /* widened by qk_widened */
         } else if (t->path == PATH_QUANT) {
+            if (t->widen_k)
+                x.kb = (const float *)tile;   /* read back by qk_widened */
             x.kq = kq + (size_t)j0 * krow;
             x.vq = vq + (size_t)j0 * vrow;
             x.krow = krow;
@@ -431,7 +437,7 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
                                  s->qscale);
             else if (t->dots && t->path == PATH_ROWS16)
                 kn->qk_rows16(st, brp, x.kh, dk, wu->qr, dk, n, nc, dk, bf16);
-            else if (t->path == PATH_QUANT)
+            else if (t->path == PATH_QUANT && t->dots)
                 kn->qk_rows_q(st, brp, x.kq, (ptrdiff_t)krow, wu->qr, dk, n, nc, dk, fmt, ksc);
             else if (t->dots)
                 kn->qk_rows(st, brp, x.kb, dk, wu->qr, dk, n, nc, dk);

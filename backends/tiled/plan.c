@@ -207,9 +207,9 @@ tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg)
     const bool bf16_rows = t.path == PATH_ROWS16 && narrow && p->dtype == ATTN_DTYPE_BF16 &&
                            p->kv_dtype == ATTN_DTYPE_BF16 && kn && kn->bf16_dot;
     t.dots = t.path != PATH_BF16 &&
-             (t.cols <= DOTS_MAX || bf16_rows || t.path == PATH_QUANT ||
+             (t.cols <= DOTS_MAX || bf16_rows ||
               (t.path == PATH_ROWS16 && narrow && p->kv_dtype == ATTN_DTYPE_FP16));
-    t.widen_k = t.path == PATH_ROWS16 && !t.dots;
+    t.widen_k = (t.path == PATH_ROWS16 || t.path == PATH_QUANT) && !t.dots;
     t.rows_dot = t.dots && bf16_rows;
     t.blocks = (long)p->batch * attn_kv_heads(p) * ((p->seq_q + t.br - 1) / t.br);
     int key_hi;

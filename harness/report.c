@@ -330,6 +330,23 @@ static bool timed_ok(const attn_result *r)
     return attn_verdict_ok(r->verdict) && r->timing.reps > 0;
 }
 
+/* The row r is compared with: the same backend and shape (storage types
+ * aside), Q stored as q and K/V as kv; NULL when the run has none. */
+static const attn_result *base_of(const attn_result *res, size_t n, const attn_result *r,
+                                  attn_dtype q, attn_dtype kv)
+{
+    char shape[512], other[512];
+    plain_shape(r, shape, sizeof(shape));
+    for (size_t j = 0; j < n; j++) {
+        if (res[j].be != r->be || res[j].p.dtype != q || res[j].p.kv_dtype != kv)
+            continue;
+        plain_shape(&res[j], other, sizeof(other));
+        if (!strcmp(shape, other))
+            return &res[j];
+    }
+    return NULL;
+}
+
 /* The quantized caches against bf16 K/V: the same backend and shape, Q
  * the same; the speed each format buys and the error it costs (the rows
  * that ran, or failed: not the SKIPPED ones). */
@@ -340,17 +357,9 @@ static void report_quantized(FILE *f, const attn_result *res, size_t n)
         const attn_result *r = &res[i];
         if (!attn_dtype_quantized(r->p.kv_dtype) || r->verdict == ATTN_SKIPPED)
             continue;   /* a SKIPPED row says why in the table above */
-        char shape[512], other[512];
+        char shape[512];
         plain_shape(r, shape, sizeof(shape));
-        const attn_result *base = NULL;
-        for (size_t j = 0; j < n && !base; j++) {
-            if (res[j].be != r->be || res[j].p.kv_dtype != ATTN_DTYPE_BF16 ||
-                res[j].p.dtype != r->p.dtype)
-                continue;
-            plain_shape(&res[j], other, sizeof(other));
-            if (!strcmp(shape, other))
-                base = &res[j];
-        }
+        const attn_result *base = base_of(res, n, r, r->p.dtype, ATTN_DTYPE_BF16);
         if (!any) {
             fprintf(f, "\nquantized K/V caches against bf16 K/V (the same backend, shape and Q, "
                        "this run;\nkv max_abs, kv nmse: the output against exact attention on K "
@@ -390,16 +399,9 @@ void attn_report_dtypes(FILE *f, const attn_result *res, size_t n)
         const attn_result *r = &res[i];
         if (!attn_reduced(&r->p) || attn_dtype_quantized(r->p.kv_dtype))
             continue;
-        char shape[512], other[512];
+        char shape[512];
         plain_shape(r, shape, sizeof(shape));
-        const attn_result *base = NULL;
-        for (size_t j = 0; j < n && !base; j++) {
-            if (res[j].be != r->be || attn_reduced(&res[j].p))
-                continue;
-            plain_shape(&res[j], other, sizeof(other));
-            if (!strcmp(shape, other))
-                base = &res[j];
-        }
+        const attn_result *base = base_of(res, n, r, ATTN_DTYPE_FP32, ATTN_DTYPE_FP32);
         if (!base)
             continue;
         if (!any) {

@@ -51,7 +51,27 @@
  *   ATTN_PASS_FWDBWD: run computes the forward (O and L into t->o and
  *     t->lse) and then the backward.
  * Attention sinks and latent attention have no backward here: the registry
- * refuses them with the reason. */
+ * refuses them with the reason.
+ *
+ * A serving batch (p->ragged; NULL: the dense layout above). Batch item b
+ * has its own query and key counts, Nq_b = nq[b] and Nk_b = nk[b] (a
+ * decode token: Nq_b = 1; a prefill chunk on top of a cached prefix:
+ * 1 < Nq_b < Nk_b), and nothing is padded. Tokens are the outer dimension,
+ * as in FlashAttention's varlen functions and FlashInfer's NHD layout:
+ *   Q [Tq, H, dk], O [Tq, H, dv], Tq = q0[B]: query i of item b is token
+ *     q0[b] + i (q0 is cu_seqlens);
+ *   K/V packed [Tk, Hkv, d], Tk = k0[B]: key j of item b is token k0[b] + j;
+ *   K/V paged (page P > 0): a pool of k0[B] pages [pages][Hkv][P][d], each
+ *     K/V head's P keys of a page together (FlashInfer's HND layout, the
+ *     head-major blocks of vLLM's cache); item b's key j is slot j % P of
+ *     page t->pages[k0[b] + j / P] (its block table: k0[b] is where it
+ *     starts in t->pages). The slots of an item's last page past Nk_b hold
+ *     no key (the harness fills them with NaN).
+ * The masks and modifiers see each item's own lengths: i' = i + Nk_b - Nq_b
+ * (causal aligns bottom-right per item, as FlashAttention's varlen does).
+ * p->seq_q and p->seq_kv are the largest Nq_b and Nk_b; kv_len is NULL. A
+ * backend that runs serving batches names the layouts in its layouts mask;
+ * the registry refuses it every other one. */
 #ifndef ATTN_BACKEND_H
 #define ATTN_BACKEND_H
 
@@ -187,6 +207,23 @@ typedef enum attn_pass {
 const char *attn_pass_name(attn_pass x);
 attn_pass attn_pass_from_name(const char *name);
 
+/* A serving batch's lengths and layout (the top of this file). */
+typedef struct attn_ragged {
+    const int *nq, *nk;          /* [batch]: each item's queries and keys */
+    const long *q0;              /* [batch + 1]: each item's first query token */
+    const long *k0;              /* [batch + 1]: packed, its first key token; paged, its
+                                    first entry of the block tables (t->pages) */
+    int page;                    /* tokens per page; 0: K/V packed */
+} attn_ragged;
+
+/* The largest page of a paged batch, in tokens. */
+#define ATTN_MAX_PAGE 1024
+
+enum {
+    ATTN_LAYOUT_RAGGED = 1u << 0,   /* serving batches with K/V packed */
+    ATTN_LAYOUT_PAGED = 1u << 1,    /* serving batches with K/V in pages */
+};
+
 typedef struct attn_problem {
     int batch, heads, seq_q, seq_kv, d_k, d_v;
     float scale;
@@ -202,7 +239,43 @@ typedef struct attn_problem {
     const char *model;           /* the --model preset it came from, or NULL: a name for
                                     the results only, never read by a backend */
     attn_pass pass;              /* the forward (0), the backward, or both */
+    const attn_ragged *ragged;   /* a serving batch, or NULL: the dense layout */
+    const char *lens;            /* the --lens spec its lengths were drawn from, or NULL: a
+                                    name for the results only, never read by a backend */
 } attn_problem;
+
+/* Item b's queries and keys (the problem's own for a dense batch). */
+static inline int attn_seq_q_of(const attn_problem *p, int b)
+{
+    return p->ragged ? p->ragged->nq[b] : p->seq_q;
+}
+
+static inline int attn_seq_kv_of(const attn_problem *p, int b)
+{
+    return p->ragged ? p->ragged->nk[b] : p->seq_kv;
+}
+
+/* Query tokens of the batch (rows of Q per query head): B Nq, or Tq. */
+static inline size_t attn_q_tokens(const attn_problem *p)
+{
+    return p->ragged ? (size_t)p->ragged->q0[p->batch] : (size_t)p->batch * (size_t)p->seq_q;
+}
+
+/* Key tokens stored (rows of K per K/V head): B Nk, Tk, or the pool's
+ * pages times P. */
+static inline size_t attn_kv_tokens(const attn_problem *p)
+{
+    if (!p->ragged)
+        return (size_t)p->batch * (size_t)p->seq_kv;
+    const size_t n = (size_t)p->ragged->k0[p->batch];
+    return p->ragged->page ? n * (size_t)p->ragged->page : n;
+}
+
+/* The query rows of the batch (rows of O): B H Nq, or Tq H. */
+static inline size_t attn_q_rows(const attn_problem *p)
+{
+    return attn_q_tokens(p) * (size_t)p->heads;
+}
 
 /* Whether p computes gradients (the backward, alone or after the forward). */
 static inline bool attn_backward(const attn_problem *p)
@@ -252,6 +325,8 @@ typedef struct attn_tensors {
     const float *kscale, *vscale;  /* fp8 K/V: [B*Hkv] each K/V head's scale (kernels/
                                       quant.h), else NULL; with v_from_k vscale is kscale */
     const float *sinks;          /* [H] sink logits (mods.sinks), else NULL */
+    const int32_t *pages;        /* a paged serving batch: the block tables [k0[B]], each
+                                    entry a page of the pool; else NULL */
     float *o;                    /* host backends write O here during run (the backward:
                                     the forward's O, written by bind or run) */
     /* The backward (attn_backward(p)), else NULL: */
@@ -312,14 +387,83 @@ static inline size_t attn_kv_head_of(const attn_problem *p, size_t bh)
     return attn_kv_head(p, (int)(bh / (size_t)p->heads), (int)(bh % (size_t)p->heads));
 }
 
+/* Row of Q (rows of dk; of O, rows of dv) holding query i of head h of
+ * batch item b, and the rows between consecutive queries of a head. */
+static inline size_t attn_q_row(const attn_problem *p, int b, int h, int i)
+{
+    if (p->ragged)
+        return ((size_t)p->ragged->q0[b] + (size_t)i) * (size_t)p->heads + (size_t)h;
+    return ((size_t)b * (size_t)p->heads + (size_t)h) * (size_t)p->seq_q + (size_t)i;
+}
+
+/* The batch item, head and query of row `row` of Q and O (attn_q_row's
+ * inverse). */
+static inline void attn_q_where(const attn_problem *p, size_t row, int *b, int *h, int *i)
+{
+    if (!p->ragged) {
+        const size_t bh = row / (size_t)p->seq_q;
+        *i = (int)(row % (size_t)p->seq_q);
+        *b = (int)(bh / (size_t)p->heads);
+        *h = (int)(bh % (size_t)p->heads);
+        return;
+    }
+    const long tok = (long)(row / (size_t)p->heads);
+    int lo = 0, hi = p->batch - 1;   /* the last item whose first token is <= tok */
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (p->ragged->q0[mid] <= tok)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    *b = lo;
+    *h = (int)(row % (size_t)p->heads);
+    *i = (int)(tok - p->ragged->q0[lo]);
+}
+
+static inline size_t attn_q_step(const attn_problem *p)
+{
+    return p->ragged ? (size_t)p->heads : 1;
+}
+
+/* Row of K (rows of dk; of V, rows of attn_v_stride) holding key j of K/V
+ * head g of batch item b; pages: the block tables of a paged batch (t->pages). */
+static inline size_t attn_kv_row(const attn_problem *p, const int32_t *pages, int b, int g,
+                                 int j)
+{
+    const size_t hkv = (size_t)(p->kv_heads != 0 ? p->kv_heads : p->heads);
+    if (!p->ragged)
+        return ((size_t)b * hkv + (size_t)g) * (size_t)p->seq_kv + (size_t)j;
+    const attn_ragged *r = p->ragged;
+    if (!r->page)
+        return ((size_t)r->k0[b] + (size_t)j) * hkv + (size_t)g;
+    const size_t page = (size_t)pages[r->k0[b] + j / r->page];
+    return (page * hkv + (size_t)g) * (size_t)r->page + (size_t)(j % r->page);
+}
+
+/* The rows between consecutive keys of a K/V head (within a page), and
+ * how many keys from key j on are stored at that step (to the end of j's
+ * page). */
+static inline size_t attn_kv_step(const attn_problem *p)
+{
+    return p->ragged && !p->ragged->page ? (size_t)(p->kv_heads != 0 ? p->kv_heads : p->heads)
+                                         : 1;
+}
+
+static inline int attn_kv_run(const attn_problem *p, int j)
+{
+    return p->ragged && p->ragged->page ? p->ragged->page - j % p->ragged->page : 1 << 30;
+}
+
 /* The masks leave each query row one interval of keys: query i of batch b
  * sees exactly keys [*lo, *hi) (lo == hi: none). Without a window lo is 0
  * and the interval a prefix, [0, attn_visible_end). The one definition of
  * the window: local and sparse read it too. */
 static inline void attn_visible_range(const attn_problem *p, int b, int i, int *lo, int *hi)
 {
-    long end = p->kv_len ? p->kv_len[b] : p->seq_kv, beg = 0;
-    const long at = (long)i + p->seq_kv - p->seq_q;
+    const long nk = attn_seq_kv_of(p, b);
+    long end = p->kv_len ? p->kv_len[b] : nk, beg = 0;
+    const long at = (long)i + nk - attn_seq_q_of(p, b);
     if (p->causal && at + 1 < end)
         end = at + 1;
     if (p->mods.window) {
@@ -378,6 +522,8 @@ typedef struct attn_backend {
     /* ATTN_PASS_BIT()s of the passes it computes beside the forward (0: the
      * forward only); with any, read_grads is set. */
     unsigned passes;
+    /* ATTN_LAYOUT_*s of the serving batches it runs (0: dense batches only). */
+    unsigned layouts;
     attn_status (*probe)(char *why, size_t len);                           /* optional */
     /* Whether it can run p under cfg (cfg->alloc may be NULL here):
      * ATTN_OK, or ATTN_EUNSUPPORTED with why. NULL: every problem of its kind. */

@@ -7,9 +7,33 @@ static size_t kv_len_bytes(const attn_problem *p)
     return p->kv_len ? (size_t)p->batch * sizeof(int) : 0;
 }
 
+/* A serving batch's lengths: nq, nk [B] ints, then q0, k0 [B + 1] longs. */
+static size_t lens_bytes(const attn_problem *p)
+{
+    return p->ragged ? 2 * (size_t)p->batch * sizeof(int) +
+                           2 * ((size_t)p->batch + 1) * sizeof(long)
+                     : 0;
+}
+
 size_t attn_host_workspace(size_t size, const attn_problem *p)
 {
-    return size + kv_len_bytes(p);
+    return size + kv_len_bytes(p) + lens_bytes(p);
+}
+
+static bool copy_lens(attn_host *h, const attn_problem *p, const attn_allocator *a)
+{
+    const size_t b = (size_t)p->batch;
+    if (!(h->lens = attn_alloc(a, lens_bytes(p))))
+        return false;
+    long *q0 = h->lens, *k0 = q0 + b + 1;
+    int *nq = (int *)(k0 + b + 1), *nk = nq + b;
+    memcpy(q0, p->ragged->q0, (b + 1) * sizeof(long));
+    memcpy(k0, p->ragged->k0, (b + 1) * sizeof(long));
+    memcpy(nq, p->ragged->nq, b * sizeof(int));
+    memcpy(nk, p->ragged->nk, b * sizeof(int));
+    h->ragged = (attn_ragged){ .nq = nq, .nk = nk, .q0 = q0, .k0 = k0, .page = p->ragged->page };
+    h->p.ragged = &h->ragged;
+    return true;
 }
 
 attn_status attn_host_create(size_t size, const attn_problem *p, const attn_config *cfg,
@@ -35,6 +59,11 @@ attn_status attn_host_create(size_t size, const attn_problem *p, const attn_conf
         memcpy(h->kv_len, p->kv_len, kv_len_bytes(p));
         h->p.kv_len = h->kv_len;
     }
+    if (p->ragged && !copy_lens(h, p, cfg->alloc)) {
+        attn_free(cfg->alloc, h->kv_len);
+        attn_free(cfg->alloc, h);
+        return ATTN_ENOMEM;
+    }
     *state = h;
     return ATTN_OK;
 }
@@ -46,6 +75,7 @@ void attn_host_destroy(void *state)
         return;
     const attn_allocator *a = h->alloc;
     attn_free(a, h->kv_len);
+    attn_free(a, h->lens);
     attn_free(a, h);
 }
 
@@ -61,7 +91,7 @@ attn_status attn_host_read(void *state, float *out)
     const attn_host *h = state;
     const attn_problem *p = &h->p;
     if (out != h->t.o)
-        memcpy(out, h->t.o, (size_t)p->batch * p->heads * p->seq_q * p->d_v * sizeof(float));
+        memcpy(out, h->t.o, attn_q_rows(p) * (size_t)p->d_v * sizeof(float));
     return ATTN_OK;
 }
 

@@ -17,8 +17,11 @@
 #include "backend.h"
 
 typedef struct attn_host {
-    attn_problem p;               /* p.kv_len points at kv_len below */
+    attn_problem p;               /* p.kv_len points at kv_len below, p.ragged at ragged */
     int *kv_len;                  /* a private copy: the caller's may go away */
+    attn_ragged ragged;           /* p.ragged points here, its arrays at lens (a private
+                                     copy too) */
+    void *lens;
     int threads;
     const attn_allocator *alloc;
     const attn_kernels *k;        /* cfg->isa's table */

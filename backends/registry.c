@@ -131,6 +131,35 @@ attn_status attn_backend_supports(const attn_backend *be, const attn_problem *p,
                  be->name, p->mods.sinks ? "attention sinks" : "latent attention (V read from K)");
         return ATTN_EUNSUPPORTED;
     }
+    if (p->ragged) {
+        const attn_ragged *r = p->ragged;
+        const unsigned need = r->page ? ATTN_LAYOUT_PAGED : ATTN_LAYOUT_RAGGED;
+        if (r->page < 0 || r->page > ATTN_MAX_PAGE) {
+            snprintf(why, len, "%s: a page of %d tokens (1 to %d)", be->name, r->page,
+                     ATTN_MAX_PAGE);
+            return ATTN_EINVAL;
+        }
+        if (p->kv_len) {
+            snprintf(why, len, "%s: a serving batch has each item's own key count; padding "
+                     "(--kv-len) is for dense batches", be->name);
+            return ATTN_EINVAL;
+        }
+        if (!(be->layouts & need)) {
+            snprintf(why, len, "%s runs dense batches only (this case is a serving batch, K/V "
+                     "%s)", be->name, r->page ? "in pages" : "packed");
+            return ATTN_EUNSUPPORTED;
+        }
+        if (attn_backward(p)) {
+            snprintf(why, len, "%s: the backward of a serving batch is not defined in "
+                     "attnbench", be->name);
+            return ATTN_EUNSUPPORTED;
+        }
+        if (attn_dtype_quantized(p->kv_dtype)) {
+            snprintf(why, len, "%s: a quantized cache (%s) is read from dense batches only",
+                     be->name, attn_dtype_name(p->kv_dtype));
+            return ATTN_EUNSUPPORTED;
+        }
+    }
     if (p->mods.v_from_k && p->d_v > p->d_k) {
         snprintf(why, len, "%s: V read from K needs dv <= dk (dv = %d, dk = %d)", be->name,
                  p->d_v, p->d_k);

@@ -234,7 +234,8 @@ static void drive(attn_result *r, const attn_backend *be, const attn_config *cfg
                              .k16 = kv16 ? in->k16 : NULL, .v16 = kv16 ? in->v16 : NULL,
                              .kq = kvq ? in->kq : NULL, .vq = kvq ? in->vq : NULL,
                              .kscale = kvq ? in->kscale : NULL, .vscale = kvq ? in->vscale : NULL,
-                             .sinks = p->mods.sinks ? in->sinks : NULL, .o = out->o.data };
+                             .sinks = p->mods.sinks ? in->sinks : NULL, .pages = in->pages,
+                             .o = out->o.data };
     if (attn_backward(p)) {
         t.dout = in->dout;
         t.lse = out->lse.data;

@@ -28,7 +28,7 @@ typedef enum opt_id {
     O_INPUTS, O_DUMP_OUTPUT, O_DUMP_WEIGHTS, O_CASE_TIMEOUT, O_ISA, O_DUMP_INPUTS,
     O_CHECK_OUTPUT, O_PEER, O_PEER_TIMES, O_PEER_SKIP, O_KV_HEADS, O_SPLITS, O_DTYPE,
     O_KV_DTYPE, O_SHARD, O_SOFTCAP, O_ALIBI, O_SINKS, O_V_FROM_K, O_MODEL, O_PASS,
-    O_HUGE_PAGES, O_BW_PROBE,
+    O_HUGE_PAGES, O_BW_PROBE, O_LENS, O_PAGE,
 } opt_id;
 
 #define ARG_NONE ATTN_ARG_NONE
@@ -41,6 +41,7 @@ static const attn_option options[] = {
     { "seq-kv", O_SEQ_KV, ARG_REQUIRED },     { "dk", O_DK, ARG_REQUIRED },
     { "dv", O_DV, ARG_REQUIRED },             { "scale", O_SCALE, ARG_REQUIRED },
     { "causal", O_CAUSAL, ARG_OPTIONAL },     { "kv-len", O_KV_LEN, ARG_REQUIRED },
+    { "lens", O_LENS, ARG_REQUIRED },         { "page", O_PAGE, ARG_REQUIRED },
     { "fill", O_FILL, ARG_REQUIRED },         { "seed", O_SEED, ARG_REQUIRED },
     { "threads", O_THREADS, ARG_REQUIRED },   { "pin", O_PIN, ARG_NONE },
     { "reps", O_REPS, ARG_REQUIRED },         { "warmup", O_WARMUP, ARG_REQUIRED },
@@ -562,6 +563,14 @@ static int apply(void *ctx, int opt, const char *name, const char *val)
     case O_DTYPE:   return parse_dtypes(name, val, &o->dtype);
     case O_KV_DTYPE: return parse_dtypes(name, val, &o->kv_dtype);
     case O_PASS:    return parse_passes(val, &o->pass);
+    case O_PAGE:    return attn_parse_list(name, val, 0, ATTN_MAX_PAGE, &o->page);
+    case O_LENS: {
+        char why[512];
+        attn_lens_free(&o->lens);
+        if (!attn_lens_parse(val, &o->lens, why, sizeof(why)))
+            return usage_error("%s", why);
+        return -1;
+    }
     case O_SPLITS: {
         long v;
         if (!strcmp(val, "auto")) {
@@ -761,6 +770,49 @@ static int check_models(const attn_opts *o)
     return -1;
 }
 
+/* A serving batch (--lens, --page) against the options it replaces or
+ * that do not take it yet; explicit pairs set the batch. */
+static int check_serving(attn_opts *o)
+{
+    bool paged = false;
+    for (size_t i = 0; i < o->page.n; i++)
+        paged |= o->page.v[i] > 0;
+    const bool lens = o->lens.spec != NULL;
+    if (!lens && !paged)
+        return -1;
+    const char *what = lens ? "--lens" : "--page";
+    if (lens && (o->seq.n || o->seq_kv.n))
+        return usage_error("--lens gives each item's Nq and Nk: no --seq or --seq-kv with it");
+    if (o->kv_len)
+        return usage_error("%s: a serving batch has each item's own key count; --kv-len pads "
+                           "dense batches (give the lengths in --lens)", what);
+    if (o->setup.inputs || o->dump_inputs || o->setup.dump_output || o->setup.dump_weights ||
+        o->peer)
+        return usage_error("%s: the .npy files of --inputs, --dump-inputs, --dump-output, "
+                           "--dump-weights and the peers hold dense batches only", what);
+    for (size_t i = 0; i < o->pass.n; i++)
+        if (o->pass.v[i] != ATTN_PASS_FWD)
+            return usage_error("%s: a serving batch runs the forward only (no --pass %s)", what,
+                               attn_pass_name((attn_pass)o->pass.v[i]));
+    if (lens && o->lens.kind == ATTN_LENS_PAIRS) {
+        if (o->batch.n && (o->batch.n != 1 || o->batch.v[0] != o->lens.npairs))
+            return usage_error("--lens: %d pairs for --batch %s%d (one pair per item; leave "
+                               "--batch out)", o->lens.npairs, o->batch.n > 1 ? "list starting " : "",
+                               o->batch.v[0]);
+        if (!o->batch.n) {
+            int rc = default_list(&o->batch, o->lens.npairs);
+            if (rc >= 0)
+                return rc;
+        }
+        for (int x = 0; (o->causal & ATTN_CAUSAL_YES) && x < o->lens.npairs; x++)
+            if (o->lens.pairs[2 * x] > o->lens.pairs[2 * x + 1])
+                return usage_error("--lens: item %d has %d queries over %d keys; causal needs "
+                                   "Nq <= Nk (its queries are the last Nq of its keys)", x,
+                                   o->lens.pairs[2 * x], o->lens.pairs[2 * x + 1]);
+    }
+    return -1;
+}
+
 /* Fills in what depends on other options and checks them against each other. */
 static int finish(attn_opts *o)
 {
@@ -776,6 +828,8 @@ static int finish(attn_opts *o)
     o->dv_set = o->dv.n > 0;
     /* With presets, a size not given is the preset's (attn_shapes_problem);
      * the placeholder lists of one value keep the counting the same. */
+    if ((rc = check_serving(o)) >= 0)
+        return rc;
     if ((rc = default_list(&o->batch, 1)) >= 0 || (rc = default_list(&o->heads, 8)) >= 0 ||
         (rc = default_list(&o->seq, 1024)) >= 0 || (rc = default_list(&o->dk, 64)) >= 0)
         return rc;
@@ -908,12 +962,13 @@ int attn_cli_parse(attn_opts *o, int argc, char **argv)
 void attn_cli_free(attn_opts *o)
 {
     attn_list *lists[] = { &o->batch, &o->heads, &o->kv_heads, &o->seq, &o->seq_kv, &o->dk,
-                           &o->dv, &o->dtype, &o->kv_dtype, &o->pass };
+                           &o->dv, &o->dtype, &o->kv_dtype, &o->pass, &o->page };
     for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
         free(lists[i]->v);
         *lists[i] = (attn_list){ 0 };
     }
     free(o->kv_len);
+    attn_lens_free(&o->lens);
     free(o->backends);
     free(o->models);
     o->kv_len = NULL;
@@ -950,13 +1005,20 @@ void attn_cli_usage(FILE *f, const char *prog)
 "                   log-sum-exp, timed alone), fwdbwd (both in one timed run), or a\n"
 "                   list; dO is N(0,1) from the seed, or DIR/do.npy with --inputs\n"
 "  --kv-len L[,L..] valid keys per batch item (one value, or one per item); keys >= L masked\n"
+"  --lens SPEC      a serving batch (docs/serving.md): each item its own Nq and Nk,\n"
+"                   stored packed ([tokens,H,d]): Nq:Nk[,Nq:Nk..] (one pair per item),\n"
+"                   decode:uniform:LO:HI (Nq 1, Nk uniform in [LO,HI], from --seed),\n"
+"                   prefill:uniform:LO:HI (Nq = Nk), mixed:uniform:LO:HI:P:C (the\n"
+"                   first P items prefill chunks of C queries, the others decode)\n"
+"  --page P[,P..]   K/V of a serving batch in a pool of pages of P tokens, 1..%d\n"
+"                   (shuffled; 0: packed); without --lens, the dense shape in pages\n"
 "  --dtype T[,T..]  storage of the inputs: fp32 (default), bf16, fp16, or a list to\n"
 "                   compare them (a table of the speedups over fp32 ends the run). The\n"
 "                   fill is rounded once to it and the reference computes from the\n"
 "                   rounded values; products accumulate in fp32; O is fp32\n"
 "  --kv-dtype T[,T..]  storage of K and V alone (default: --dtype's), e.g. fp32 Q\n"
 "                   with a 16-bit KV cache\n",
-            prog, prog, MAX_BATCH, MAX_HEADS, MAX_SEQ, MAX_DIM);
+            prog, prog, MAX_BATCH, MAX_HEADS, MAX_SEQ, MAX_DIM, ATTN_MAX_PAGE);
     fprintf(f,
 "  --fill KIND      normal (default): N(0,1); extreme: integer Q, K in [-100,100], logits to ~1e4\n"
 "  --seed S         input seed (default 1); inputs do not depend on --threads\n"

@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 
+#include "lens.h"
 #include "problem.h"
 
 /* Exit codes of attnbench (documented in the README and --help). */
@@ -30,6 +31,9 @@ typedef struct attn_opts {
     attn_list dtype, kv_dtype;  /* --dtype, --kv-dtype: attn_dtype values; empty: fp32,
                                    and K/V follow Q */
     attn_list pass;             /* --pass: attn_pass values; empty: the forward */
+    attn_list page;             /* --page: K/V pages of a serving batch, 0 packed; empty:
+                                   packed (with --lens) or dense */
+    attn_lens lens;             /* --lens: a serving batch's lengths; spec NULL: none */
     unsigned causal;            /* ATTN_CAUSAL_* bits: which of the two to run */
     float scale;
     bool scale_set;

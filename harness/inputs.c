@@ -1,9 +1,11 @@
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "fill.h"
 #include "inputs.h"
 #include "kernels/half.h"
+#include "kernels/rng.h"
 #include "memory.h"
 #include "npy.h"
 #include "timer.h"
@@ -134,12 +136,65 @@ float *attn_inputs_dequantize(const attn_inputs *in, const attn_problem *p, bool
     return x;
 }
 
+/* The stream of the block tables' shuffle (kernels/rng.h). */
+#define PAGES_STREAM 0x9a6e5u
+
+/* A paged batch's block tables: the pool's pages, each used once, in a
+ * seeded shuffle (Fisher-Yates), so that no item's pages are contiguous
+ * by accident. */
+static void shuffle_pages(int32_t *pages, long n, uint64_t seed)
+{
+    for (long e = 0; e < n; e++)
+        pages[e] = (int32_t)e;
+    for (long e = n - 1; e > 0; e--) {
+        long x = (long)(attn_uniform(seed, PAGES_STREAM, (uint64_t)e) * (double)(e + 1));
+        x = x > e ? e : x;
+        const int32_t t = pages[e];
+        pages[e] = pages[x];
+        pages[x] = t;
+    }
+}
+
+/* The slots of each item's last page past its keys: NaN in K and V (in
+ * every storage held), so that a backend that reads past an item's keys
+ * cannot pass. No row of the reference reads them. */
+static void poison_slack(attn_inputs *in, const attn_problem *p)
+{
+    const attn_ragged *r = p->ragged;
+    const size_t hkv = (size_t)attn_kv_heads(p), P = (size_t)r->page;
+    const uint16_t nan16 = p->kv_dtype == ATTN_DTYPE_BF16 ? 0x7fc0u : 0x7e00u;
+    for (int b = 0; b < p->batch; b++) {
+        const int nk = r->nk[b];
+        if (nk % r->page == 0)
+            continue;
+        const size_t page = (size_t)in->pages[r->k0[b] + nk / r->page];
+        for (size_t slot = (size_t)(nk % r->page); slot < P; slot++)
+            for (size_t g = 0; g < hkv; g++) {
+                const size_t row = (page * hkv + g) * P + slot;
+                for (int c = 0; c < p->d_k; c++) {
+                    if (in->k)
+                        in->k[row * p->d_k + c] = NAN;
+                    if (in->k16)
+                        in->k16[row * p->d_k + c] = nan16;
+                }
+                for (int c = 0; c < p->d_v; c++) {
+                    if (in->v)
+                        in->v[row * p->d_v + c] = NAN;
+                    if (in->v16)
+                        in->v16[row * p->d_v + c] = nan16;
+                }
+            }
+    }
+}
+
 size_t attn_inputs_bytes(const attn_problem *p, const attn_sizes *sz)
 {
     const size_t kv32 = attn_inputs_kv_fp32(p) ? sz->k + sz->v : 0;
     size_t fp32 = (sz->q + kv32 + (size_t)p->heads) * sizeof(float), half = 0;
     if (attn_backward(p))
         fp32 += sz->o * sizeof(float);   /* dO */
+    if (p->ragged && p->ragged->page)
+        fp32 += (size_t)p->ragged->k0[p->batch] * sizeof(int32_t);   /* the block tables */
     if (p->dtype != ATTN_DTYPE_FP32)
         half += sz->q * 2;
     if (attn_dtype_quantized(p->kv_dtype))
@@ -190,6 +245,9 @@ attn_status attn_inputs_make(attn_inputs *in, const attn_problem *p, const attn_
     }
     if (p->mods.sinks)
         in->sinks = attn_host_alloc((size_t)p->heads * sizeof(float));
+    const bool paged = p->ragged && p->ragged->page;
+    if (paged)
+        in->pages = attn_host_alloc((size_t)p->ragged->k0[p->batch] * sizeof(int32_t) + 1);
     const bool bwd = attn_backward(p);
     if (bwd)
         in->dout = attn_host_alloc(sz.o * sizeof(float));
@@ -197,7 +255,7 @@ attn_status attn_inputs_make(attn_inputs *in, const attn_problem *p, const attn_
     if (!in->q || (kv32 && (!in->k || (has_v && !in->v))) || (q16 && !in->q16) ||
         (bwd && !in->dout) ||
         (kv16 && (!in->k16 || (has_v && !in->v16))) || (p->mods.sinks && !in->sinks) ||
-        (kvq && (!in->kq || (has_v && !in->vq))) ||
+        (kvq && (!in->kq || (has_v && !in->vq))) || (paged && !in->pages) ||
         (scaled && (!in->kscale || (has_v && !in->vscale)))) {
         snprintf(why, len, "out of memory for the inputs");
         st = ATTN_ENOMEM;
@@ -244,6 +302,10 @@ attn_status attn_inputs_make(attn_inputs *in, const attn_problem *p, const attn_
         round_to(in->k, in->k16, sz.k, p->kv_dtype);
         if (has_v)
             round_to(in->v, in->v16, sz.v, p->kv_dtype);
+    }
+    if (st == ATTN_OK && paged) {
+        shuffle_pages(in->pages, p->ragged->k0[p->batch], s->seed);
+        poison_slack(in, p);
     }
     if (st == ATTN_OK && kvq) {
         quantize(in->kq, in->kscale, in->k, p, p->d_k);
@@ -303,6 +365,7 @@ void attn_inputs_free(attn_inputs *in)
     attn_host_free(in->k16);
     attn_host_free(in->v16);
     attn_host_free(in->sinks);
+    attn_host_free(in->pages);
     attn_host_free(in->dout);
     memset(in, 0, sizeof(*in));
 }

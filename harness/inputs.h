@@ -18,6 +18,8 @@ typedef struct attn_inputs {
                                then hold the values before quantization */
     float *kscale, *vscale; /* fp8: [B*Hkv] each K/V head's scale, else NULL */
     float *sinks;           /* [H] sink logits with mods.sinks, else NULL */
+    int32_t *pages;         /* a paged serving batch's block tables (backend.h): the
+                               pool's pages in a seeded shuffle; else NULL */
     float *dout;            /* the backward's dO [B,H,Nq,dv], else NULL */
     attn_ref ref;
     attn_ref_grads grads;   /* the backward's reference (attn_backward(p)) */
@@ -77,7 +79,7 @@ static inline attn_tensors attn_inputs_tensors(const attn_inputs *in)
                            .q16 = in->q16, .k16 = in->k16, .v16 = vk ? in->k16 : in->v16,
                            .kq = in->kq, .vq = vk ? in->kq : in->vq, .kscale = in->kscale,
                            .vscale = vk ? in->kscale : in->vscale,
-                           .sinks = in->sinks, .dout = in->dout };
+                           .sinks = in->sinks, .pages = in->pages, .dout = in->dout };
 }
 
 /* The one memory check. A case of p holds its inputs, the reference, two

@@ -12,19 +12,19 @@
 #include "shapes.h"
 
 /* The one case of the options (attn_sweep_check has made sure there is one). */
-static int one_case(const attn_opts *o, attn_problem *p, int **kv)
+static int one_case(const attn_opts *o, attn_problem *p, attn_shape_buf *kv)
 {
-    *kv = calloc((size_t)attn_shapes_max_batch(o), sizeof(int));
-    if (!*kv)
+    if (!attn_shape_buf_alloc(kv, o))
         return attn_error(ATTN_EXIT_TOO_LARGE, "out of memory");
-    attn_shapes_problem(o, 0, p, *kv);
+    attn_shapes_problem(o, 0, p, kv);
     return -1;
 }
 
 int attn_peer_dump_inputs(const attn_opts *o)
 {
     attn_problem p;
-    int *kv, rc;
+    attn_shape_buf kv;
+    int rc;
     if ((rc = one_case(o, &p, &kv)) >= 0)
         return rc;
     attn_setup s = o->setup;
@@ -33,7 +33,7 @@ int attn_peer_dump_inputs(const attn_opts *o)
     char why[4400];
     attn_status st = attn_inputs_make(&in, &p, &s, why, sizeof(why));
     if (st != ATTN_OK) {
-        free(kv);
+        attn_shape_buf_free(&kv);
         return attn_error(st == ATTN_EINVAL ? ATTN_EXIT_USAGE : ATTN_EXIT_TOO_LARGE,
                           "--dump-inputs: %s", why);
     }
@@ -70,7 +70,7 @@ int attn_peer_dump_inputs(const attn_opts *o)
     attn_host_free(k32);
     attn_host_free(v32);
     attn_inputs_free(&in);
-    free(kv);
+    attn_shape_buf_free(&kv);
     return rc;
 }
 
@@ -203,7 +203,8 @@ static int check(const attn_opts *o, const attn_problem *p, attn_result *r)
 int attn_peer_check(const attn_opts *o, const attn_machine *m)
 {
     attn_problem p;
-    int *kv, rc;
+    attn_shape_buf kv;
+    int rc;
     if ((rc = one_case(o, &p, &kv)) >= 0)
         return rc;
     /* The peer as the row's backend: its name, softmax attention. */
@@ -211,7 +212,7 @@ int attn_peer_check(const attn_opts *o, const attn_machine *m)
                                 .kind = ATTN_KIND_SOFTMAX };
     attn_result *r = calloc(1, sizeof(*r));
     if (!r) {
-        free(kv);
+        attn_shape_buf_free(&kv);
         return attn_error(ATTN_EXIT_ERROR, "out of memory");
     }
     attn_case_skip(r, &peer, &p, &o->setup, "scripts/peers", "");
@@ -240,6 +241,6 @@ int attn_peer_check(const attn_opts *o, const attn_machine *m)
            : r->verdict == ATTN_SKIPPED ? ATTN_EXIT_NONE_RAN : ATTN_EXIT_OK;
     }
     free(r);
-    free(kv);
+    attn_shape_buf_free(&kv);
     return rc;
 }

@@ -40,21 +40,34 @@ bool attn_problem_sizes(const attn_problem *p, attn_sizes *s)
 {
     const size_t b = (size_t)p->batch, h = (size_t)p->heads, hkv = (size_t)attn_kv_heads(p);
     size_t in;
-    if (!count(&s->q, b, h, (size_t)p->seq_q, (size_t)p->d_k) ||
-        !count(&s->k, b, hkv, (size_t)p->seq_kv, (size_t)p->d_k) ||
-        !count(&s->v, b, hkv, (size_t)p->seq_kv, p->mods.v_from_k ? 0 : (size_t)p->d_v) ||
-        !count(&s->o, b, h, (size_t)p->seq_q, (size_t)p->d_v) ||
-        !count(&s->rows, b, h, (size_t)p->seq_q, 1) ||
-        !count(&s->scores, b, h, (size_t)p->seq_q, (size_t)p->seq_kv) ||
-        !mul(&s->scores, sizeof(float)))
+    /* Query and key tokens: B Nq and B Nk, or a serving batch's (backend.h). */
+    const size_t tq = attn_q_tokens(p), tk = attn_kv_tokens(p);
+    if (p->ragged) {
+        /* The score entries of its items, Nq_b Nk_b each. */
+        s->scores = 0;
+        for (int x = 0; x < p->batch; x++) {
+            size_t e;
+            if (!count(&e, (size_t)p->ragged->nq[x], (size_t)p->ragged->nk[x], h, sizeof(float)) ||
+                __builtin_add_overflow(s->scores, e, &s->scores))
+                return false;
+        }
+    } else if (!count(&s->scores, b, h, (size_t)p->seq_q, (size_t)p->seq_kv) ||
+               !mul(&s->scores, sizeof(float))) {
+        return false;
+    }
+    if (!count(&s->q, tq, h, (size_t)p->d_k, 1) ||
+        !count(&s->k, tk, hkv, (size_t)p->d_k, 1) ||
+        !count(&s->v, tk, hkv, p->mods.v_from_k ? 0 : (size_t)p->d_v, 1) ||
+        !count(&s->o, tq, h, (size_t)p->d_v, 1) ||
+        !count(&s->rows, tq, h, 1, 1))
         return false;
     size_t qb = s->q, kvb;
     if (attn_dtype_quantized(p->kv_dtype)) {
         /* Rows of blocks (or bytes), and fp8's scale per K/V head of each. */
-        size_t kr = b, vr;
+        size_t kr = tk, vr;
         const size_t scales = attn_kvq_head_scaled(attn_dtype_kvq(p->kv_dtype))
                                   ? 2 * sizeof(float) : 0;
-        if (!mul(&kr, hkv) || !mul(&kr, (size_t)p->seq_kv))
+        if (!mul(&kr, hkv))
             return false;
         vr = p->mods.v_from_k ? 0 : kr;
         if (!mul(&kr, attn_dtype_row_bytes(p->kv_dtype, (size_t)p->d_k)) ||
@@ -69,9 +82,9 @@ bool attn_problem_sizes(const attn_problem *p, attn_sizes *s)
     s->inputs = in;
     s->kv = kvb;
     s->output = s->o;
-    if (!count(&s->dq, b, h, (size_t)p->seq_q, (size_t)p->d_k) ||
-        !count(&s->dk, b, hkv, (size_t)p->seq_kv, (size_t)p->d_k) ||
-        !count(&s->dv, b, hkv, (size_t)p->seq_kv, (size_t)p->d_v))
+    if (!count(&s->dq, tq, h, (size_t)p->d_k, 1) ||
+        !count(&s->dk, tk, hkv, (size_t)p->d_k, 1) ||
+        !count(&s->dv, tk, hkv, (size_t)p->d_v, 1))
         return false;
     s->grads = s->dq;
     if (__builtin_add_overflow(s->grads, s->dk, &s->grads) ||
@@ -87,7 +100,7 @@ static double visible_entries(const attn_problem *p)
     double pairs = 0;
     attn_span sp[ATTN_MAX_SPANS];
     for (int b = 0; b < p->batch; b++)
-        for (int i = 0; i < p->seq_q; i++) {
+        for (int i = 0; i < attn_seq_q_of(p, b); i++) {
             if (p->kind == ATTN_KIND_LOCAL || p->kind == ATTN_KIND_SPARSE) {
                 const int n = attn_variant_spans(p, b, i, sp);
                 for (int x = 0; x < n; x++)
@@ -117,11 +130,11 @@ double attn_problem_flops(const attn_problem *p)
 
 static double forward_flops(const attn_problem *p)
 {
-    const double dk = p->d_k, dv = p->d_v, nq = p->seq_q, h = p->heads;
+    const double dk = p->d_k, dv = p->d_v, h = p->heads;
     double keys = 0;    /* keys some row of a batch sees, summed over the batch */
     for (int b = 0; b < p->batch; b++)
-        keys += p->seq_q ? attn_visible_end(p, b, p->seq_q - 1) : 0;
-    const double queries = (double)p->batch * nq;
+        keys += attn_seq_q_of(p, b) ? attn_visible_end(p, b, attn_seq_q_of(p, b) - 1) : 0;
+    const double queries = (double)attn_q_tokens(p);
     switch (p->kind) {
     case ATTN_KIND_LINEAR:
     case ATTN_KIND_PERFORMER: {
@@ -136,7 +149,7 @@ static double forward_flops(const attn_problem *p)
         const double np = p->var.proj;
         double valid = 0;
         for (int b = 0; b < p->batch; b++)
-            valid += p->kv_len ? p->kv_len[b] : p->seq_kv;
+            valid += p->kv_len ? p->kv_len[b] : attn_seq_kv_of(p, b);
         /* E K, F V; then Q K'^T and P V' over p projected keys. */
         return (valid + queries) * 2 * np * (dk + dv) * h;
     }
@@ -147,8 +160,10 @@ static double forward_flops(const attn_problem *p)
 
 double attn_problem_flops_dense(const attn_problem *p)
 {
-    return pass_factor(p) * 2.0 * (p->d_k + p->d_v) * (double)p->batch * p->heads *
-           (double)p->seq_q * p->seq_kv;
+    double pairs = 0;
+    for (int b = 0; b < p->batch; b++)
+        pairs += (double)attn_seq_q_of(p, b) * attn_seq_kv_of(p, b);
+    return pass_factor(p) * 2.0 * (p->d_k + p->d_v) * p->heads * pairs;
 }
 
 /* Keys of batch item b that some query sees: the prefix of the last query
@@ -157,13 +172,14 @@ double attn_problem_flops_dense(const attn_problem *p)
 static double keys_read(const attn_problem *p, int b, unsigned char *map)
 {
     if (p->kind == ATTN_KIND_LINFORMER)
-        return p->kv_len ? p->kv_len[b] : p->seq_kv;
+        return p->kv_len ? p->kv_len[b] : attn_seq_kv_of(p, b);
     if (p->kind != ATTN_KIND_LOCAL && p->kind != ATTN_KIND_SPARSE) {
         /* One interval per query, both ends growing with i: the union is
          * what each adds past the furthest end before it. */
         double keys = 0;
         int top = 0;
-        for (int i = p->mods.window ? 0 : p->seq_q - 1; i >= 0 && i < p->seq_q; i++) {
+        const int nq = attn_seq_q_of(p, b);
+        for (int i = p->mods.window ? 0 : nq - 1; i >= 0 && i < nq; i++) {
             int lo, hi;
             attn_visible_range(p, b, i, &lo, &hi);
             lo = lo > top ? lo : top;
@@ -197,7 +213,7 @@ double attn_problem_bytes(const attn_problem *p)
     for (int b = 0; b < p->batch; b++)
         keys += keys_read(p, b, map);
     free(map);
-    const double queries = (double)p->batch * p->heads * p->seq_q;
+    const double queries = (double)attn_q_rows(p);
     /* Latent attention reads V inside K's rows: bytes of K only. A
      * quantized cache's rows at their stored width, scales included (fp8's
      * per-head scale, a few bytes, is not counted). */
@@ -210,7 +226,7 @@ double attn_problem_bytes(const attn_problem *p)
     /* The backward: each query's Q, O, dO, L and dQ, the visible keys' K
      * and V, and all of dK and dV (zeros where no query looks); the
      * forward before it writes O and L, which the backward alone reads. */
-    const double grads_kv = wo * (double)p->batch * attn_kv_heads(p) * p->seq_kv * (p->d_k + p->d_v);
+    const double grads_kv = wo * (double)attn_kv_tokens(p) * attn_kv_heads(p) * (p->d_k + p->d_v);
     return queries * (wq * p->d_k + wo * (2.0 * p->d_v + 1 + p->d_k)) + kv + grads_kv;
 }
 
@@ -290,7 +306,13 @@ void attn_problem_describe(const attn_problem *p, char *buf, size_t len)
     size_t at = cat(buf, len, 0, "B=%d H=%d", p->batch, p->heads);
     if (attn_kv_heads(p) != p->heads)
         at = cat(buf, len, at, " Hkv=%d", attn_kv_heads(p));
-    at = cat(buf, len, at, " Nq=%d Nk=%d dk=%d dv=%d", p->seq_q, p->seq_kv, p->d_k, p->d_v);
+    if (p->lens)
+        at = cat(buf, len, at, " lens=%s (Nq<=%d Nk<=%d, %zu tokens) dk=%d dv=%d", p->lens,
+                 p->seq_q, p->seq_kv, attn_q_tokens(p), p->d_k, p->d_v);
+    else
+        at = cat(buf, len, at, " Nq=%d Nk=%d dk=%d dv=%d", p->seq_q, p->seq_kv, p->d_k, p->d_v);
+    if (p->ragged && p->ragged->page)
+        at = cat(buf, len, at, " page=%d", p->ragged->page);
     if (!default_scale(p))
         at = cat(buf, len, at, " scale=%.9g", p->scale);
     if (p->causal)
@@ -330,8 +352,14 @@ void attn_repro(char *buf, size_t len, const char *prog, const attn_backend *be,
      * after it, and explicit options win. */
     if (p->model)
         at = cat(buf, len, at, " --model %s", p->model);
-    at = cat(buf, len, at, " --batch %d --heads %d --seq %d --seq-kv %d --dk %d --dv %d",
-             p->batch, p->heads, p->seq_q, p->seq_kv, p->d_k, p->d_v);
+    if (p->lens)
+        at = cat(buf, len, at, " --batch %d --heads %d --lens %s --dk %d --dv %d", p->batch,
+                 p->heads, p->lens, p->d_k, p->d_v);
+    else
+        at = cat(buf, len, at, " --batch %d --heads %d --seq %d --seq-kv %d --dk %d --dv %d",
+                 p->batch, p->heads, p->seq_q, p->seq_kv, p->d_k, p->d_v);
+    if (p->ragged && p->ragged->page)
+        at = cat(buf, len, at, " --page %d", p->ragged->page);
     if (attn_kv_heads(p) != p->heads || p->model)
         at = cat(buf, len, at, " --kv-heads %d", attn_kv_heads(p));
     if (!default_scale(p) || p->model)
@@ -376,6 +404,10 @@ void attn_case_name(char *buf, size_t len, const attn_backend *be, const attn_pr
                     p->batch, p->heads, p->seq_q, p->seq_kv, p->d_k, p->d_v, p->causal ? 1 : 0);
     if (attn_kv_heads(p) != p->heads)
         at = cat(buf, len, at, "/hkv:%d", attn_kv_heads(p));
+    if (p->lens)
+        at = cat(buf, len, at, "/lens:%s", p->lens);
+    if (p->ragged && p->ragged->page)
+        at = cat(buf, len, at, "/page:%d", p->ragged->page);
     at = cat_kv_len(buf, len, at, p, "/kv:", ".");
     if (attn_reduced(p))
         at = cat(buf, len, at, "/dtype:%s", attn_dtype_name(p->dtype));

@@ -16,21 +16,32 @@
 /* The masks exactly as the definition states them, one entry at a time.
  * They are kept independent of attn_visible_range, which backends use, on
  * purpose. The causal and padding masks: */
+/* Batch item b's queries and keys: a serving batch's own (backend.h). */
+static int ref_nq(const attn_problem *p, int b)
+{
+    return p->ragged ? p->ragged->nq[b] : p->seq_q;
+}
+
+static int ref_nk(const attn_problem *p, int b)
+{
+    return p->ragged ? p->ragged->nk[b] : p->seq_kv;
+}
+
 bool attn_ref_visible(const attn_problem *p, int b, int i, int j)
 {
     if (p->kv_len && j >= p->kv_len[b])
         return false;
-    if (p->causal && j - i > p->seq_kv - p->seq_q)
+    if (p->causal && j - i > ref_nk(p, b) - ref_nq(p, b))
         return false;
     return true;
 }
 
 /* The window: i' - L <= j <= i' + R, with i' = i + Nk - Nq. */
-bool attn_ref_in_window(const attn_problem *p, int i, int j)
+bool attn_ref_in_window(const attn_problem *p, int b, int i, int j)
 {
     if (!p->mods.window)
         return true;
-    const long at = (long)i + p->seq_kv - p->seq_q;
+    const long at = (long)i + ref_nk(p, b) - ref_nq(p, b);
     return j >= at - p->mods.left && j <= at + p->mods.right;
 }
 
@@ -47,6 +58,43 @@ double attn_ref_alibi_slope(int heads, int h)
 
 /* The K/V head query head bh = b*H + h reads: b*Hkv + h / (H/Hkv), written
  * out here rather than taken from backend.h, like the mask above. */
+/* Where batch item b, query head h, query i of row `row` of Q and O is,
+ * written out from backend.h's layouts (a serving batch: tokens outermost,
+ * the items' tokens one after the other). */
+static void ref_where(const attn_problem *p, size_t row, int *b, int *h, int *i)
+{
+    if (!p->ragged) {
+        const size_t bh = row / (size_t)p->seq_q;
+        *i = (int)(row % (size_t)p->seq_q);
+        *b = (int)(bh / (size_t)p->heads);
+        *h = (int)(bh % (size_t)p->heads);
+        return;
+    }
+    const long tok = (long)(row / (size_t)p->heads);
+    int x = 0;
+    while (x + 1 < p->batch && p->ragged->q0[x + 1] <= tok)
+        x++;
+    *b = x;
+    *h = (int)(row % (size_t)p->heads);
+    *i = (int)(tok - p->ragged->q0[x]);
+}
+
+/* The row of K (and of V) holding key j of batch item b's K/V head g: the
+ * dense [B][Hkv][Nk], a serving batch's packed [Tk][Hkv], or its pool of
+ * pages [pages][Hkv][P], item b's page j / P being entry k0[b] + j / P of
+ * the block tables. */
+static size_t ref_kv_row(const attn_problem *p, const attn_tensors *in, int b, int g, int j)
+{
+    const size_t hkv = p->kv_heads > 0 ? (size_t)p->kv_heads : (size_t)p->heads;
+    if (!p->ragged)
+        return ((size_t)b * hkv + (size_t)g) * (size_t)p->seq_kv + (size_t)j;
+    const int page = p->ragged->page;
+    if (!page)
+        return ((size_t)p->ragged->k0[b] + (size_t)j) * hkv + (size_t)g;
+    const size_t at = (size_t)in->pages[p->ragged->k0[b] + j / page];
+    return (at * hkv + (size_t)g) * (size_t)page + (size_t)(j % page);
+}
+
 size_t attn_ref_kv_of(const attn_problem *p, size_t bh)
 {
     const size_t hkv = p->kv_heads > 0 ? (size_t)p->kv_heads : (size_t)p->heads;
@@ -56,7 +104,7 @@ size_t attn_ref_kv_of(const attn_problem *p, size_t bh)
 
 size_t attn_ref_plan_rows(const attn_problem *p, long want)
 {
-    const size_t total = (size_t)p->batch * p->heads * p->seq_q;
+    const size_t total = attn_q_rows(p);
     if (want < 0)
         return total;
     if (want > 0)
@@ -100,9 +148,9 @@ static void pick_rows(size_t *rows, size_t n, size_t total, uint64_t seed)
 /* The window, and sparse's pattern around it, by their definitions
  * (variant.h), one entry at a time; blocks[0..nb) are the random key blocks
  * of query i's block. */
-static bool in_pattern(const attn_problem *p, int i, int j, const int *blocks, int nb)
+static bool in_pattern(const attn_problem *p, int b, int i, int j, const int *blocks, int nb)
 {
-    const bool near = attn_ref_in_window(p, i, j);
+    const bool near = attn_ref_in_window(p, b, i, j);
     if (p->kind != ATTN_KIND_SPARSE)
         return near;
     if (near || j < p->var.globals || i < p->var.globals)
@@ -153,16 +201,16 @@ static kv_view kv_of(const attn_problem *p, const attn_tensors *in, bool v)
 static double ref_row(const attn_problem *p, const attn_tensors *in, size_t row,
                       double *s, double *o)
 {
-    const int nq = p->seq_q, nk = p->seq_kv, dk = p->d_k, dv = p->d_v;
-    const size_t bh = row / (size_t)nq;
-    const int i = (int)(row % (size_t)nq), b = (int)(bh / (size_t)p->heads);
-    const int h = (int)(bh % (size_t)p->heads);
+    const int dk = p->d_k, dv = p->d_v;
+    int b, h, i;
+    ref_where(p, row, &b, &h, &i);
+    const int nq = ref_nq(p, b), nk = ref_nk(p, b);
+    const size_t hkv = p->kv_heads > 0 ? (size_t)p->kv_heads : (size_t)p->heads;
+    const int g = (int)((size_t)h / ((size_t)p->heads / hkv));
     const float *q = in->q + row * (size_t)dk;
     const kv_view kx = kv_of(p, in, false), vx = kv_of(p, in, true);
-    const size_t k0 = attn_ref_kv_of(p, bh) * (size_t)nk * dk;
     /* Latent attention: V is the first dv columns of K's rows. */
     const size_t vs = p->mods.v_from_k ? (size_t)dk : (size_t)dv;
-    const size_t v0 = attn_ref_kv_of(p, bh) * (size_t)nk * vs;
     const double cap = p->mods.softcap;
     const double slope = p->mods.alibi ? attn_ref_alibi_slope(p->heads, h) : 0.0;
     const long at = (long)i + nk - nq;
@@ -177,18 +225,19 @@ static double ref_row(const attn_problem *p, const attn_tensors *in, size_t row,
     double m = -INFINITY, max_abs = 0.0;
     int seen = 0;
     for (int j = 0; j < nk; j++) {
-        if (!attn_ref_visible(p, b, i, j) || !in_pattern(p, i, j, blocks, nb)) {
+        if (!attn_ref_visible(p, b, i, j) || !in_pattern(p, b, i, j, blocks, nb)) {
             s[j] = NAN;   /* not a key of this row: skipped below */
             continue;
         }
         seen++;
         double dot = 0.0;
+        const size_t k0 = ref_kv_row(p, in, b, g, j) * (size_t)dk;
         if (kx.f)
             for (int c = 0; c < dk; c++)
-                dot += (double)q[c] * (double)kx.f[k0 + (size_t)j * dk + c];
+                dot += (double)q[c] * (double)kx.f[k0 + c];
         else
             for (int c = 0; c < dk; c++)
-                dot += (double)q[c] * kv_at(&kx, k0 + (size_t)j * dk + c);
+                dot += (double)q[c] * kv_at(&kx, k0 + c);
         s[j] = (double)p->scale * dot;
         if (cap > 0)
             s[j] = cap * tanh(s[j] / cap);
@@ -205,12 +254,13 @@ static double ref_row(const attn_problem *p, const attn_tensors *in, size_t row,
     /* A sink joins the denominator only. */
     double l = p->mods.sinks ? exp((double)in->sinks[h] - m) : 0.0;
     for (int j = 0; j < nk; j++) {
-        if (!attn_ref_visible(p, b, i, j) || !in_pattern(p, i, j, blocks, nb))
+        if (!attn_ref_visible(p, b, i, j) || !in_pattern(p, b, i, j, blocks, nb))
             continue;
         const double w = exp(s[j] - m);
         l += w;
+        const size_t v0 = ref_kv_row(p, in, b, g, j) * vs;
         for (int c = 0; c < dv; c++)
-            o[c] += w * kv_at(&vx, v0 + (size_t)j * vs + c);
+            o[c] += w * kv_at(&vx, v0 + c);
         /* ALiBi's bias grows with the distance, to |logits| of m_h Nk, but
          * a logit 64 below the row's maximum weighs e^-64 and its rounding
          * reaches no output: the logits that count are the others. */
@@ -248,7 +298,7 @@ attn_status attn_ref_compute(attn_ref *r, const attn_problem *p_any, const attn_
     dense.kind = ATTN_KIND_SOFTMAX;
     const attn_problem *p = &dense;
     memset(r, 0, sizeof(*r));
-    r->total_rows = (size_t)p->batch * p->heads * p->seq_q;
+    r->total_rows = attn_q_rows(p);
     r->nrows = attn_ref_plan_rows(p, want);
     r->rows = attn_host_alloc(r->nrows * sizeof(size_t));
     r->out = attn_host_alloc(r->nrows * (size_t)p->d_v * sizeof(double));
@@ -260,36 +310,35 @@ attn_status attn_ref_compute(attn_ref *r, const attn_problem *p_any, const attn_
     }
     pick_rows(r->rows, r->nrows, r->total_rows, seed);
 
-    const size_t hkv = p->kv_heads > 0 ? (size_t)p->kv_heads : (size_t)p->heads;
-    const size_t nv = p->mods.v_from_k ? 0 : (size_t)p->batch * hkv * p->seq_kv * p->d_v;
+    const int hkv = p->kv_heads > 0 ? p->kv_heads : p->heads;
     const kv_view kx = kv_of(p, in, false), vx = kv_of(p, in, true);
     double max_v = 0.0, max_logit = 0.0;
-    for (size_t e = 0; e < nv; e++) {
-        const float x = (float)kv_at(&vx, e);
-        if (!isfinite(x))
-            count_nonfinite(r, x);
-        else if (fabs((double)x) > max_v)
-            max_v = fabs((double)x);
-    }
-    /* Latent attention: V is K's first dv columns (K's non-finite values are
-     * counted below, once). */
-    const size_t kvrows = p->mods.v_from_k ? (size_t)p->batch * hkv * p->seq_kv : 0;
-    for (size_t x = 0; x < kvrows; x++)
-        for (int c = 0; c < p->d_v; c++) {
-            const double e = fabs(kv_at(&kx, x * (size_t)p->d_k + c));
-            if (isfinite(e) && e > max_v)
-                max_v = e;
-        }
-    const size_t nq_all = (size_t)p->batch * p->heads * p->seq_q * p->d_k;
-    const size_t nk_all = (size_t)p->batch * hkv * p->seq_kv * p->d_k;
+    /* Over the rows that hold keys (a paged batch's pool has slots past
+     * each item's keys, which no row reads). Latent attention: V is K's
+     * first dv columns, and K's non-finite values are counted once. */
+    for (int b = 0; b < p->batch; b++)
+        for (int g = 0; g < hkv; g++)
+            for (int j = 0; j < ref_nk(p, b); j++) {
+                const size_t row = ref_kv_row(p, in, b, g, j);
+                for (int c = 0; c < p->d_v; c++) {
+                    const float x = p->mods.v_from_k
+                                        ? (float)kv_at(&kx, row * (size_t)p->d_k + (size_t)c)
+                                        : (float)kv_at(&vx, row * (size_t)p->d_v + (size_t)c);
+                    if (!isfinite(x) && !p->mods.v_from_k)
+                        count_nonfinite(r, x);
+                    else if (isfinite(x) && fabs((double)x) > max_v)
+                        max_v = fabs((double)x);
+                }
+                for (int c = 0; c < p->d_k; c++) {
+                    const float x = (float)kv_at(&kx, row * (size_t)p->d_k + (size_t)c);
+                    if (!isfinite(x))
+                        count_nonfinite(r, x);
+                }
+            }
+    const size_t nq_all = attn_q_rows(p) * (size_t)p->d_k;
     for (size_t e = 0; e < nq_all; e++)
         if (!isfinite(in->q[e]))
             count_nonfinite(r, in->q[e]);
-    for (size_t e = 0; e < nk_all; e++) {
-        const float x = (float)kv_at(&kx, e);
-        if (!isfinite(x))
-            count_nonfinite(r, x);
-    }
 
     const long n = (long)r->nrows;
 #ifdef _OPENMP

@@ -60,7 +60,7 @@ void attn_ref_free(attn_ref *r);
  * causal and padding masks; inside the window; ALiBi's slope of head h;
  * the K/V head of flat query head bh. */
 bool attn_ref_visible(const attn_problem *p, int b, int i, int j);
-bool attn_ref_in_window(const attn_problem *p, int i, int j);
+bool attn_ref_in_window(const attn_problem *p, int b, int i, int j);
 double attn_ref_alibi_slope(int heads, int h);
 size_t attn_ref_kv_of(const attn_problem *p, size_t bh);
 

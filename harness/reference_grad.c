@@ -86,7 +86,7 @@ static void grad_row(const attn_problem *p, const attn_tensors *in, size_t bh, i
     double m = -INFINITY;
     int seen = 0;
     for (int j = 0; j < nk; j++) {
-        if (!attn_ref_visible(p, b, i, j) || !attn_ref_in_window(p, i, j)) {
+        if (!attn_ref_visible(p, b, i, j) || !attn_ref_in_window(p, b, i, j)) {
             a->s[j] = NAN;
             continue;
         }

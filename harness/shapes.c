@@ -1,4 +1,5 @@
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "models.h"
@@ -14,13 +15,32 @@ size_t attn_shapes_count(const attn_opts *o)
     const size_t causal = (o->causal & ATTN_CAUSAL_NO ? 1 : 0) + (o->causal & ATTN_CAUSAL_YES ? 1 : 0);
     return (o->nmodels ? o->nmodels : 1) * o->batch.n * o->heads.n * count_or_1(&o->kv_heads) * o->seq.n *
            count_or_1(&o->seq_kv) * o->dk.n *
-           count_or_1(&o->dv) * count_or_1(&o->dtype) * count_or_1(&o->kv_dtype) * causal *
+           count_or_1(&o->dv) * count_or_1(&o->page) * count_or_1(&o->dtype) * count_or_1(&o->kv_dtype) * causal *
            count_or_1(&o->pass);
 }
 
 /* Mixed-radix decoding, the innermost (the pass, causal, then K/V's and
  * Q's storage types) varying fastest. */
-void attn_shapes_problem(const attn_opts *o, size_t idx, attn_problem *p, int *kv)
+bool attn_shape_buf_alloc(attn_shape_buf *buf, const attn_opts *o)
+{
+    memset(buf, 0, sizeof(*buf));
+    const int n = attn_shapes_max_batch(o);
+    buf->kv = calloc((size_t)n, sizeof(int));
+    if (!buf->kv || !attn_batch_alloc(&buf->batch, n)) {
+        attn_shape_buf_free(buf);
+        return false;
+    }
+    return true;
+}
+
+void attn_shape_buf_free(attn_shape_buf *buf)
+{
+    free(buf->kv);
+    attn_batch_free(&buf->batch);
+    memset(buf, 0, sizeof(*buf));
+}
+
+void attn_shapes_problem(const attn_opts *o, size_t idx, attn_problem *p, attn_shape_buf *buf)
 {
     const size_t pass = idx % count_or_1(&o->pass);
     idx /= count_or_1(&o->pass);
@@ -31,6 +51,7 @@ void attn_shapes_problem(const attn_opts *o, size_t idx, attn_problem *p, int *k
         idx /= 2;
     }
     size_t i;
+    i = idx % count_or_1(&o->page); idx /= count_or_1(&o->page); const size_t pg = i;
     i = idx % count_or_1(&o->kv_dtype); idx /= count_or_1(&o->kv_dtype); const size_t kvd = i;
     i = idx % count_or_1(&o->dtype); idx /= count_or_1(&o->dtype); const size_t dt = i;
     i = idx % count_or_1(&o->dv);  idx /= count_or_1(&o->dv);      const size_t dv = i;
@@ -84,8 +105,19 @@ void attn_shapes_problem(const attn_opts *o, size_t idx, attn_problem *p, int *k
     }
     if (o->kv_len) {
         for (int x = 0; x < p->batch; x++)
-            kv[x] = o->kv_len[o->nkv == 1 ? 0 : x];
-        p->kv_len = kv;
+            buf->kv[x] = o->kv_len[o->nkv == 1 ? 0 : x];
+        p->kv_len = buf->kv;
+    }
+    /* A serving batch: --lens, or a dense shape in pages (--page). */
+    const int page = o->page.n ? o->page.v[pg] : 0;
+    if (o->lens.spec) {
+        attn_batch_make(&buf->batch, &o->lens, p->batch, page, o->setup.seed, &p->seq_q,
+                        &p->seq_kv);
+        p->ragged = &buf->batch.r;
+        p->lens = o->lens.spec;
+    } else if (page) {
+        attn_batch_dense(&buf->batch, p->batch, p->seq_q, p->seq_kv, page);
+        p->ragged = &buf->batch.r;
     }
 }
 

@@ -313,10 +313,10 @@ int attn_sweep_check(const attn_opts *o, attn_inputs *ready)
     /* One case that cannot fit is refused before any work; in a sweep such
      * a shape becomes SKIPPED rows. */
     attn_problem p;
-    int *kv = calloc((size_t)attn_shapes_max_batch(o), sizeof(int));
-    if (!kv)
+    attn_shape_buf kv;
+    if (!attn_shape_buf_alloc(&kv, o))
         return attn_error(ATTN_EXIT_TOO_LARGE, "out of memory");
-    attn_shapes_problem(o, 0, &p, kv);
+    attn_shapes_problem(o, 0, &p, &kv);
     char why[4400], shape[512];
     int rc = -1;
     attn_problem_describe(&p, shape, sizeof(shape));
@@ -339,7 +339,7 @@ int attn_sweep_check(const attn_opts *o, attn_inputs *ready)
             rc = attn_error(st == ATTN_EINVAL ? ATTN_EXIT_USAGE : ATTN_EXIT_TOO_LARGE,
                             "--inputs: %s", why);
     }
-    free(kv);
+    attn_shape_buf_free(&kv);
     return rc;
 }
 
@@ -379,8 +379,8 @@ int attn_sweep_run(const attn_opts *o, const attn_machine *m, const char *prog,
                                              : 0;
     w.stream = shapes > 1;
     w.progress = w.stream && isatty(STDERR_FILENO);
-    int *kv = calloc((size_t)attn_shapes_max_batch(o), sizeof(int));
-    if (!kv) {
+    attn_shape_buf kv;
+    if (!attn_shape_buf_alloc(&kv, o)) {
         fprintf(stderr, "attnbench: out of memory\n");
         free(w.pos);
         return ATTN_EXIT_ERROR;
@@ -388,7 +388,7 @@ int attn_sweep_run(const attn_opts *o, const attn_machine *m, const char *prog,
     if (o->csv) {
         int rc = attn_csv_open(&w.csv, o->csv, o->resume);
         if (rc >= 0) {
-            free(kv);
+            attn_shape_buf_free(&kv);
             free(w.pos);
             return rc;
         }
@@ -408,7 +408,7 @@ int attn_sweep_run(const attn_opts *o, const attn_machine *m, const char *prog,
                     bytes >> 20);
             attn_csv_close(&w.csv);
             free(w.prior_json);
-            free(kv);
+            attn_shape_buf_free(&kv);
             free(w.pos);
             return ATTN_EXIT_ERROR;
         }
@@ -423,7 +423,7 @@ int attn_sweep_run(const attn_opts *o, const attn_machine *m, const char *prog,
     w.t0 = attn_now();
     for (size_t si = 0; si < shapes; si++) {
         attn_problem p;
-        attn_shapes_problem(o, si, &p, kv);
+        attn_shapes_problem(o, si, &p, &kv);
         w.si = si;
         if (!w.stream) {
             char shape[512];
@@ -463,6 +463,6 @@ int attn_sweep_run(const attn_opts *o, const attn_machine *m, const char *prog,
     free(w.prior_json);
     free(w.res);
     free(w.pos);
-    free(kv);
+    attn_shape_buf_free(&kv);
     return rc;
 }

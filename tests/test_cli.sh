@@ -321,6 +321,19 @@ result "$([ -n "$last" ] && [ -n "$repro" ] && [ "$last" -gt "$repro" ] &&
 result "$(grep -q '^rnn  *16 PASSED .*[0-9]x ' "$tmp/out" && echo 1 || echo 0)" \
     "arch: the rnn row has its time against the cnn" "$(cat "$tmp/out")"
 
+# Serving batches (docs/serving.md): the grammar and what it replaces.
+refused 2 "--lens: 'decode:uniform:10' is not" --lens decode:uniform:10
+refused 2 "--lens: 'prefill:uniform:9:3': LO 9 is above HI 3" --lens prefill:uniform:9:3
+refused 2 "no --seq or --seq-kv with it" --lens 1:10 --seq 4
+refused 2 "--kv-len pads dense batches" --lens 1:10,1:20 --kv-len 5
+refused 2 "--lens: 2 pairs for --batch 3" --lens 1:10,1:20 --batch 3
+refused 2 "causal needs Nq <= Nk" --lens 9:4 --causal
+refused 2 "--page: '2000' is not an integer in [0, 1024]" --page 2000
+refused 2 "hold dense batches only" --page 16 --dump-inputs "$tmp/dd"
+refused 2 "runs the forward only" --lens 1:10 --pass bwd
+runs 0 "tiled          PASSED" --backend naive,tiled --heads 4 --kv-heads 2 --dk 32 \
+    --lens 1:100,3:50,7:7 --page 0,16 --causal --reps 1 --min-time 0.001
+
 # --help carries the card's three usages.
 "$bin" --help >"$tmp/out"
 result "$(grep -q 'attnbench --backend=vulkan --seq 4096' "$tmp/out" && grep -q -- '--resume finishes it' "$tmp/out" && echo 1 || echo 0)" \

@@ -16,7 +16,7 @@ case $target in
 npy) what="the .npy reader"; files="harness/npy.c" ;;
 cli) what="the command line parser"
      files="harness/cli.c harness/models.c arch/cli.c backends/registry.c harness/problem.c kernels/rng.c
-            kernels/isa.c backends/variant.c harness/npy.c" ;;
+            kernels/isa.c backends/variant.c harness/npy.c harness/lens.c" ;;
 csv) what="the --resume CSV reader"; files="harness/csv.c harness/io.c" ;;
 *) echo "Bail out! unknown fuzz target '$target'"; exit 1 ;;
 esac

@@ -93,14 +93,19 @@ static void order(void)
     static const int want[8][3] = { { 1, 8, 0 }, { 1, 8, 1 }, { 1, 16, 0 }, { 1, 16, 1 },
                                     { 2, 8, 0 }, { 2, 8, 1 }, { 2, 16, 0 }, { 2, 16, 1 } };
     bool ok = true;
+    attn_shape_buf kv;
+    if (!attn_shape_buf_alloc(&kv, &o)) {
+        printf("Bail out! out of memory\n");
+        exit(2);
+    }
     for (size_t i = 0; i < n && i < 8; i++) {
         attn_problem p;
-        int kv[1];
-        attn_shapes_problem(&o, i, &p, kv);
+        attn_shapes_problem(&o, i, &p, &kv);
         ok &= p.heads == want[i][0] && p.seq_q == want[i][1] && p.seq_kv == want[i][1] &&
               p.causal == want[i][2] && p.d_k == 64 && p.d_v == 64 && p.batch == 1;
     }
     tap_ok(ok, "the shapes come in a stable order, Nk and dv following Nq and dk");
+    attn_shape_buf_free(&kv);
     attn_cli_free(&o);
 }
 

@@ -41,7 +41,7 @@ const float *naive_row_f32(const float *f32, const uint16_t *h, attn_dtype dt, s
     return buf;
 }
 
-/* Row `row` (flat over [B*Hkv][Nk]) of K or V (v), n values, in fp32:
+/* Row `row` (attn_kv_row's) of K or V (v), n values, in fp32:
  * in place, or read back into buf from 16-bit or quantized storage. */
 static const float *kv_row(const attn_problem *p, const attn_tensors *t, bool v, size_t row,
                            int n, float *buf)
@@ -85,23 +85,22 @@ static attn_status naive_prepare(const attn_problem *p, const attn_config *cfg, 
 float naive_scores(const attn_problem *p, const attn_tensors *t, size_t row, float *sc,
                    float *buf, int *beg_out, int *end_out)
 {
-    const int nq = p->seq_q, nk = p->seq_kv, dk = p->d_k;
-    const size_t bh = row / (size_t)nq;
-    const int i = (int)(row % (size_t)nq);
-    const int b = (int)(bh / (size_t)p->heads), h = (int)(bh % (size_t)p->heads);
+    const int dk = p->d_k;
+    int b, h, i;
+    attn_q_where(p, row, &b, &h, &i);
+    const int g = h / attn_group(p);
     const float *q = naive_row_f32(t->q, t->q16, p->dtype, row, dk, buf + dk);
-    const size_t k0 = attn_kv_head_of(p, bh) * (size_t)nk;
     int beg, end;
     attn_visible_range(p, b, i, &beg, &end);
     *beg_out = beg;
     *end_out = end;
     const float cap = p->mods.softcap;
     const float slope = p->mods.alibi ? (float)attn_alibi_slope(p->heads, h) : 0.0f;
-    const long at = (long)i + nk - nq;
+    const long at = (long)i + attn_seq_kv_of(p, b) - attn_seq_q_of(p, b);
 
     float m = -INFINITY;
     for (int j = beg; j < end; j++) {
-        const float *k = kv_row(p, t, false, k0 + (size_t)j, dk, buf);
+        const float *k = kv_row(p, t, false, attn_kv_row(p, t->pages, b, g, j), dk, buf);
         float dot = 0.0f;
         for (int c = 0; c < dk; c++)
             dot += q[c] * k[c];
@@ -124,7 +123,8 @@ static float naive_probs(const attn_problem *p, const attn_tensors *t, size_t ro
                          float *buf, int *beg, int *end, float *mx)
 {
     const float m = naive_scores(p, t, row, sc, buf, beg, end);
-    const int h = (int)(row / (size_t)p->seq_q % (size_t)p->heads);
+    int b, h, i;
+    attn_q_where(p, row, &b, &h, &i);
     *mx = m;
     if (*end == *beg)
         return 0.0f;
@@ -140,8 +140,9 @@ static float naive_probs(const attn_problem *p, const attn_tensors *t, size_t ro
 static void naive_row(const attn_problem *p, const attn_tensors *t, size_t row, float *sc)
 {
     const int nk = p->seq_kv, dv = p->d_v, vs = attn_v_stride(p);
-    const size_t bh = row / (size_t)p->seq_q;
-    const size_t v0 = attn_kv_head_of(p, bh) * (size_t)nk;
+    int b, h, i;
+    attn_q_where(p, row, &b, &h, &i);
+    const int g = h / attn_group(p);
     float *o = t->o + row * (size_t)dv, *buf = sc + nk;
     int beg, end;
     float m;
@@ -157,7 +158,8 @@ static void naive_row(const attn_problem *p, const attn_tensors *t, size_t row, 
     for (int j = beg; j < end; j++) {
         const float w = sc[j];
         /* A row of V: vs elements apart (V read from K: K's rows), dv used. */
-        const float *v = kv_row(p, t, true, v0 + (size_t)j, vs, buf + 2 * p->d_k);
+        const float *v = kv_row(p, t, true, attn_kv_row(p, t->pages, b, g, j), vs,
+                                buf + 2 * p->d_k);
         for (int c = 0; c < dv; c++)
             o[c] += w * v[c];
     }
@@ -192,7 +194,7 @@ void naive_forward(void *state)
 {
     naive_state *s = state;
     const attn_problem *p = &s->h.p;
-    const long rows = (long)p->batch * p->heads * p->seq_q;
+    const long rows = (long)attn_q_rows(p);
 
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(s->h.threads) schedule(dynamic, 8)
@@ -219,6 +221,7 @@ const attn_backend attn_backend_naive = {
                  ATTN_DTYPES_QUANTIZED,
     .mods      = ATTN_MOD_ALL,
     .passes    = ATTN_PASS_BIT(ATTN_PASS_BWD) | ATTN_PASS_BIT(ATTN_PASS_FWDBWD),
+    .layouts   = ATTN_LAYOUT_RAGGED | ATTN_LAYOUT_PAGED,
     .prepare   = naive_prepare,
     .bind      = naive_bind,
     .run       = naive_run,

@@ -115,12 +115,30 @@ typedef struct tiled_bwd {
     float *dd, *lse2;    /* [B H Nq]: D = dO.O, and L log2(e) */
 } tiled_bwd;
 
+/* Where the rows of the bound tensors are (backend.h's layouts). A dense
+ * batch: Q's queries of a head one row apart, K's keys of a K/V head too,
+ * from (b Hkv + g) Nk on. A serving batch runs item by item (tiled.c), each
+ * as a batch of one on a view of its own tokens: its queries H rows apart
+ * from its first token, its keys Hkv rows apart from its first (packed) or
+ * in its pages, one row apart within each (paged: key j in page
+ * pages[j / page], slot j % page of K/V head g's rows there). */
+typedef struct tiled_layout {
+    int qstep;                    /* rows of Q (O) between a head's consecutive queries */
+    int kvstep;                   /* rows of K (V) between a K/V head's consecutive keys */
+    int page;                     /* tokens per page, or 0 */
+    const int32_t *pages;         /* the item's block table when paged, else NULL */
+} tiled_layout;
+
 typedef struct tiled_state {
     attn_host h;
     tiled_plan plan;
+    tiled_layout lay;
     float qscale;                 /* scale * log2(e): scores come out in log2 units */
-    unsigned char *scratch;       /* [threads][plan.thread_bytes] */
+    unsigned char *scratch;       /* [threads][stride] */
+    size_t stride;                /* a thread's scratch: plan.thread_bytes, or for a
+                                     serving batch the largest of its items' */
     float *parts;                 /* [blocks][splits][part_floats] when split */
+    tiled_plan *plans;            /* a serving batch: each item's plan, else NULL */
     tiled_bwd bwd;                /* the backward (attn_backward(p)) */
 } tiled_state;
 
@@ -140,14 +158,19 @@ typedef struct block {
 } block;
 
 /* The query row of column c: its offset in Q (rows of dk) and O (rows of dv). */
-static inline size_t column_row(const attn_problem *p, const block *k, int c)
+static inline size_t column_row(const tiled_state *s, const block *k, int c)
 {
+    const attn_problem *p = &s->h.p;
     const int h = k->g * attn_group(p) + c / k->nq;
-    return ((size_t)k->b * p->heads + h) * p->seq_q + (size_t)(k->i0 + c % k->nq);
+    const size_t i = (size_t)(k->i0 + c % k->nq);
+    if (s->lay.qstep > 1)
+        return i * (size_t)s->lay.qstep + (size_t)h;
+    return ((size_t)k->b * p->heads + h) * p->seq_q + i;
 }
 
-/* plan.c */
-tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg);
+/* plan.c: the plan of a dense batch, or of one item of a serving batch
+ * whose K/V is in pages of `page` tokens (0: packed, or dense). */
+tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg, int page);
 size_t tiled_parts_bytes(const tiled_plan *t);
 float *tiled_thread_st(const tiled_state *s, int tid);
 unsigned char *tiled_thread_tile(const tiled_state *s, int tid);

@@ -26,14 +26,50 @@
  * N = 32K d = 64 201 against 196 over 2 each), the hardware prefetchers
  * following the K/V stream well enough when a tile serves sb x cols
  * queries. */
-static void prefetch_rows(const void *k, const void *v, int n, size_t krow, size_t vrow)
+static void prefetch_rows(const void *k, const void *v, int n, size_t krow, size_t vrow,
+                          size_t kstride, size_t vstride)
 {
     const char *a = k, *b = v;
-    const size_t kb = (size_t)n * krow, vb = (size_t)n * vrow;
-    for (size_t x = 0; x < kb; x += 64)
-        __builtin_prefetch(a + x, 0, 1);
-    for (size_t x = 0; x < vb; x += 64)
-        __builtin_prefetch(b + x, 0, 1);
+    if (kstride == krow && vstride == vrow) {
+        const size_t kb = (size_t)n * krow, vb = (size_t)n * vrow;
+        for (size_t x = 0; x < kb; x += 64)
+            __builtin_prefetch(a + x, 0, 1);
+        for (size_t x = 0; x < vb; x += 64)
+            __builtin_prefetch(b + x, 0, 1);
+        return;
+    }
+    for (int r = 0; r < n; r++) {
+        for (size_t x = 0; x < krow; x += 64)
+            __builtin_prefetch(a + (size_t)r * kstride + x, 0, 1);
+        for (size_t x = 0; x < vrow; x += 64)
+            __builtin_prefetch(b + (size_t)r * vstride + x, 0, 1);
+    }
+}
+
+/* The row of K (rows dk apart; of V, attn_v_stride apart) holding key j of
+ * K/V head g: g, the flat b Hkv + g of a dense batch, or the K/V head of
+ * the item a view holds (internal.h, tiled_layout). */
+static size_t key_row(const tiled_state *s, size_t g, int j)
+{
+    const tiled_layout *l = &s->lay;
+    if (l->pages) {
+        int e = j / l->page;
+        if (atomic_load_explicit(&tiled_planted, memory_order_relaxed) ==
+                ATTN_TILED_PLANT_PAGE_NEXT &&
+            (e + 1) * l->page < s->h.p.seq_kv)
+            e++;
+        return ((size_t)l->pages[e] * (size_t)attn_kv_heads(&s->h.p) + g) * (size_t)l->page +
+               (size_t)(j % l->page);
+    }
+    if (l->kvstep > 1)
+        return (size_t)j * (size_t)l->kvstep + g;
+    return g * (size_t)s->h.p.seq_kv + (size_t)j;
+}
+
+/* Keys from j0 on that lie at one step in memory: to the end of j0's page. */
+static int key_run(const tiled_state *s, int j0)
+{
+    return s->lay.pages ? s->lay.page - j0 % s->lay.page : 1 << 30;
 }
 
 /* The rows of the AVX-512 kernels' register tiles: a tile on the causal
@@ -55,6 +91,9 @@ typedef struct tile_ops {
     const float *kb, *vb;         /* K, V rows in fp32 (PATH_FP32, PATH_WIDEN) */
     const uint16_t *kh, *vh;      /* K rows in bf16 (PATH_BF16); K, V rows (PATH_ROWS16,
                                      whose K is also kb, widened, under widen_k) */
+    ptrdiff_t kbs, vbs;           /* elements between the rows of kb, vb: in place, the
+                                     layout's; converted into the tile, dk and dv */
+    ptrdiff_t khs, vhs;           /* the same of kh, vh (always in place) */
     const uint32_t *vp, *pp;      /* V and P in pairs of keys (PATH_BF16) */
     const uint8_t *kq, *vq;       /* K, V rows of a quantized cache (PATH_QUANT) */
     size_t krow, vrow;            /* their bytes per row */
@@ -68,18 +107,18 @@ static void qk_part(const tiled_state *s, float *st, const tile_ops *x, const sc
 {
     const int dk = s->h.p.d_k, brp = s->plan.brp;
     if (s->plan.path == PATH_BF16)
-        s->h.k->qk_bf16(st + (size_t)j * brp + c0, brp, x->kh + (size_t)j * dk, dk,
+        s->h.k->qk_bf16(st + (size_t)j * brp + c0, brp, x->kh + (size_t)j * x->khs, x->khs,
                         (const uint32_t *)w->qt + c0, brp, rows, cols, dk, s->qscale);
     else
-        s->h.k->qk(st + (size_t)j * brp + c0, brp, x->kb + (size_t)j * dk, dk, w->qt + c0, brp,
-                   rows, cols, dk, s->plan.stream && s->plan.path == PATH_FP32);
+        s->h.k->qk(st + (size_t)j * brp + c0, brp, x->kb + (size_t)j * x->kbs, x->kbs,
+                   w->qt + c0, brp, rows, cols, dk, s->plan.stream && s->plan.path == PATH_FP32);
 }
 
 /* P.V of keys [0, n) into the accumulator rows of columns [c, c + r). */
 static void pv_part(const tiled_state *s, const float *st, const tile_ops *x, const scratch *w,
                     int c, int r, int n)
 {
-    const int dv = s->h.p.d_v, vs = attn_v_stride(&s->h.p), brp = s->plan.brp;
+    const int dv = s->h.p.d_v, brp = s->plan.brp;
     if (s->plan.path == PATH_BF16)
         s->h.k->pv_bf16(w->acc + (size_t)c * dv, dv, x->pp + c, brp, x->vp, dv, w->alpha + c, r,
                         n, dv);
@@ -87,12 +126,11 @@ static void pv_part(const tiled_state *s, const float *st, const tile_ops *x, co
         s->h.k->pv_q(w->acc + (size_t)c * dv, dv, st + c, brp, x->vq, (ptrdiff_t)x->vrow,
                      w->alpha + c, r, n, dv, x->fmt, x->vsc, s->plan.stream);
     else if (s->plan.path == PATH_ROWS16)
-        s->h.k->pv16(w->acc + (size_t)c * dv, dv, st + c, brp, x->vh, vs, w->alpha + c, r, n, dv,
-                     s->h.p.kv_dtype == ATTN_DTYPE_BF16, s->plan.stream);
+        s->h.k->pv16(w->acc + (size_t)c * dv, dv, st + c, brp, x->vh, x->vhs, w->alpha + c, r,
+                     n, dv, s->h.p.kv_dtype == ATTN_DTYPE_BF16, s->plan.stream);
     else
-        s->h.k->pv(w->acc + (size_t)c * dv, dv, st + c, brp, x->vb,
-                   s->plan.path == PATH_WIDEN ? dv : vs, w->alpha + c, r, n, dv,
-                   s->plan.stream && s->plan.path == PATH_FP32);
+        s->h.k->pv(w->acc + (size_t)c * dv, dv, st + c, brp, x->vb, x->vbs, w->alpha + c, r, n,
+                   dv, s->plan.stream && s->plan.path == PATH_FP32);
 }
 
 /* Q.K^T and P.V of a tile that a mask cuts (end[c]: the keys column c
@@ -153,7 +191,8 @@ static void qk_widened(const tiled_state *s, float *st, float *kb, const tile_op
             s->h.k->dequant_rows(kb + (size_t)j * dk, dk, x->kq + (size_t)j * x->krow,
                                  (ptrdiff_t)x->krow, r, dk, x->fmt, x->ksc);
         else
-            s->h.k->cvt_rows(kb + (size_t)j * dk, dk, x->kh + (size_t)j * dk, dk, r, dk, bf16);
+            s->h.k->cvt_rows(kb + (size_t)j * dk, dk, x->kh + (size_t)j * x->khs, x->khs, r, dk,
+                             bf16);
         if (!end)
             qk_part(s, st, x, w, j, 0, r, nc);
     }
@@ -209,10 +248,10 @@ static void col_span(const int *end, const int *beg, int c, int n, int j0, int *
 /* PATH_BF16 with a NaN or Inf in the tile's V: each column over its own
  * visible keys, the weights rounded to bf16 as the kernel rounds them. */
 static void pv_columns_bf16(const tiled_state *s, const float *st, const uint16_t *vh,
-                            const scratch *w, int n, int nc, const int *end, const int *beg,
-                            int j0)
+                            ptrdiff_t vs, const scratch *w, int n, int nc, const int *end,
+                            const int *beg, int j0)
 {
-    const int dv = s->h.p.d_v, vs = attn_v_stride(&s->h.p), brp = s->plan.brp;
+    const int dv = s->h.p.d_v, brp = s->plan.brp;
     for (int c = 0; c < nc; c++) {
         int b, e;
         col_span(end, beg, c, n, j0, &b, &e);
@@ -274,13 +313,13 @@ static void load_q(const tiled_state *s, const scratch *w, const block *k)
     if (s->plan.rows_dot) {
         /* bf16 rows as they are: qk_rows_bf16 scales its sums. */
         for (int c = 0; c < nc; c++)
-            memcpy((uint16_t *)w->qr + (size_t)c * dk, s->h.t.q16 + column_row(p, k, c) * dk,
+            memcpy((uint16_t *)w->qr + (size_t)c * dk, s->h.t.q16 + column_row(s, k, c) * dk,
                    (size_t)dk * sizeof(uint16_t));
         return;
     }
     if (s->plan.dots) {
         for (int c = 0; c < nc; c++) {
-            const size_t row = column_row(p, k, c);
+            const size_t row = column_row(s, k, c);
             float *qr = w->qr + (size_t)c * dk;
             if (q16)
                 kn->cvt_rows(qr, dk, s->h.t.q16 + row * dk, dk, 1, dk, bf16);
@@ -290,16 +329,18 @@ static void load_q(const tiled_state *s, const scratch *w, const block *k)
         }
         return;
     }
-    /* Each head's nq queries are consecutive rows of Q. */
+    /* Each head's nq queries are rows of Q qstep apart (consecutive in a
+     * dense batch). */
+    const ptrdiff_t qs = (ptrdiff_t)dk * s->lay.qstep;
     for (int c = 0; c < nc; c += k->nq) {
-        const size_t row = column_row(p, k, c);
+        const size_t row = column_row(s, k, c);
         if (s->plan.path == PATH_BF16) {
-            kn->pack_qt_bf16((uint32_t *)w->qt + c, brp, s->h.t.q16 + row * dk, dk, k->nq, dk);
+            kn->pack_qt_bf16((uint32_t *)w->qt + c, brp, s->h.t.q16 + row * dk, qs, k->nq, dk);
         } else if (q16) {
-            kn->cvt_rows(w->qr, dk, s->h.t.q16 + row * dk, dk, k->nq, dk, bf16);
+            kn->cvt_rows(w->qr, dk, s->h.t.q16 + row * dk, qs, k->nq, dk, bf16);
             kn->pack_qt(w->qt + c, brp, w->qr, dk, k->nq, dk, qscale);
         } else {
-            kn->pack_qt(w->qt + c, brp, s->h.t.q + row * dk, dk, k->nq, dk, qscale);
+            kn->pack_qt(w->qt + c, brp, s->h.t.q + row * dk, qs, k->nq, dk, qscale);
         }
     }
 }
@@ -326,16 +367,21 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
     const size_t krow = attn_dtype_row_bytes(p->kv_dtype, (size_t)dk);
     const size_t vrow = attn_dtype_row_bytes(p->kv_dtype, (size_t)vs);
     const attn_kvq fmt = kvq ? attn_dtype_kvq(p->kv_dtype) : ATTN_KVQ_Q8_0;
-    const uint8_t *kq = kvq ? s->h.t.kq + g * p->seq_kv * krow : NULL;
-    const uint8_t *vq = kvq ? s->h.t.vq + g * p->seq_kv * vrow : NULL;
+    /* The tensors from their first row; a tile's rows start at key_row. */
+    const uint8_t *kq = kvq ? s->h.t.kq : NULL;
+    const uint8_t *vq = kvq ? s->h.t.vq : NULL;
     const float ksc = kvq && s->h.t.kscale ? s->h.t.kscale[g] : 1.0f;
     const float vsc = kvq && s->h.t.vscale ? s->h.t.vscale[g] : 1.0f;
-    const float *kk = kv16 || kvq ? NULL : s->h.t.k + g * p->seq_kv * dk;
+    const float *kk = kv16 || kvq ? NULL : s->h.t.k;
     const size_t shift = p->mods.v_from_k && atomic_load_explicit(&tiled_planted, memory_order_relaxed) ==
                                                  ATTN_TILED_PLANT_V_SHIFTED;
-    const float *vv = kv16 || kvq ? NULL : s->h.t.v + g * p->seq_kv * vs + shift;
-    const uint16_t *kh = kv16 ? s->h.t.k16 + g * p->seq_kv * dk : NULL;
-    const uint16_t *vh = kv16 ? s->h.t.v16 + g * p->seq_kv * vs + shift : NULL;
+    const float *vv = kv16 || kvq ? NULL : s->h.t.v + shift;
+    const uint16_t *kh = kv16 ? s->h.t.k16 : NULL;
+    const uint16_t *vh = kv16 ? s->h.t.v16 + shift : NULL;
+    /* Elements (bytes, quantized) between consecutive keys' rows. */
+    const ptrdiff_t ks = (ptrdiff_t)dk * s->lay.kvstep, vst = (ptrdiff_t)vs * s->lay.kvstep;
+    const size_t kw = kvq ? krow : (size_t)dk * attn_dtype_size(p->kv_dtype);
+    const size_t vw = kvq ? vrow : (size_t)vs * attn_dtype_size(p->kv_dtype);
     const float cap = p->mods.softcap > 0 ? (float)(p->mods.softcap * ATTN_LOG2E) : 0.0f;
     const bool scores_mod = cap > 0 || p->mods.alibi;
     const bool count = atomic_load_explicit(&tiled_counting, memory_order_relaxed);
@@ -369,27 +415,40 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
      * never visited. */
     const int j_first = first > j_lo ? j_lo + (first - j_lo) / t->bc * t->bc : j_lo;
     const size_t pairs = ((size_t)t->bc + 1) / 2;
-    for (int j0 = j_first; j0 < top; j0 += t->bc) {
-        const int nt = top - j0 < t->bc ? top - j0 : t->bc;
-        if (t->cols <= ROWS_MAX && (t->dots || !kn->prefetches))
-            prefetch_rows(kbase + (size_t)(j0 + nt) * krow, vbase + (size_t)(j0 + nt) * vrow,
-                          top - j0 - nt < t->bc ? top - j0 - nt : t->bc, krow,
-                          p->mods.v_from_k ? 0 : vrow);
+    /* Tiles of bc keys, cut at the end of a page (a paged batch). */
+    for (int j0 = j_first, step; j0 < top; j0 += step) {
+        step = key_run(s, j0) < t->bc ? key_run(s, j0) : t->bc;
+        const int nt = top - j0 < step ? top - j0 : step;
+        const size_t r0 = key_row(s, g, j0);
+        if (t->cols <= ROWS_MAX && (t->dots || !kn->prefetches) && j0 + nt < top) {
+            const int j1 = j0 + nt, run = key_run(s, j1);
+            const size_t r1 = key_row(s, g, j1);
+            int n1 = top - j1 < t->bc ? top - j1 : t->bc;
+            n1 = n1 < run ? n1 : run;
+            prefetch_rows(kbase + r1 * kw, vbase + r1 * vw, n1, kw, p->mods.v_from_k ? 0 : vw,
+                          kw * (size_t)s->lay.kvstep, vw * (size_t)s->lay.kvstep);
+        }
         tile_ops x = { 0 };
         bool finite = true;
+        x.khs = x.kbs = ks;
+        x.vhs = x.vbs = vst;
         if (t->path == PATH_FP32) {
-            x.kb = kk + (size_t)j0 * dk;
-            x.vb = vv + (size_t)j0 * vs;
+            x.kb = kk + r0 * dk;
+            x.vb = vv + r0 * vs;
         } else if (t->path == PATH_ROWS16) {
-            x.kh = kh + (size_t)j0 * dk;
-            x.vh = vh + (size_t)j0 * vs;
-            if (t->widen_k)
+            x.kh = kh + r0 * dk;
+            x.vh = vh + r0 * vs;
+            if (t->widen_k) {
                 x.kb = (const float *)tile;   /* widened by qk_widened */
+                x.kbs = dk;
+            }
         } else if (t->path == PATH_QUANT) {
-            if (t->widen_k)
+            if (t->widen_k) {
                 x.kb = (const float *)tile;   /* read back by qk_widened */
-            x.kq = kq + (size_t)j0 * krow;
-            x.vq = vq + (size_t)j0 * vrow;
+                x.kbs = dk;
+            }
+            x.kq = kq + r0 * krow;
+            x.vq = vq + r0 * vrow;
             x.krow = krow;
             x.vrow = vrow;
             x.fmt = fmt;
@@ -397,20 +456,25 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
             x.vsc = vsc;
         } else if (t->path == PATH_WIDEN && kvq) {
             float *kf = (float *)tile, *vf = kf + (size_t)t->bc * dk;
-            kn->dequant_rows(kf, dk, kq + (size_t)j0 * krow, (ptrdiff_t)krow, nt, dk, fmt, ksc);
-            kn->dequant_rows(vf, dv, vq + (size_t)j0 * vrow, (ptrdiff_t)vrow, nt, dv, fmt, vsc);
+            kn->dequant_rows(kf, dk, kq + r0 * krow, (ptrdiff_t)krow, nt, dk, fmt, ksc);
+            kn->dequant_rows(vf, dv, vq + r0 * vrow, (ptrdiff_t)vrow, nt, dv, fmt, vsc);
             x.kb = kf;
             x.vb = vf;
+            x.kbs = dk;
+            x.vbs = dv;
         } else if (t->path == PATH_WIDEN) {
             float *kf = (float *)tile, *vf = kf + (size_t)t->bc * dk;
-            kn->cvt_rows(kf, dk, kh + (size_t)j0 * dk, dk, nt, dk, bf16);
-            kn->cvt_rows(vf, dv, vh + (size_t)j0 * vs, vs, nt, dv, bf16);
+            kn->cvt_rows(kf, dk, kh + r0 * dk, ks, nt, dk, bf16);
+            kn->cvt_rows(vf, dv, vh + r0 * vs, vst, nt, dv, bf16);
             x.kb = kf;
             x.vb = vf;
+            x.kbs = dk;
+            x.vbs = dv;
         } else {
             uint32_t *vp = (uint32_t *)tile;
-            kn->pack_v_bf16(vp, dv, vh + (size_t)j0 * vs, vs, nt, dv);
-            x.kh = kh + (size_t)j0 * dk;
+            kn->pack_v_bf16(vp, dv, vh + r0 * vs, vst, nt, dv);
+            x.kh = kh + r0 * dk;
+            x.vh = vh + r0 * vs;
             x.vp = vp;
             x.pp = (const uint32_t *)(tile + round_up(pairs * dv * sizeof(uint32_t), ALIGN));
         }
@@ -419,7 +483,7 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
             if (j0 >= hi[u])
                 continue;
             const scratch *wu = &w[u];
-            const int n = hi[u] - j0 < t->bc ? hi[u] - j0 : t->bc, nc = t->group * k[u].nq;
+            const int n = hi[u] - j0 < step ? hi[u] - j0 : step, nc = t->group * k[u].nq;
             if (j0 + n <= wlo[u])
                 continue;   /* left of every window of the block */
             if (count)
@@ -433,14 +497,14 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
                 end = wu->end;
             }
             if (t->rows_dot)
-                kn->qk_rows_bf16(st, brp, x.kh, dk, (const uint16_t *)wu->qr, dk, n, nc, dk,
+                kn->qk_rows_bf16(st, brp, x.kh, x.khs, (const uint16_t *)wu->qr, dk, n, nc, dk,
                                  s->qscale);
             else if (t->dots && t->path == PATH_ROWS16)
-                kn->qk_rows16(st, brp, x.kh, dk, wu->qr, dk, n, nc, dk, bf16);
+                kn->qk_rows16(st, brp, x.kh, x.khs, wu->qr, dk, n, nc, dk, bf16);
             else if (t->path == PATH_QUANT && t->dots)
                 kn->qk_rows_q(st, brp, x.kq, (ptrdiff_t)krow, wu->qr, dk, n, nc, dk, fmt, ksc);
             else if (t->dots)
-                kn->qk_rows(st, brp, x.kb, dk, wu->qr, dk, n, nc, dk);
+                kn->qk_rows(st, brp, x.kb, x.kbs, wu->qr, dk, n, nc, dk);
             else if (t->widen_k)
                 qk_widened(s, st, (float *)tile, &x, wu, n, nc, end);
             else if (end)
@@ -460,13 +524,13 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
                 /* Once per tile: over the keys of the longest block, from
                  * the first row's start to the last row's dv-th value (with
                  * V read from K, K's other columns between them too). */
-                const int span = top - j0 < t->bc ? top - j0 : t->bc;
-                const size_t stride = (size_t)(t->path == PATH_WIDEN ? dv : vs);
+                const int span = top - j0 < step ? top - j0 : step;
+                const bool half = t->path == PATH_BF16 || t->path == PATH_ROWS16;
+                const size_t stride = (size_t)(half ? x.vhs : x.vbs);
                 const size_t elems = (size_t)(span - 1) * stride + (size_t)dv;
                 finite = t->path == PATH_QUANT ? rows_finite_q(x.vq, span, vrow, fmt, vsc)
-                         : t->path == PATH_BF16 || t->path == PATH_ROWS16
-                             ? rows_finite16(vh + (size_t)j0 * vs, 1, elems, bf16)
-                             : attn_rows_finite(x.vb, 1, elems);
+                         : half ? rows_finite16(x.vh, 1, elems, bf16)
+                                : attn_rows_finite(x.vb, 1, elems);
                 finite_known = true;
             }
             const int *beg = left ? wu->beg : NULL;
@@ -475,7 +539,7 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
             } else if (finite) {
                 pv_cut(s, st, &x, wu, n, nc, end);
             } else if (t->path == PATH_BF16) {
-                pv_columns_bf16(s, st, vh + (size_t)j0 * vs, wu, n, nc, end, beg, j0);
+                pv_columns_bf16(s, st, x.vh, x.vhs, wu, n, nc, end, beg, j0);
             } else if (t->path == PATH_QUANT) {
                 for (int c = 0; c < nc; c++) {
                     int b, e;
@@ -489,12 +553,12 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
                     int b, e;
                     col_span(end, beg, c, n, j0, &b, &e);
                     kn->pv16(wu->acc + (size_t)c * dv, dv, st + (size_t)b * brp + c, brp,
-                             x.vh + (size_t)b * vs, vs, wu->alpha + c, 1, e - b, dv, bf16,
-                             0);
+                             x.vh + (size_t)b * x.vhs, x.vhs, wu->alpha + c, 1, e - b, dv,
+                             bf16, 0);
                 }
             } else {
                 /* A NaN or Inf in V: each column over its own visible keys. */
-                const int xs = t->path == PATH_WIDEN ? dv : vs;
+                const ptrdiff_t xs = x.vbs;
                 for (int c = 0; c < nc; c++) {
                     int b, e;
                     col_span(end, beg, c, n, j0, &b, &e);

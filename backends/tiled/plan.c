@@ -154,7 +154,7 @@ static void key_span(const attn_problem *p, int *lo, int *hi)
  *    kernels_avx512.c's PF_KEYS for why short tiles stream better).
  * Neither they nor the chunks depend on the thread count, so neither does
  * the output. */
-tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg)
+tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg, int page)
 {
     tiled_plan t;
     const attn_kernels *kn = attn_kernels_for(cfg->isa);
@@ -178,6 +178,15 @@ tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg)
         const long per_key = (long)(p->d_k + p->d_v) * (long)sizeof(float);
         const long bc = l2_bytes() / 4 / per_key / 48 * 48;
         t.bc = bc < 48 ? 48 : bc > 192 ? 192 : (int)bc;
+    }
+    /* K/V in pages: a tile never straddles two (keys.c also cuts a tile at
+     * its page's end), so the tile is the largest divisor of the page not
+     * above the size chosen; a page shorter than that is the tile. */
+    if (page > 0 && cfg->tile_kv <= 0) {
+        int bc = page < t.bc ? page : t.bc;
+        while (page % bc)
+            bc--;
+        t.bc = bc;
     }
     t.brp = (int)round_up((size_t)t.cols, 16);
     t.stream = p->seq_q <= t.br;
@@ -235,7 +244,7 @@ tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg)
 int attn_tiled_auto_splits(const attn_problem *p, int tile_q, int tile_kv)
 {
     const attn_config cfg = { .threads = 1, .tile_q = tile_q, .tile_kv = tile_kv };
-    return tiled_make_plan(p, &cfg).splits;
+    return tiled_make_plan(p, &cfg, 0).splits;
 }
 
 size_t tiled_parts_bytes(const tiled_plan *t)
@@ -246,7 +255,7 @@ size_t tiled_parts_bytes(const tiled_plan *t)
 /* The score tile of thread tid, shared by its item's blocks. */
 float *tiled_thread_st(const tiled_state *s, int tid)
 {
-    return (float *)(s->scratch + (size_t)tid * s->plan.thread_bytes);
+    return (float *)(s->scratch + (size_t)tid * s->stride);
 }
 
 /* Thread tid's K/V tile area (tile_bytes; NULL on PATH_FP32): PATH_WIDEN's
@@ -256,14 +265,14 @@ unsigned char *tiled_thread_tile(const tiled_state *s, int tid)
 {
     if (!s->plan.tile_bytes)
         return NULL;
-    return s->scratch + (size_t)tid * s->plan.thread_bytes + st_bytes(&s->plan);
+    return s->scratch + (size_t)tid * s->stride + st_bytes(&s->plan);
 }
 
 /* The state of block u (< sb) of thread tid's item. */
 scratch tiled_thread_scratch(const tiled_state *s, int tid, int u)
 {
     const tiled_plan *t = &s->plan;
-    unsigned char *at = s->scratch + (size_t)tid * t->thread_bytes + st_bytes(t) +
+    unsigned char *at = s->scratch + (size_t)tid * s->stride + st_bytes(t) +
                         t->tile_bytes + (size_t)u * t->sub_bytes;
     scratch w;
     w.qt = (float *)at;

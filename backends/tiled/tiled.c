@@ -84,11 +84,53 @@ long attn_tiled_tiles(void)
     return atomic_load(&tiled_tiles_seen);
 }
 
+/* Item b of a serving batch as a batch of one: its own lengths, in the
+ * view tiled_forward gives it (internal.h, tiled_layout). */
+static attn_problem item_problem(const attn_problem *p, int b)
+{
+    attn_problem q = *p;
+    q.batch = 1;
+    q.seq_q = p->ragged->nq[b];
+    q.seq_kv = p->ragged->nk[b];
+    q.ragged = NULL;
+    q.lens = NULL;
+    q.kv_len = NULL;
+    return q;
+}
+
+/* A thread's scratch and the partial results: the plan's, or for a
+ * serving batch the largest of its items' plans (into plans, when given). */
+static void scratch_sizes(const attn_problem *p, const attn_config *cfg, tiled_plan *plans,
+                          size_t *thread, size_t *parts)
+{
+    if (!p->ragged) {
+        const tiled_plan t = tiled_make_plan(p, cfg, 0);
+        *thread = t.thread_bytes;
+        *parts = tiled_parts_bytes(&t);
+        return;
+    }
+    *thread = *parts = 0;
+    for (int b = 0; b < p->batch; b++) {
+        const attn_problem q = item_problem(p, b);
+        const tiled_plan t = tiled_make_plan(&q, cfg, p->ragged->page);
+        *thread = t.thread_bytes > *thread ? t.thread_bytes : *thread;
+        *parts = tiled_parts_bytes(&t) > *parts ? tiled_parts_bytes(&t) : *parts;
+        if (plans)
+            plans[b] = t;
+    }
+}
+
+static size_t plans_bytes(const attn_problem *p)
+{
+    return p->ragged ? (size_t)p->batch * sizeof(tiled_plan) : 0;
+}
+
 static size_t tiled_workspace(const attn_problem *p, const attn_config *cfg)
 {
-    const tiled_plan t = tiled_make_plan(p, cfg);
-    return attn_host_workspace(sizeof(tiled_state), p) + (size_t)cfg->threads * t.thread_bytes +
-           tiled_parts_bytes(&t) + tiled_bwd_bytes(p, cfg);
+    size_t thread, parts;
+    scratch_sizes(p, cfg, NULL, &thread, &parts);
+    return attn_host_workspace(sizeof(tiled_state), p) + (size_t)cfg->threads * thread + parts +
+           plans_bytes(p) + tiled_bwd_bytes(p, cfg);
 }
 
 static attn_status tiled_supports(const attn_problem *p, const attn_config *cfg, char *why,
@@ -103,6 +145,7 @@ static void tiled_release(void *state)
     tiled_state *s = state;
     if (s) {
         tiled_bwd_free(s);
+        attn_free(s->h.alloc, s->plans);
         attn_free(s->h.alloc, s->parts);
         attn_free(s->h.alloc, s->scratch);
     }
@@ -119,12 +162,25 @@ static attn_status tiled_prepare(const attn_problem *p, const attn_config *cfg, 
     attn_status st = attn_host_create(sizeof(*s), p, cfg, (void **)&s);
     if (st != ATTN_OK)
         return st;
-    s->plan = tiled_make_plan(p, cfg);
     s->qscale = (float)((double)p->scale * ATTN_LOG2E);
-    s->scratch = attn_alloc(cfg->alloc, (size_t)cfg->threads * s->plan.thread_bytes);
-    if (s->scratch && s->plan.splits > 1)
-        s->parts = attn_alloc(cfg->alloc, tiled_parts_bytes(&s->plan));
-    if (!s->scratch || (s->plan.splits > 1 && !s->parts) || tiled_bwd_alloc(s, cfg) != ATTN_OK) {
+    s->lay = (tiled_layout){ .qstep = 1, .kvstep = 1 };
+    size_t parts = 0;
+    if (p->ragged) {
+        if (!(s->plans = attn_alloc(cfg->alloc, plans_bytes(p)))) {
+            tiled_release(s);
+            return ATTN_ENOMEM;
+        }
+        scratch_sizes(p, cfg, s->plans, &s->stride, &parts);
+        s->plan = s->plans[0];
+    } else {
+        s->plan = tiled_make_plan(p, cfg, 0);
+        s->stride = s->plan.thread_bytes;
+        parts = tiled_parts_bytes(&s->plan);
+    }
+    s->scratch = attn_alloc(cfg->alloc, (size_t)cfg->threads * s->stride);
+    if (s->scratch && parts)
+        s->parts = attn_alloc(cfg->alloc, parts);
+    if (!s->scratch || (parts && !s->parts) || tiled_bwd_alloc(s, cfg) != ATTN_OK) {
         tiled_release(s);
         return ATTN_ENOMEM;
     }
@@ -197,12 +253,12 @@ static void tiled_item(const tiled_state *s, float *st, unsigned char *tile, con
             const float l = w[u].l[c] + sink;
             const float inv = l > 0.0f ? 1.0f / l : 0.0f;
             const float *a = w[u].acc + (size_t)c * dv;
-            float *row = s->h.t.o + column_row(p, &k[u], c) * dv;
+            float *row = s->h.t.o + column_row(s, &k[u], c) * dv;
             const float bug = atomic_load_explicit(&tiled_planted, memory_order_relaxed) ==
                                       ATTN_TILED_PLANT_SINK_VALUE && l > 0.0f ? sink : 0.0f;
             for (int x = 0; x < dv; x++)
                 row[x] = (a[x] + bug) * inv;
-            put_lse(s, column_row(p, &k[u], c), w[u].m[c], l);
+            put_lse(s, column_row(s, &k[u], c), w[u].m[c], l);
         }
 }
 
@@ -249,7 +305,7 @@ static void tiled_merge(const tiled_state *s, long item)
             const float mx = parts[(size_t)x * t->part_floats + c];
             m = mx > m ? mx : m;
         }
-        float *row = s->h.t.o + column_row(p, &k, c) * dv;
+        float *row = s->h.t.o + column_row(s, &k, c) * dv;
         memset(row, 0, (size_t)dv * sizeof(float));
         float l = 0.0f;
         for (int x = 0; x < t->splits; x++) {
@@ -267,7 +323,7 @@ static void tiled_merge(const tiled_state *s, long item)
         const float inv = l > 0.0f || isnan(l) ? 1.0f / l : 0.0f;
         for (int e = 0; e < dv; e++)
             row[e] *= inv;
-        put_lse(s, column_row(p, &k, c), m, l);
+        put_lse(s, column_row(s, &k, c), m, l);
     }
 }
 
@@ -275,9 +331,8 @@ static void tiled_merge(const tiled_state *s, long item)
  * split-KV (block, chunk) pairs and then one merge per block. Each block
  * is computed whole by one thread in a fixed order, over chunks fixed by
  * the problem, so the output is bitwise the same for any thread count. */
-static void tiled_forward(void *state)
+static void forward_view(const tiled_state *s)
 {
-    tiled_state *s = state;
     const tiled_plan *t = &s->plan;
     const long items = t->items, splits = t->splits;
 
@@ -312,6 +367,48 @@ static void tiled_forward(void *state)
     }
 }
 
+/* A serving batch item by item, each a batch of one on its own tokens
+ * (tiled_layout) with its own plan, over all the threads: a long request
+ * is split across them as a long dense one is (its blocks, and split-KV),
+ * so none waits idle while another thread finishes it. */
+static void forward_items(const tiled_state *s)
+{
+    const attn_problem *p = &s->h.p;
+    const attn_ragged *r = p->ragged;
+    const attn_tensors *t = &s->h.t;
+    const size_t H = (size_t)p->heads, hkv = (size_t)attn_kv_heads(p);
+    const size_t dk = (size_t)p->d_k, dv = (size_t)p->d_v, vs = (size_t)attn_v_stride(p);
+    for (int b = 0; b < p->batch; b++) {
+        tiled_state v = *s;
+        v.h.p = item_problem(p, b);
+        v.plan = s->plans[b];
+        v.lay = (tiled_layout){ .qstep = (int)H, .kvstep = r->page ? 1 : (int)hkv, .page = r->page,
+                                .pages = r->page ? t->pages + r->k0[b] : NULL };
+        const size_t q0 = (size_t)r->q0[b] * H;
+        v.h.t.q = t->q ? t->q + q0 * dk : NULL;
+        v.h.t.q16 = t->q16 ? t->q16 + q0 * dk : NULL;
+        v.h.t.o = t->o + q0 * dv;
+        v.h.t.lse = NULL;
+        if (!r->page) {
+            const size_t k0 = (size_t)r->k0[b] * hkv;
+            v.h.t.k = t->k ? t->k + k0 * dk : NULL;
+            v.h.t.v = t->v ? t->v + k0 * vs : NULL;
+            v.h.t.k16 = t->k16 ? t->k16 + k0 * dk : NULL;
+            v.h.t.v16 = t->v16 ? t->v16 + k0 * vs : NULL;
+        }
+        forward_view(&v);
+    }
+}
+
+static void tiled_forward(void *state)
+{
+    const tiled_state *s = state;
+    if (s->plans)
+        forward_items(s);
+    else
+        forward_view(s);
+}
+
 static attn_status tiled_run(void *state)
 {
     return attn_host_run_passes(state, tiled_forward, tiled_backward);
@@ -338,6 +435,7 @@ const attn_backend attn_backend_tiled = {
                  ATTN_DTYPES_QUANTIZED,
     .mods      = ATTN_MOD_ALL,
     .passes    = ATTN_PASS_BIT(ATTN_PASS_BWD) | ATTN_PASS_BIT(ATTN_PASS_FWDBWD),
+    .layouts   = ATTN_LAYOUT_RAGGED | ATTN_LAYOUT_PAGED,
     .supports  = tiled_supports,
     .prepare   = tiled_prepare,
     .bind      = tiled_bind,

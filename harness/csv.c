@@ -15,14 +15,14 @@
 
 static const char header[] =
     "schema,key,backend,verdict,reason,batch,heads,kv_heads,seq_q,seq_kv,d_k,d_v,causal,kv_len,"
-    "dtype,kv_dtype,pass,scale,fill,seed,threads,splits,kind,window_left,window_right,"
+    "lens,page,tokens,dtype,kv_dtype,pass,scale,fill,seed,threads,splits,kind,window_left,window_right,"
     "softcap,alibi,sinks,v_from_k,model,globals,random_blocks,block,"
     "features,proj,rows_checked,rows_total,max_abs,max_rel,nmse,tol,tol_class,approx_max_abs,"
     "approx_nmse,quant_max_abs,quant_nmse,dq_max_abs,dq_tol,dq_nmse,dk_max_abs,dk_tol,dk_nmse,dv_max_abs,dv_tol,dv_nmse,"
     "reps,iterations,"
     "real_median_s,real_min_s,real_mean_s,real_stddev_s,real_cv,cpu_median_s,cpu_mean_s,"
     "device_median_s,device_min_s,device_cv,upload_s,download_s,"
-    "flops,flops_dense,gflops,gflops_dense,peak_gflops,pct_peak,bytes,gbs,peak_gbs,pct_bw,"
+    "flops,flops_dense,gflops,gflops_dense,peak_gflops,pct_peak,bytes,gbs,tokens_per_s,peak_gbs,pct_bw,"
     "roofline_gbs,roofline_s,pct_roofline,bound,probe_gbs,"
     "workspace_bytes,workspace_predicted_bytes,rss_peak_bytes,device_bytes,score_matrix_bytes,"
     "kv_bytes,ranks,rank_compute_s,rank_comm_s,rank_sent_bytes,rank_workspace_bytes,case_index,"
@@ -186,6 +186,9 @@ int attn_csv_append(attn_csv *c, const attn_result *r, const attn_setup *s, cons
         p->seq_kv, p->d_k, p->d_v, p->causal ? 1 : 0);
     for (int b = 0; p->kv_len && b < p->batch; b++)
         attn_csv_put(&l, "%s%d", b ? ";" : "", p->kv_len[b]);
+    attn_csv_text(&l, p->lens ? p->lens : "");
+    attn_csv_num(&l, p->ragged && p->ragged->page, p->ragged ? p->ragged->page : 0);
+    attn_csv_put(&l, ",%zu", attn_q_tokens(p));
     attn_csv_put(&l, ",%s,%s,%s", attn_dtype_name(p->dtype), attn_dtype_name(p->kv_dtype),
                  attn_pass_name(p->pass));
     attn_csv_put(&l, ",%.9g,%s,%llu,%d", p->scale, attn_setup_fill_name(s), (unsigned long long)s->seed,
@@ -246,6 +249,7 @@ int attn_csv_append(attn_csv *c, const attn_result *r, const attn_setup *s, cons
     attn_csv_num(&l, timed && peak, peak ? 100.0 * r->flops / t->real_stats.median * 1e-9 / pg : 0);
     attn_csv_put(&l, ",%.17g", r->bytes);
     attn_csv_num(&l, timed, r->bytes / t->real_stats.median * 1e-9);
+    attn_csv_num(&l, timed, (double)attn_q_tokens(p) / t->real_stats.median);
     attn_csv_num(&l, peak, peak ? peak->triad : 0);
     attn_csv_num(&l, timed && peak, peak ? 100.0 * r->bytes / t->real_stats.median * 1e-9 / peak->triad : 0);
     const attn_roofline roof = peak ? attn_case_roofline(r, peak) : (attn_roofline){ 0 };

@@ -119,6 +119,7 @@ static void counters(FILE *f, const void *ctx, double seconds)
         attn_json_field_num(f, "GFLOPS", r->flops / seconds * 1e-9);
         attn_json_field_num(f, "GFLOPS_dense", r->flops_dense / seconds * 1e-9);
         attn_json_field_num(f, "GBps", r->bytes / seconds * 1e-9);
+        attn_json_field_num(f, "tokens_per_second", (double)attn_q_tokens(&r->p) / seconds);
         const attn_peak *pk = m->peak_known ? attn_case_peak(r, &m->peak) : NULL;
         if (pk) {
             attn_json_field_num(f, "pct_peak", 100.0 * r->flops / seconds * 1e-9 /
@@ -136,6 +137,11 @@ static void counters(FILE *f, const void *ctx, double seconds)
     }
     attn_json_field_num(f, "flops", r->flops);
     attn_json_field_num(f, "bytes", r->bytes);
+    attn_json_field_num(f, "tokens", (double)attn_q_tokens(&r->p));
+    if (r->p.lens)
+        attn_json_field_str(f, "lens", r->p.lens);
+    if (r->p.ragged && r->p.ragged->page)
+        attn_json_field_num(f, "page", r->p.ragged->page);
     if (r->p.model)
         attn_json_field_str(f, "model", r->p.model);
     if (!r->ws_unknown)

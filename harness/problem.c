@@ -404,8 +404,12 @@ void attn_case_name(char *buf, size_t len, const attn_backend *be, const attn_pr
                     p->batch, p->heads, p->seq_q, p->seq_kv, p->d_k, p->d_v, p->causal ? 1 : 0);
     if (attn_kv_heads(p) != p->heads)
         at = cat(buf, len, at, "/hkv:%d", attn_kv_heads(p));
-    if (p->lens)
-        at = cat(buf, len, at, "/lens:%s", p->lens);
+    if (p->lens) {
+        /* Explicit pairs with '.' between them, as /kv: has: a name has no comma. */
+        at = cat(buf, len, at, "/lens:");
+        for (const char *c = p->lens; *c; c++)
+            at = cat(buf, len, at, "%c", *c == ',' ? '.' : *c);
+    }
     if (p->ragged && p->ragged->page)
         at = cat(buf, len, at, "/page:%d", p->ragged->page);
     at = cat_kv_len(buf, len, at, p, "/kv:", ".");

@@ -230,6 +230,20 @@ void attn_report_details(FILE *f, const attn_result *r, const attn_peak *peak)
                     attn_case_bw(r, peak), mem, r->flops * 1e-9, attn_case_peak_gflops(r, peak), fma,
                     attn_case_pct_roofline(r, peak));
         }
+        if (r->p.ragged) {
+            /* A serving batch's rate: query tokens, and requests for decode. */
+            const attn_ragged *g = r->p.ragged;
+            int qlo = g->nq[0], klo = g->nk[0];
+            for (int b = 1; b < r->p.batch; b++) {
+                qlo = g->nq[b] < qlo ? g->nq[b] : qlo;
+                klo = g->nk[b] < klo ? g->nk[b] : klo;
+            }
+            const double tps = (double)attn_q_tokens(&r->p) / t->real_stats.median;
+            fprintf(f, "  serving: %d requests, %zu query tokens (Nq %d..%d, Nk %d..%d), "
+                       "%.4g tokens/s%s\n", r->p.batch, attn_q_tokens(&r->p), qlo, r->p.seq_q,
+                    klo, r->p.seq_kv, tps,
+                    r->p.seq_q == 1 ? " (decode: requests/s)" : "");
+        }
         if (t->busy_threads)
             fprintf(f, "  warning: another thread of this process was still using CPU after "
                        "%.1f s of waiting (a BLAS or OpenMP pool spinning?); these times may be "

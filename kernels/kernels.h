@@ -22,12 +22,15 @@
 #include "quant.h"
 
 /* S^T[j][i] = sum_c k[j][c] * qt[c][i]  for j < nk, i < nq.
- * pf (here and in pv, pv16) != 0: the rows of K (V) stream from memory once,
- * as decoding's do; kernels that prefetch (attn_kernels.prefetches) then
- * fetch the rows ahead of those they read. It changes no result. */
+ * pf (here and in pv, pv16, pv_q and the qk_rows kernels) != 0: the rows of
+ * K (V) stream from memory once, as decoding's do, and the row to fetch
+ * while reading each row is pf bytes from it (any sign: the caller knows
+ * where the keys ahead are, at the rows' stride or in another page);
+ * kernels that prefetch (attn_kernels.prefetches) fetch it, a line at a
+ * time among their arithmetic. It changes no result. */
 #define decl_qk_fn(name) void (name)(float *restrict st, ptrdiff_t st_stride, \
     const float *restrict k, ptrdiff_t k_stride, const float *restrict qt, ptrdiff_t qt_stride, \
-    int nk, int nq, int dk, int pf)
+    int nk, int nq, int dk, ptrdiff_t pf)
 
 /* The same scores from the rows of Q, not transposed: q[i][c], i < nq. For
  * tiles of a few queries (decoding), where qk, vectorized over queries,
@@ -35,7 +38,7 @@
  * vectorized over d, and K streams through in whole rows. */
 #define decl_qk_rows_fn(name) void (name)(float *restrict st, ptrdiff_t st_stride, \
     const float *restrict k, ptrdiff_t k_stride, const float *restrict q, ptrdiff_t q_stride, \
-    int nk, int nq, int dk)
+    int nk, int nq, int dk, ptrdiff_t pf)
 
 /* The packed Q^T of the tiled backend: qt[c][i] = scale * q[i][c] for
  * i < nq, c < dk. A transpose: each query row lands in one column. */
@@ -56,7 +59,7 @@
 /* o[i][c] = alpha[i] * o[i][c] + sum_j pt[j][i] * v[j][c]  for i < nq, c < dv. */
 #define decl_pv_fn(name) void (name)(float *restrict o, ptrdiff_t o_stride, \
     const float *restrict pt, ptrdiff_t pt_stride, const float *restrict v, ptrdiff_t v_stride, \
-    const float *restrict alpha, int nq, int nk, int dv, int pf)
+    const float *restrict alpha, int nq, int nk, int dv, ptrdiff_t pf)
 
 /* Row softmax of materialized log2-scaled scores, in place: key j of row r
  * is visible iff j < end[r] (end == NULL: all n). Visible entries become
@@ -94,10 +97,10 @@
  * and half the bytes is what 16 bits buys. */
 #define decl_qk_rows16_fn(name) void (name)(float *restrict st, ptrdiff_t st_stride, \
     const uint16_t *restrict k, ptrdiff_t k_stride, const float *restrict q, \
-    ptrdiff_t q_stride, int nk, int nq, int dk, int bf16)
+    ptrdiff_t q_stride, int nk, int nq, int dk, int bf16, ptrdiff_t pf)
 #define decl_pv16_fn(name) void (name)(float *restrict o, ptrdiff_t o_stride, \
     const float *restrict pt, ptrdiff_t pt_stride, const uint16_t *restrict v, \
-    ptrdiff_t v_stride, const float *restrict alpha, int nq, int nk, int dv, int bf16, int pf)
+    ptrdiff_t v_stride, const float *restrict alpha, int nq, int nk, int dv, int bf16, ptrdiff_t pf)
 
 /* The same with K or V a quantized cache (quant.h): rows of format fmt,
  * k_stride (v_stride) bytes apart, each value read back to fp32 in
@@ -106,11 +109,11 @@
  * its stored width, and never writes it out in fp32. */
 #define decl_qk_rows_q_fn(name) void (name)(float *restrict st, ptrdiff_t st_stride, \
     const uint8_t *restrict k, ptrdiff_t k_stride, const float *restrict q, \
-    ptrdiff_t q_stride, int nk, int nq, int dk, attn_kvq fmt, float scale)
+    ptrdiff_t q_stride, int nk, int nq, int dk, attn_kvq fmt, float scale, ptrdiff_t pf)
 #define decl_pv_q_fn(name) void (name)(float *restrict o, ptrdiff_t o_stride, \
     const float *restrict pt, ptrdiff_t pt_stride, const uint8_t *restrict v, \
     ptrdiff_t v_stride, const float *restrict alpha, int nq, int nk, int dv, attn_kvq fmt, \
-    float scale, int pf)
+    float scale, ptrdiff_t pf)
 
 /* bf16 with dot products of pairs (AVX512_BF16's vdpbf16ps: per fp32 lane,
  * acc + a0*b0 + a1*b1, the products exact, the sums in fp32). The operands
@@ -134,7 +137,7 @@
  * S^T[j][i] = scale * sum_c k[j][c] * q[i][c] for j < nk, i < nq. */
 #define decl_qk_rows_bf16_fn(name) void (name)(float *restrict st, ptrdiff_t st_stride, \
     const uint16_t *restrict k, ptrdiff_t k_stride, const uint16_t *restrict q, \
-    ptrdiff_t q_stride, int nk, int nq, int dk, float scale)
+    ptrdiff_t q_stride, int nk, int nq, int dk, float scale, ptrdiff_t pf)
 
 /* pack_v_bf16: vp[j2][c] = (v[2 j2][c], v[2 j2 + 1][c]) for j2 < ceil(nk / 2),
  * c < dv: V's rows interleaved in pairs of keys. pack_p_bf16: the same of
@@ -243,12 +246,15 @@ typedef struct attn_kernels {
     attn_mods_fn *mods;
     attn_pv_t_fn *pv_t;
     attn_bwd_ds_fn *bwd_ds;
-    int prefetches;     /* its qk, pv, pv16 and pv_q honor pf, and its qk_rows,
-                           qk_rows16, qk_rows_q, cvt_rows and dequant_rows always
-                           prefetch: the rows ahead of those
-                           they read, a line at a time among their arithmetic
-                           (kernels_avx512.c); where not, the tiled backend
-                           prefetches each next key tile of decoding */
+    int prefetches;     /* its qk, pv, pv16, pv_q and the qk_rows kernels honor pf,
+                           and its cvt_rows and dequant_rows always prefetch: the
+                           rows ahead of those they read, a line at a time among
+                           their arithmetic (kernels_avx512.c); where not, the
+                           tiled backend prefetches each next key tile of
+                           decoding */
+    int pf_keys;        /* how far ahead decoding prefetches for them (pf): this
+                           many keys of fp32 rows, twice as many of 16-bit, four
+                           times quantized (0 where they do not prefetch) */
     int bf16_dot;       /* its bf16 kernels run on the CPU's bf16 dot products
                            (AVX512_BF16); where not, they are C's, the definition,
                            and the tiled backend converts bf16 to fp32 instead */

@@ -319,6 +319,7 @@ static decl_softmax_rows_fn(softmax_rows_avx2)
  * tail, then a horizontal sum. */
 static decl_qk_rows_fn(qk_rows_avx2)
 {
+    (void)pf;   /* no prefetching here, as in qk */
     const int full = dk / 8 * 8;
     const __m256i tail = lanes(dk - full);
     for (int j = 0; j < nk; j++) {

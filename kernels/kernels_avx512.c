@@ -26,7 +26,8 @@
 
 INLINE void qk_tile(float *restrict st, ptrdiff_t ss, const float *restrict k, ptrdiff_t ks,
                     const float *restrict qt, ptrdiff_t qs, int dk,
-                    const int R, const int NV, const int FULL, __mmask16 tail, const int PF)
+                    const int R, const int NV, const int FULL, __mmask16 tail, const int PF,
+                    ptrdiff_t ahead)
 {
     __m512 acc[ROWS_NARROW][VECS];
 #pragma GCC unroll 12
@@ -36,11 +37,12 @@ INLINE void qk_tile(float *restrict st, ptrdiff_t ss, const float *restrict k, p
             acc[r][v] = _mm512_setzero_ps();
     for (int c = 0; c < dk; c++) {
         __m512 b[VECS];
-        if (PF && !(c & 15))   /* decoding: one line of each row, PF_KEYS rows ahead */
+        if (PF && !(c & 15))   /* decoding: one line of each row, `ahead` bytes on */
 #pragma GCC unroll 12
             for (int r = 0; r < R; r++)
-                _mm_prefetch((const char *)((uintptr_t)k + (uintptr_t)(((r + PF_KEYS) * ks + c) *
-                                                                     (ptrdiff_t)sizeof(float))),
+                _mm_prefetch((const char *)((uintptr_t)k + (uintptr_t)((r * ks + c) *
+                                                                     (ptrdiff_t)sizeof(float) +
+                                                                     ahead)),
                              _MM_HINT_T2);
 #pragma GCC unroll 4
         for (int v = 0; v < NV; v++)
@@ -62,14 +64,14 @@ INLINE void qk_tile(float *restrict st, ptrdiff_t ss, const float *restrict k, p
 
 #define QK_TILE_PF(R, PF) do {                                                     \
         switch (tail == 0xffff ? nv + 4 : nv) {                                    \
-        case 1: qk_tile(s, ss, kr, ks, q, qs, dk, R, 1, 0, tail, PF); break;       \
-        case 2: qk_tile(s, ss, kr, ks, q, qs, dk, R, 2, 0, tail, PF); break;       \
-        case 3: qk_tile(s, ss, kr, ks, q, qs, dk, R, 3, 0, tail, PF); break;       \
-        case 4: qk_tile(s, ss, kr, ks, q, qs, dk, R, 4, 0, tail, PF); break;       \
-        case 5: qk_tile(s, ss, kr, ks, q, qs, dk, R, 1, 1, tail, PF); break;       \
-        case 6: qk_tile(s, ss, kr, ks, q, qs, dk, R, 2, 1, tail, PF); break;       \
-        case 7: qk_tile(s, ss, kr, ks, q, qs, dk, R, 3, 1, tail, PF); break;       \
-        default: qk_tile(s, ss, kr, ks, q, qs, dk, R, 4, 1, tail, PF); break;      \
+        case 1: qk_tile(s, ss, kr, ks, q, qs, dk, R, 1, 0, tail, PF, pf); break;   \
+        case 2: qk_tile(s, ss, kr, ks, q, qs, dk, R, 2, 0, tail, PF, pf); break;   \
+        case 3: qk_tile(s, ss, kr, ks, q, qs, dk, R, 3, 0, tail, PF, pf); break;   \
+        case 4: qk_tile(s, ss, kr, ks, q, qs, dk, R, 4, 0, tail, PF, pf); break;   \
+        case 5: qk_tile(s, ss, kr, ks, q, qs, dk, R, 1, 1, tail, PF, pf); break;   \
+        case 6: qk_tile(s, ss, kr, ks, q, qs, dk, R, 2, 1, tail, PF, pf); break;   \
+        case 7: qk_tile(s, ss, kr, ks, q, qs, dk, R, 3, 1, tail, PF, pf); break;   \
+        default: qk_tile(s, ss, kr, ks, q, qs, dk, R, 4, 1, tail, PF, pf); break;  \
         }                                                                          \
     } while (0)
 #define QK_TILE(R) do {                                                        \
@@ -100,13 +102,13 @@ static decl_qk_fn(qk_avx512)
                 const float *kr = k + j * ks;
                 if (pf && i0 == 0) {
                     if (tail == 0xffff)
-                        qk_tile(s, ss, kr, ks, q, qs, dk, ROWS_NARROW, 1, 1, tail, 1);
+                        qk_tile(s, ss, kr, ks, q, qs, dk, ROWS_NARROW, 1, 1, tail, 1, pf);
                     else
-                        qk_tile(s, ss, kr, ks, q, qs, dk, ROWS_NARROW, 1, 0, tail, 1);
+                        qk_tile(s, ss, kr, ks, q, qs, dk, ROWS_NARROW, 1, 0, tail, 1, pf);
                 } else if (tail == 0xffff) {
-                    qk_tile(s, ss, kr, ks, q, qs, dk, ROWS_NARROW, 1, 1, tail, 0);
+                    qk_tile(s, ss, kr, ks, q, qs, dk, ROWS_NARROW, 1, 1, tail, 0, 0);
                 } else {
-                    qk_tile(s, ss, kr, ks, q, qs, dk, ROWS_NARROW, 1, 0, tail, 0);
+                    qk_tile(s, ss, kr, ks, q, qs, dk, ROWS_NARROW, 1, 0, tail, 0, 0);
                 }
             }
         for (; j + ROWS <= nk; j += ROWS) {
@@ -309,13 +311,13 @@ INLINE const char *row_addr(const rows_of *x, ptrdiff_t r, int c, ptrdiff_t ahea
  * took 20.5 ms with one pass per query and 19.9 ms with these blocks
  * (medians of 3 processes each). */
 INLINE void qk_keys4(float *restrict st, ptrdiff_t ss, rows_of k, const float *restrict q,
-                     ptrdiff_t qs, int dk, const int NK, const int NQ, int pf, const int ST)
+                     ptrdiff_t qs, int dk, const int NK, const int NQ, ptrdiff_t pf, const int ST)
 {
     __m512 acc[16];
 #pragma GCC unroll 16
     for (int a = 0; a < 16; a++)
         acc[a] = _mm512_setzero_ps();
-    const ptrdiff_t ahead = PF_ROWS(ST) * row_bytes(&k, ST);
+    const ptrdiff_t ahead = pf;
     /* 32 values a step (a block of q8_0 or q4_0), in two halves */
     for (int c0 = 0; c0 < dk; c0 += 32)
 #pragma GCC unroll 2
@@ -367,10 +369,11 @@ INLINE rows_of rows_from(rows_of x, ptrdiff_t j, const int ST)
 }
 
 INLINE void qk_rows_any(float *restrict st, ptrdiff_t ss, rows_of k, const float *restrict q,
-                        ptrdiff_t qs, int nk, int nq, int dk, const int ST)
+                        ptrdiff_t qs, int nk, int nq, int dk, ptrdiff_t pf_rows, const int ST)
 {
     for (int i = 0; i < nq; i += 4) {
-        const int nqq = nq - i < 4 ? nq - i : 4, pf = i == 0;
+        const int nqq = nq - i < 4 ? nq - i : 4;
+        const ptrdiff_t pf = i == 0 ? pf_rows : 0;
         const float *qq = q + i * qs;
         for (int j = 0; j < nk; j += 4) {
             float *s = st + j * ss + i;
@@ -388,26 +391,28 @@ INLINE void qk_rows_any(float *restrict st, ptrdiff_t ss, rows_of k, const float
 static decl_qk_rows_fn(qk_rows_avx512)
 {
     qk_rows_any(st, st_stride, (rows_of){ .f = k, .stride = k_stride }, q, q_stride, nk, nq, dk,
-                ST_F32);
+                pf, ST_F32);
 }
 
 static decl_qk_rows16_fn(qk_rows16_avx512)
 {
     const rows_of kr = { .h = k, .stride = k_stride };
     if (bf16)
-        qk_rows_any(st, st_stride, kr, q, q_stride, nk, nq, dk, ST_BF16);
+        qk_rows_any(st, st_stride, kr, q, q_stride, nk, nq, dk, pf, ST_BF16);
     else
-        qk_rows_any(st, st_stride, kr, q, q_stride, nk, nq, dk, ST_F16);
+        qk_rows_any(st, st_stride, kr, q, q_stride, nk, nq, dk, pf, ST_F16);
 }
 
 static decl_qk_rows_q_fn(qk_rows_q_avx512)
 {
     const rows_of kr = { .q = k, .stride = k_stride, .scale = scale };
     switch (fmt) {
-    case ATTN_KVQ_Q8_0: qk_rows_any(st, st_stride, kr, q, q_stride, nk, nq, dk, ST_Q8_0); break;
-    case ATTN_KVQ_Q4_0: qk_rows_any(st, st_stride, kr, q, q_stride, nk, nq, dk, ST_Q4_0); break;
-    case ATTN_KVQ_FP8E4M3: qk_rows_any(st, st_stride, kr, q, q_stride, nk, nq, dk, ST_E4M3); break;
-    default: qk_rows_any(st, st_stride, kr, q, q_stride, nk, nq, dk, ST_E5M2); break;
+    case ATTN_KVQ_Q8_0: qk_rows_any(st, st_stride, kr, q, q_stride, nk, nq, dk, pf, ST_Q8_0); break;
+    case ATTN_KVQ_Q4_0: qk_rows_any(st, st_stride, kr, q, q_stride, nk, nq, dk, pf, ST_Q4_0); break;
+    case ATTN_KVQ_FP8E4M3:
+        qk_rows_any(st, st_stride, kr, q, q_stride, nk, nq, dk, pf, ST_E4M3);
+        break;
+    default: qk_rows_any(st, st_stride, kr, q, q_stride, nk, nq, dk, pf, ST_E5M2); break;
     }
 }
 
@@ -616,7 +621,7 @@ static decl_bwd_ds_fn(bwd_ds_avx512)
 INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, ptrdiff_t ps,
                     rows_of v, int c0, const float *restrict alpha, int nk, const int R,
                     const int NV, const int FULL, __mmask16 tail, const int PF, const int ST,
-                    const int TR)
+                    const int TR, ptrdiff_t ahead)
 {
     __m512 acc[ROWS][VECS];
 #pragma GCC unroll 8
@@ -626,7 +631,6 @@ INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, p
         for (int c = 0; c < NV; c++)
             acc[r][c] = _mm512_mul_ps(a, load_v(o + r * os + 16 * c, c, NV, FULL, tail));
     }
-    const ptrdiff_t ahead = PF_ROWS(ST) * row_bytes(&v, ST);
     for (int j = 0; j < nk; j++) {
         __m512 b[VECS];
         if (PF)   /* few rows (decoding): V streams from memory; see PF_KEYS */
@@ -655,14 +659,14 @@ INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, p
 
 #define PV_TILE_PF(R, PF) do {                                                          \
         switch (tail == 0xffff ? nv + 4 : nv) {                                             \
-        case 1: pv_tile(out, os, p, ps, v, c0, a, nk, R, 1, 0, tail, PF, ST, TR); break;    \
-        case 2: pv_tile(out, os, p, ps, v, c0, a, nk, R, 2, 0, tail, PF, ST, TR); break;    \
-        case 3: pv_tile(out, os, p, ps, v, c0, a, nk, R, 3, 0, tail, PF, ST, TR); break;    \
-        case 4: pv_tile(out, os, p, ps, v, c0, a, nk, R, 4, 0, tail, PF, ST, TR); break;    \
-        case 5: pv_tile(out, os, p, ps, v, c0, a, nk, R, 1, 1, tail, PF, ST, TR); break;    \
-        case 6: pv_tile(out, os, p, ps, v, c0, a, nk, R, 2, 1, tail, PF, ST, TR); break;    \
-        case 7: pv_tile(out, os, p, ps, v, c0, a, nk, R, 3, 1, tail, PF, ST, TR); break;    \
-        default: pv_tile(out, os, p, ps, v, c0, a, nk, R, 4, 1, tail, PF, ST, TR); break;   \
+        case 1: pv_tile(out, os, p, ps, v, c0, a, nk, R, 1, 0, tail, PF, ST, TR, pf); break; \
+        case 2: pv_tile(out, os, p, ps, v, c0, a, nk, R, 2, 0, tail, PF, ST, TR, pf); break; \
+        case 3: pv_tile(out, os, p, ps, v, c0, a, nk, R, 3, 0, tail, PF, ST, TR, pf); break; \
+        case 4: pv_tile(out, os, p, ps, v, c0, a, nk, R, 4, 0, tail, PF, ST, TR, pf); break; \
+        case 5: pv_tile(out, os, p, ps, v, c0, a, nk, R, 1, 1, tail, PF, ST, TR, pf); break; \
+        case 6: pv_tile(out, os, p, ps, v, c0, a, nk, R, 2, 1, tail, PF, ST, TR, pf); break; \
+        case 7: pv_tile(out, os, p, ps, v, c0, a, nk, R, 3, 1, tail, PF, ST, TR, pf); break; \
+        default: pv_tile(out, os, p, ps, v, c0, a, nk, R, 4, 1, tail, PF, ST, TR, pf); break; \
         }                                                                                   \
     } while (0)
 /* pf: V streams from memory (decoding): the first 6-row group prefetches
@@ -676,7 +680,7 @@ INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, p
 
 INLINE void pv_any(float *restrict o, ptrdiff_t o_stride, const float *restrict pt,
                    ptrdiff_t pt_stride, rows_of v, const float *restrict alpha, int nq, int nk,
-                   int dv, int pf, const int ST, const int TR)
+                   int dv, ptrdiff_t pf, const int ST, const int TR)
 {
     const ptrdiff_t os = o_stride, ps = pt_stride;
     for (int c0 = 0; c0 < dv; c0 += 16 * VECS) {
@@ -868,4 +872,5 @@ void attn_kernels_init_avx512(attn_kernels *k)
     k->pv_t = pv_t_avx512;
     k->bwd_ds = bwd_ds_avx512;
     k->prefetches = 1;
+    k->pf_keys = PF_KEYS;
 }

@@ -128,7 +128,7 @@ static decl_qk_bf16_fn(qk_bf16_avx512)
  * the instructions of the widening kernel (qk_rows16) for Q.K^T. */
 INLINE void rows_keys4(float *restrict st, ptrdiff_t ss, const uint16_t *restrict k,
                        ptrdiff_t ks, const uint16_t *restrict q, ptrdiff_t qs, int dk,
-                       float scale, const int NK, const int NQ, int pf)
+                       float scale, const int NK, const int NQ, ptrdiff_t pf)
 {
     __m512 acc[16];
 #pragma GCC unroll 16
@@ -143,9 +143,8 @@ INLINE void rows_keys4(float *restrict st, ptrdiff_t ss, const uint16_t *restric
 #pragma GCC unroll 4
         for (int r = 0; r < NK; r++) {
             const uint16_t *kr = k + r * ks + c;
-            if (pf)   /* 2 PF_KEYS rows ahead: the fp32 kernels' distance in bytes */
-                _mm_prefetch((const char *)((uintptr_t)kr + (uintptr_t)(2 * PF_KEYS * ks * 2)),
-                             _MM_HINT_T2);
+            if (pf)   /* the row pf bytes on (kernels.h) */
+                _mm_prefetch((const char *)((uintptr_t)kr + (uintptr_t)pf), _MM_HINT_T2);
             const __m512i kv = _mm512_maskz_loadu_epi16(t, kr);
 #pragma GCC unroll 4
             for (int i = 0; i < NQ; i++)
@@ -157,10 +156,10 @@ INLINE void rows_keys4(float *restrict st, ptrdiff_t ss, const uint16_t *restric
 
 #define ROWS_KEYS4(NK) do {                                                        \
         switch (nqq) {                                                             \
-        case 1: rows_keys4(s, ss, kr, ks, qq, qs, dk, scale, NK, 1, pf); break;    \
-        case 2: rows_keys4(s, ss, kr, ks, qq, qs, dk, scale, NK, 2, pf); break;    \
-        case 3: rows_keys4(s, ss, kr, ks, qq, qs, dk, scale, NK, 3, pf); break;    \
-        default: rows_keys4(s, ss, kr, ks, qq, qs, dk, scale, NK, 4, pf); break;   \
+        case 1: rows_keys4(s, ss, kr, ks, qq, qs, dk, scale, NK, 1, pfi); break;   \
+        case 2: rows_keys4(s, ss, kr, ks, qq, qs, dk, scale, NK, 2, pfi); break;   \
+        case 3: rows_keys4(s, ss, kr, ks, qq, qs, dk, scale, NK, 3, pfi); break;   \
+        default: rows_keys4(s, ss, kr, ks, qq, qs, dk, scale, NK, 4, pfi); break;  \
         }                                                                          \
     } while (0)
 
@@ -168,7 +167,8 @@ static decl_qk_rows_bf16_fn(qk_rows_bf16_avx512)
 {
     const ptrdiff_t ss = st_stride, ks = k_stride, qs = q_stride;
     for (int i = 0; i < nq; i += 4) {
-        const int nqq = nq - i < 4 ? nq - i : 4, pf = i == 0;
+        const int nqq = nq - i < 4 ? nq - i : 4;
+        const ptrdiff_t pfi = i == 0 ? pf : 0;
         const uint16_t *qq = q + i * qs;
         for (int j = 0; j < nk; j += 4) {
             float *s = st + j * ss + i;

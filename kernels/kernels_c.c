@@ -32,6 +32,7 @@ static decl_pack_qt_fn(pack_qt_c)
 
 static decl_qk_rows_fn(qk_rows_c)
 {
+    (void)pf;
     for (int j = 0; j < nk; j++)
         for (int i = 0; i < nq; i++) {
             float s = 0.0f;
@@ -275,6 +276,7 @@ static void pv_any_c(float *o, ptrdiff_t o_stride, const float *pt, ptrdiff_t pt
 
 static decl_qk_rows_q_fn(qk_rows_q_c)
 {
+    (void)pf;
     const rows_c x = { .q = k, .fmt = fmt, .scale = scale, .stride = k_stride };
     qk_rows_any_c(st, st_stride, &x, q, q_stride, nk, nq, dk);
 }
@@ -288,6 +290,7 @@ static decl_pv_q_fn(pv_q_c)
 
 static decl_qk_rows16_fn(qk_rows16_c)
 {
+    (void)pf;
     const rows_c x = { .h = k, .bf16 = bf16, .stride = k_stride };
     qk_rows_any_c(st, st_stride, &x, q, q_stride, nk, nq, dk);
 }
@@ -341,6 +344,7 @@ static decl_qk_bf16_fn(qk_bf16_c)
 
 static decl_qk_rows_bf16_fn(qk_rows_bf16_c)
 {
+    (void)pf;
     for (int j = 0; j < nk; j++)
         for (int i = 0; i < nq; i++) {
             const uint16_t *kr = k + j * k_stride, *qr = q + i * q_stride;
@@ -411,4 +415,5 @@ void attn_kernels_init_c(attn_kernels *k)
     k->bwd_ds = bwd_ds_c;
     k->bf16_dot = 0;
     k->prefetches = 0;
+    k->pf_keys = 0;
 }

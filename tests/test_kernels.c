@@ -459,8 +459,8 @@ static bool check_qk_rows(const attn_kernels *kr, const attn_kernels *c, int nk,
         k[i] = uniform(-2, 2);
     for (ptrdiff_t i = 0; i < nq * qs; i++)
         q[i] = uniform(-2, 2);
-    c->qk_rows(ref.data, ss, k, ks, q, qs, nk, nq, dk);
-    kr->qk_rows(got.data, ss, k, ks, q, qs, nk, nq, dk);
+    c->qk_rows(ref.data, ss, k, ks, q, qs, nk, nq, dk, 1);
+    kr->qk_rows(got.data, ss, k, ks, q, qs, nk, nq, dk, 1);
     bool ok = guarded_intact(&got, nk, nq, ss);
     if (!ok)
         snprintf(why, len, "wrote outside the %dx%d tile", nk, nq);
@@ -672,8 +672,8 @@ static bool check_qk_bf16(const attn_kernels *kr, const attn_kernels *c, int nk,
     c->pack_qt_bf16(qt, ts, q, qs, nq, dk);
     guarded ref = guarded_new((size_t)nk * ss), got = guarded_new((size_t)nk * ss);
     if (rows) {
-        c->qk_rows_bf16(ref.data, ss, k, ks, q, qs, nk, nq, dk, scale);
-        kr->qk_rows_bf16(got.data, ss, k, ks, q, qs, nk, nq, dk, scale);
+        c->qk_rows_bf16(ref.data, ss, k, ks, q, qs, nk, nq, dk, scale, 1);
+        kr->qk_rows_bf16(got.data, ss, k, ks, q, qs, nk, nq, dk, scale, 1);
     } else {
         c->qk_bf16(ref.data, ss, k, ks, qt, ts, nk, nq, dk, scale);
         kr->qk_bf16(got.data, ss, k, ks, qt, ts, nk, nq, dk, scale);
@@ -781,9 +781,9 @@ static void rows_qk(const attn_kernels *kr, const rows_kernels *x, float *st, pt
                     const void *k, ptrdiff_t ks, const float *q, ptrdiff_t qs, int nk, int nq, int d)
 {
     if (x->quantized)
-        kr->qk_rows_q(st, ss, k, ks, q, qs, nk, nq, d, x->fmt, x->scale);
+        kr->qk_rows_q(st, ss, k, ks, q, qs, nk, nq, d, x->fmt, x->scale, 1);
     else
-        kr->qk_rows16(st, ss, k, ks, q, qs, nk, nq, d, x->bf16);
+        kr->qk_rows16(st, ss, k, ks, q, qs, nk, nq, d, x->bf16, 1);
 }
 
 static void rows_pv(const attn_kernels *kr, const rows_kernels *x, float *o, ptrdiff_t os,
@@ -1187,10 +1187,11 @@ static decl_qk_fn(qk_drops_last_query)
 /* ... a qk_rows that pairs each key with the next query's row ... */
 static decl_qk_rows_fn(qk_rows_wrong_query)
 {
-    attn_kernels_for(ATTN_ISA_C)->qk_rows(st, st_stride, k, k_stride, q, q_stride, nk, nq, dk);
+    attn_kernels_for(ATTN_ISA_C)->qk_rows(st, st_stride, k, k_stride, q, q_stride, nk, nq, dk,
+                                          pf);
     if (nq > 1)
         attn_kernels_for(ATTN_ISA_C)->qk_rows(st, st_stride, k, k_stride, q + q_stride,
-                                              q_stride, nk, 1, dk);
+                                              q_stride, nk, 1, dk, pf);
 }
 
 /* ... and one that writes one lane past the tile. */
@@ -1259,7 +1260,7 @@ static decl_qk_rows_bf16_fn(qk_rows_bf16_unscaled)
 {
     (void)scale;
     attn_kernels_for(ATTN_ISA_C)->qk_rows_bf16(st, st_stride, k, k_stride, q, q_stride, nk, nq,
-                                               dk, 1.0f);
+                                               dk, 1.0f, pf);
 }
 
 /* ... a P packing that truncates instead of rounding ... */
@@ -1562,14 +1563,14 @@ static void dec_qk_rows(const attn_kernels *kr, void *p)
 {
     dec_ctx *b = p;
     kr->qk_rows(b->st, 16 * ((b->cols + 15) / 16), b->k, DEC_D, b->q, DEC_D, DEC_KEYS, b->cols,
-                DEC_D);
+                DEC_D, 1);
 }
 
 static void dec_qk_rows16(const attn_kernels *kr, void *p)
 {
     dec_ctx *b = p;
     kr->qk_rows16(b->st, 16 * ((b->cols + 15) / 16), b->kh, DEC_D, b->q, DEC_D, DEC_KEYS,
-                  b->cols, DEC_D, 1);
+                  b->cols, DEC_D, 1, 1);
 }
 
 static void dec_qk(const attn_kernels *kr, void *p)

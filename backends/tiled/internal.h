@@ -129,6 +129,17 @@ typedef struct tiled_layout {
     const int32_t *pages;         /* the item's block table when paged, else NULL */
 } tiled_layout;
 
+/* A serving batch's schedule (serving.c), in one allocation: each item's
+ * plan, the items in the order their work is handed out, where each one's
+ * units (its work items, or its blocks' chunks when split) and merges start
+ * in that order, and where its partial results lie in parts (floats). */
+typedef struct tiled_serving {
+    tiled_plan *plans;            /* [B], NULL for a dense batch */
+    int *order;                   /* [B] */
+    long *unit0, *merge0;         /* [B + 1] each */
+    size_t *parts0;               /* [B] */
+} tiled_serving;
+
 typedef struct tiled_state {
     attn_host h;
     tiled_plan plan;
@@ -137,8 +148,9 @@ typedef struct tiled_state {
     unsigned char *scratch;       /* [threads][stride] */
     size_t stride;                /* a thread's scratch: plan.thread_bytes, or for a
                                      serving batch the largest of its items' */
-    float *parts;                 /* [blocks][splits][part_floats] when split */
-    tiled_plan *plans;            /* a serving batch: each item's plan, else NULL */
+    float *parts;                 /* [blocks][splits][part_floats] when split (a serving
+                                     batch: each split item's, one after the other) */
+    tiled_serving serve;          /* a serving batch's schedule (serving.c) */
     tiled_bwd bwd;                /* the backward (attn_backward(p)) */
 } tiled_state;
 
@@ -175,6 +187,27 @@ size_t tiled_parts_bytes(const tiled_plan *t);
 float *tiled_thread_st(const tiled_state *s, int tid);
 unsigned char *tiled_thread_tile(const tiled_state *s, int tid);
 scratch tiled_thread_scratch(const tiled_state *s, int tid, int u);
+
+/* tiled.c: the units of work: work item `item` whole (normalized into O),
+ * chunk x of split block `item` (its partial result), block `item` merged
+ * from its chunks. */
+void tiled_item(const tiled_state *s, float *st, unsigned char *tile, const scratch *w,
+                long item);
+void tiled_chunk(const tiled_state *s, float *st, unsigned char *tile, const scratch *w,
+                 long item, int x);
+void tiled_merge(const tiled_state *s, long item);
+
+/* plan.c: the keys [*lo, *hi) some query of p sees. */
+void tiled_key_span(const attn_problem *p, int *lo, int *hi);
+
+/* serving.c: a serving batch's bytes (the schedule's arrays; a thread's
+ * scratch and the partial results into *thread, *parts), its schedule
+ * (s->serve, s->stride, s->plan; the partial results' bytes into *parts),
+ * and its forward. */
+size_t tiled_serving_bytes(const attn_problem *p, const attn_config *cfg, size_t *thread,
+                           size_t *parts);
+attn_status tiled_serving_plan(tiled_state *s, const attn_config *cfg, size_t *parts);
+void tiled_serving_forward(const tiled_state *s);
 
 /* backward.c: the backward's plan and bytes (0 for the forward), its
  * buffers, the backward itself from t.o, t.lse and t.dout. */

@@ -72,6 +72,50 @@ static int key_run(const tiled_state *s, int j0)
     return s->lay.pages ? s->lay.page - j0 % s->lay.page : 1 << 30;
 }
 
+/* The kernels' prefetch distance (their pf, kernels.h) for the rows of
+ * keys from j0 on of K/V head g: to the rows of the keys attn_kernels.
+ * pf_keys fp32 rows ahead (twice as many 16-bit rows, four times
+ * quantized), `rows` bytes each, rows at one stride apart: in place that
+ * many strides; in pages, the same slots of the page that many keys on
+ * (rounded up to whole pages), found through the block table, and none
+ * when no key is that far on. Each tile lies in one page, so one distance
+ * serves all its rows. */
+static ptrdiff_t pf_bytes(const tiled_state *s, size_t g, int j0, size_t rows)
+{
+    const attn_problem *p = &s->h.p;
+    const bool kvq = attn_dtype_quantized(p->kv_dtype);
+    const long keys = (long)s->h.k->pf_keys *
+                      (kvq ? 4 : p->kv_dtype == ATTN_DTYPE_FP32 ? 1 : 2);
+    if (!keys)
+        return 0;
+    if (!s->lay.pages)
+        return (ptrdiff_t)(keys * (long)s->lay.kvstep * (long)rows);
+    const long P = s->lay.page, ahead = (keys + P - 1) / P * P;
+    if (j0 + ahead >= p->seq_kv)
+        return 0;
+    return ((ptrdiff_t)key_row(s, g, j0 + (int)ahead) - (ptrdiff_t)key_row(s, g, j0)) *
+           (ptrdiff_t)rows;
+}
+
+/* Prefetches of keys [j, j + n) (below top) of K/V head g, page by page
+ * through the block table: base pointers and bytes per row of K and V (vw
+ * 0: V read from K). */
+static void prefetch_keys(const tiled_state *s, size_t g, int j, int n, int top,
+                          const unsigned char *kbase, const unsigned char *vbase, size_t kw,
+                          size_t vw)
+{
+    n = top - j < n ? top - j : n;
+    const size_t step = (size_t)s->lay.kvstep;
+    while (n > 0) {
+        const int run = key_run(s, j) < n ? key_run(s, j) : n;
+        const size_t r = key_row(s, g, j);
+        prefetch_rows(kbase + r * kw, vbase + r * (vw ? vw : kw), run, kw, vw, kw * step,
+                      vw * step);
+        j += run;
+        n -= run;
+    }
+}
+
 /* The rows of the AVX-512 kernels' register tiles: a tile on the causal
  * diagonal is computed in runs of that many keys (Q.K^T) or queries (P.V). */
 #define TILE_ROWS 6
@@ -94,6 +138,7 @@ typedef struct tile_ops {
     ptrdiff_t kbs, vbs;           /* elements between the rows of kb, vb: in place, the
                                      layout's; converted into the tile, dk and dv */
     ptrdiff_t khs, vhs;           /* the same of kh, vh (always in place) */
+    ptrdiff_t pfk, pfv;           /* the kernels' prefetch distances in K and V (pf_bytes) */
     const uint32_t *vp, *pp;      /* V and P in pairs of keys (PATH_BF16) */
     const uint8_t *kq, *vq;       /* K, V rows of a quantized cache (PATH_QUANT) */
     size_t krow, vrow;            /* their bytes per row */
@@ -111,7 +156,8 @@ static void qk_part(const tiled_state *s, float *st, const tile_ops *x, const sc
                         (const uint32_t *)w->qt + c0, brp, rows, cols, dk, s->qscale);
     else
         s->h.k->qk(st + (size_t)j * brp + c0, brp, x->kb + (size_t)j * x->kbs, x->kbs,
-                   w->qt + c0, brp, rows, cols, dk, s->plan.stream && s->plan.path == PATH_FP32);
+                   w->qt + c0, brp, rows, cols, dk,
+                   s->plan.stream && s->plan.path == PATH_FP32 ? x->pfk : 0);
 }
 
 /* P.V of keys [0, n) into the accumulator rows of columns [c, c + r). */
@@ -124,13 +170,13 @@ static void pv_part(const tiled_state *s, const float *st, const tile_ops *x, co
                         n, dv);
     else if (s->plan.path == PATH_QUANT)
         s->h.k->pv_q(w->acc + (size_t)c * dv, dv, st + c, brp, x->vq, (ptrdiff_t)x->vrow,
-                     w->alpha + c, r, n, dv, x->fmt, x->vsc, s->plan.stream);
+                     w->alpha + c, r, n, dv, x->fmt, x->vsc, s->plan.stream ? x->pfv : 0);
     else if (s->plan.path == PATH_ROWS16)
         s->h.k->pv16(w->acc + (size_t)c * dv, dv, st + c, brp, x->vh, x->vhs, w->alpha + c, r,
-                     n, dv, s->h.p.kv_dtype == ATTN_DTYPE_BF16, s->plan.stream);
+                     n, dv, s->h.p.kv_dtype == ATTN_DTYPE_BF16, s->plan.stream ? x->pfv : 0);
     else
         s->h.k->pv(w->acc + (size_t)c * dv, dv, st + c, brp, x->vb, x->vbs, w->alpha + c, r, n,
-                   dv, s->plan.stream && s->plan.path == PATH_FP32);
+                   dv, s->plan.stream && s->plan.path == PATH_FP32 ? x->pfv : 0);
 }
 
 /* Q.K^T and P.V of a tile that a mask cuts (end[c]: the keys column c
@@ -420,16 +466,13 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
         step = key_run(s, j0) < t->bc ? key_run(s, j0) : t->bc;
         const int nt = top - j0 < step ? top - j0 : step;
         const size_t r0 = key_row(s, g, j0);
-        if (t->cols <= ROWS_MAX && (t->dots || !kn->prefetches) && j0 + nt < top) {
-            const int j1 = j0 + nt, run = key_run(s, j1);
-            const size_t r1 = key_row(s, g, j1);
-            int n1 = top - j1 < t->bc ? top - j1 : t->bc;
-            n1 = n1 < run ? n1 : run;
-            prefetch_rows(kbase + r1 * kw, vbase + r1 * vw, n1, kw, p->mods.v_from_k ? 0 : vw,
-                          kw * (size_t)s->lay.kvstep, vw * (size_t)s->lay.kvstep);
-        }
+        if (t->cols <= ROWS_MAX && (t->dots || !kn->prefetches))
+            prefetch_keys(s, g, j0 + nt, t->bc, top, kbase, vbase, kw,
+                          p->mods.v_from_k ? 0 : vw);
         tile_ops x = { 0 };
         bool finite = true;
+        x.pfk = pf_bytes(s, g, j0, kw);
+        x.pfv = pf_bytes(s, g, j0, vw);
         x.khs = x.kbs = ks;
         x.vhs = x.vbs = vst;
         if (t->path == PATH_FP32) {
@@ -498,13 +541,14 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
             }
             if (t->rows_dot)
                 kn->qk_rows_bf16(st, brp, x.kh, x.khs, (const uint16_t *)wu->qr, dk, n, nc, dk,
-                                 s->qscale);
+                                 s->qscale, x.pfk);
             else if (t->dots && t->path == PATH_ROWS16)
-                kn->qk_rows16(st, brp, x.kh, x.khs, wu->qr, dk, n, nc, dk, bf16);
+                kn->qk_rows16(st, brp, x.kh, x.khs, wu->qr, dk, n, nc, dk, bf16, x.pfk);
             else if (t->path == PATH_QUANT && t->dots)
-                kn->qk_rows_q(st, brp, x.kq, (ptrdiff_t)krow, wu->qr, dk, n, nc, dk, fmt, ksc);
+                kn->qk_rows_q(st, brp, x.kq, (ptrdiff_t)krow, wu->qr, dk, n, nc, dk, fmt, ksc,
+                              x.pfk);
             else if (t->dots)
-                kn->qk_rows(st, brp, x.kb, x.kbs, wu->qr, dk, n, nc, dk);
+                kn->qk_rows(st, brp, x.kb, x.kbs, wu->qr, dk, n, nc, dk, x.pfk);
             else if (t->widen_k)
                 qk_widened(s, st, (float *)tile, &x, wu, n, nc, end);
             else if (end)

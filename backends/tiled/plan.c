@@ -113,7 +113,7 @@ static int auto_splits(long blocks, int keys, int cols)
 /* The keys [*lo, *hi) some query of the problem sees: the union of every
  * row's visible interval. Split-KV cuts this span, not [0, Nk): a window
  * that shows a decoding query its last L keys is split L ways, not Nk. */
-static void key_span(const attn_problem *p, int *lo, int *hi)
+void tiled_key_span(const attn_problem *p, int *lo, int *hi)
 {
     *lo = p->seq_kv;
     *hi = 0;
@@ -222,7 +222,7 @@ tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg, int pa
     t.rows_dot = t.dots && bf16_rows;
     t.blocks = (long)p->batch * attn_kv_heads(p) * ((p->seq_q + t.br - 1) / t.br);
     int key_hi;
-    key_span(p, &t.key_lo, &key_hi);
+    tiled_key_span(p, &t.key_lo, &key_hi);
     t.splits = cfg->splits > 0 ? cfg->splits : auto_splits(t.blocks, key_hi - t.key_lo, t.cols);
     /* Split blocks and decoding tiles (qk_rows) are one block per item. */
     t.sb = 1;

@@ -56,8 +56,9 @@
  *
  * Files: this one is the backend (work items, the merge, the sinks);
  * plan.c chooses the tiles, sb and the chunks and lays out each thread's
- * scratch; keys.c is the key loop; backward.c the backward; internal.h
- * what they share. */
+ * scratch; keys.c is the key loop; serving.c runs serving batches (ragged,
+ * paged) on these pieces; backward.c the backward; internal.h what they
+ * share. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -84,53 +85,18 @@ long attn_tiled_tiles(void)
     return atomic_load(&tiled_tiles_seen);
 }
 
-/* Item b of a serving batch as a batch of one: its own lengths, in the
- * view tiled_forward gives it (internal.h, tiled_layout). */
-static attn_problem item_problem(const attn_problem *p, int b)
-{
-    attn_problem q = *p;
-    q.batch = 1;
-    q.seq_q = p->ragged->nq[b];
-    q.seq_kv = p->ragged->nk[b];
-    q.ragged = NULL;
-    q.lens = NULL;
-    q.kv_len = NULL;
-    return q;
-}
-
-/* A thread's scratch and the partial results: the plan's, or for a
- * serving batch the largest of its items' plans (into plans, when given). */
-static void scratch_sizes(const attn_problem *p, const attn_config *cfg, tiled_plan *plans,
-                          size_t *thread, size_t *parts)
-{
-    if (!p->ragged) {
-        const tiled_plan t = tiled_make_plan(p, cfg, 0);
-        *thread = t.thread_bytes;
-        *parts = tiled_parts_bytes(&t);
-        return;
-    }
-    *thread = *parts = 0;
-    for (int b = 0; b < p->batch; b++) {
-        const attn_problem q = item_problem(p, b);
-        const tiled_plan t = tiled_make_plan(&q, cfg, p->ragged->page);
-        *thread = t.thread_bytes > *thread ? t.thread_bytes : *thread;
-        *parts = tiled_parts_bytes(&t) > *parts ? tiled_parts_bytes(&t) : *parts;
-        if (plans)
-            plans[b] = t;
-    }
-}
-
-static size_t plans_bytes(const attn_problem *p)
-{
-    return p->ragged ? (size_t)p->batch * sizeof(tiled_plan) : 0;
-}
-
 static size_t tiled_workspace(const attn_problem *p, const attn_config *cfg)
 {
-    size_t thread, parts;
-    scratch_sizes(p, cfg, NULL, &thread, &parts);
+    size_t thread, parts, arrays = 0;
+    if (p->ragged) {
+        arrays = tiled_serving_bytes(p, cfg, &thread, &parts);
+    } else {
+        const tiled_plan t = tiled_make_plan(p, cfg, 0);
+        thread = t.thread_bytes;
+        parts = tiled_parts_bytes(&t);
+    }
     return attn_host_workspace(sizeof(tiled_state), p) + (size_t)cfg->threads * thread + parts +
-           plans_bytes(p) + tiled_bwd_bytes(p, cfg);
+           arrays + tiled_bwd_bytes(p, cfg);
 }
 
 static attn_status tiled_supports(const attn_problem *p, const attn_config *cfg, char *why,
@@ -145,7 +111,7 @@ static void tiled_release(void *state)
     tiled_state *s = state;
     if (s) {
         tiled_bwd_free(s);
-        attn_free(s->h.alloc, s->plans);
+        attn_free(s->h.alloc, s->serve.plans);
         attn_free(s->h.alloc, s->parts);
         attn_free(s->h.alloc, s->scratch);
     }
@@ -166,12 +132,10 @@ static attn_status tiled_prepare(const attn_problem *p, const attn_config *cfg, 
     s->lay = (tiled_layout){ .qstep = 1, .kvstep = 1 };
     size_t parts = 0;
     if (p->ragged) {
-        if (!(s->plans = attn_alloc(cfg->alloc, plans_bytes(p)))) {
+        if (tiled_serving_plan(s, cfg, &parts) != ATTN_OK) {
             tiled_release(s);
             return ATTN_ENOMEM;
         }
-        scratch_sizes(p, cfg, s->plans, &s->stride, &parts);
-        s->plan = s->plans[0];
     } else {
         s->plan = tiled_make_plan(p, cfg, 0);
         s->stride = s->plan.thread_bytes;
@@ -237,8 +201,8 @@ static void put_lse(const tiled_state *s, size_t row, float m, float l)
 }
 
 /* The whole of work item `item`: its blocks' rows of O, normalized. */
-static void tiled_item(const tiled_state *s, float *st, unsigned char *tile, const scratch *w,
-                       long item)
+void tiled_item(const tiled_state *s, float *st, unsigned char *tile, const scratch *w,
+                long item)
 {
     const attn_problem *p = &s->h.p;
     const int dv = p->d_v;
@@ -263,8 +227,8 @@ static void tiled_item(const tiled_state *s, float *st, unsigned char *tile, con
 }
 
 /* Chunk x of block `item`: its partial result, m and l beside O unnormalized. */
-static void tiled_chunk(const tiled_state *s, float *st, unsigned char *tile, const scratch *w,
-                        long item, int x)
+void tiled_chunk(const tiled_state *s, float *st, unsigned char *tile, const scratch *w,
+                 long item, int x)
 {
     const tiled_plan *t = &s->plan;
     const attn_problem *p = &s->h.p;
@@ -290,7 +254,7 @@ static void tiled_chunk(const tiled_state *s, float *st, unsigned char *tile, co
  *   m = max m_s, l = sum l_s 2^(m_s - m), O = sum O_s 2^(m_s - m) / l.
  * A chunk that saw no key (m_s = -inf) adds nothing; a NaN anywhere in a
  * chunk's statistics reaches the row, as it would unsplit. */
-static void tiled_merge(const tiled_state *s, long item)
+void tiled_merge(const tiled_state *s, long item)
 {
     const tiled_plan *t = &s->plan;
     const attn_problem *p = &s->h.p;
@@ -367,44 +331,11 @@ static void forward_view(const tiled_state *s)
     }
 }
 
-/* A serving batch item by item, each a batch of one on its own tokens
- * (tiled_layout) with its own plan, over all the threads: a long request
- * is split across them as a long dense one is (its blocks, and split-KV),
- * so none waits idle while another thread finishes it. */
-static void forward_items(const tiled_state *s)
-{
-    const attn_problem *p = &s->h.p;
-    const attn_ragged *r = p->ragged;
-    const attn_tensors *t = &s->h.t;
-    const size_t H = (size_t)p->heads, hkv = (size_t)attn_kv_heads(p);
-    const size_t dk = (size_t)p->d_k, dv = (size_t)p->d_v, vs = (size_t)attn_v_stride(p);
-    for (int b = 0; b < p->batch; b++) {
-        tiled_state v = *s;
-        v.h.p = item_problem(p, b);
-        v.plan = s->plans[b];
-        v.lay = (tiled_layout){ .qstep = (int)H, .kvstep = r->page ? 1 : (int)hkv, .page = r->page,
-                                .pages = r->page ? t->pages + r->k0[b] : NULL };
-        const size_t q0 = (size_t)r->q0[b] * H;
-        v.h.t.q = t->q ? t->q + q0 * dk : NULL;
-        v.h.t.q16 = t->q16 ? t->q16 + q0 * dk : NULL;
-        v.h.t.o = t->o + q0 * dv;
-        v.h.t.lse = NULL;
-        if (!r->page) {
-            const size_t k0 = (size_t)r->k0[b] * hkv;
-            v.h.t.k = t->k ? t->k + k0 * dk : NULL;
-            v.h.t.v = t->v ? t->v + k0 * vs : NULL;
-            v.h.t.k16 = t->k16 ? t->k16 + k0 * dk : NULL;
-            v.h.t.v16 = t->v16 ? t->v16 + k0 * vs : NULL;
-        }
-        forward_view(&v);
-    }
-}
-
 static void tiled_forward(void *state)
 {
     const tiled_state *s = state;
-    if (s->plans)
-        forward_items(s);
+    if (s->serve.plans)
+        tiled_serving_forward(s);
     else
         forward_view(s);
 }

@@ -1,0 +1,149 @@
+"""The tables of results/serving from its CSVs and peak logs, as Markdown on
+stdout: the machine's ceilings, paged decoding against the contiguous
+cache, a ragged decode batch against its roofline, and a ragged prefill
+batch against a dense one of the same FLOPs, each figure the median of the
+rounds (one process each, interleaved), with the targets' verdicts. Every
+figure of results/serving/README.md is here.
+
+    python3 scripts/serving_tables.py results/serving
+    python3 scripts/serving_tables.py results/serving --dense-seq prefill-1.csv
+      (the N of a dense causal batch of the same B, H and d with the FLOPs
+       of that CSV's ragged row: what scripts/results-serving runs beside it)
+"""
+import glob
+import math
+import os
+import statistics
+import sys
+
+import csvload
+from decode_tables import peaks
+
+PROG = "serving_tables.py"
+NEED = ["backend", "verdict", "reason", "batch", "heads", "seq_q", "seq_kv", "d_k", "d_v",
+        "lens", "page", "tokens", "tokens_per_s", "real_median_s", "gflops", "gbs",
+        "pct_roofline", "flops"]
+PAGE_TARGET = 1.05     # paged time against contiguous, pages of 16, 64, 256
+DECODE_TARGET = 75.0   # % of the roofline, the ragged decode batch
+PREFILL_TARGET = 0.90  # GFLOP/s against the dense batch of the same FLOPs
+
+
+def rows_of(d, pattern):
+    out = []
+    for path in sorted(glob.glob(os.path.join(d, pattern))):
+        rows = csvload.read_csv(path, NEED, PROG, "an attnbench CSV of schema 12",
+                                "run scripts/results-serving")
+        for r in rows:
+            if r["verdict"] != "PASSED":
+                print(f"{PROG}: {path}: B={r['batch']} page={r['page']}: {r['verdict']} "
+                      f"{r['reason']}", file=sys.stderr)
+        out += [r for r in rows if r["verdict"] == "PASSED" and r["real_median_s"]]
+    return out
+
+
+def median(rows, col):
+    vals = [float(r[col]) for r in rows if r[col] != ""]
+    return statistics.median(vals) if vals else float("nan")
+
+
+def pick(rows, **want):
+    return [r for r in rows if all(r[k] == str(v) for k, v in want.items())]
+
+
+def dense_seq(path):
+    """N of 8 dense causal prompts with the ragged row's FLOPs."""
+    rows = [r for r in csvload.read_csv(path, NEED, PROG, "an attnbench CSV of schema 12",
+                                        "run scripts/results-serving") if r["lens"]]
+    if not rows:
+        csvload.die(PROG, f"{path}: no ragged row")
+    r = rows[0]
+    per_pair = 2.0 * (int(r["d_k"]) + int(r["d_v"])) * int(r["heads"])
+    pairs = float(r["flops"]) / per_pair / int(r["batch"])
+    return round((-1 + math.sqrt(1 + 8 * pairs)) / 2)
+
+
+def verdict(ok):
+    return "met" if ok else "missed"
+
+
+def paged(d):
+    rows = rows_of(d, "paged-*.csv")
+    if not rows:
+        return
+    rounds = len(glob.glob(os.path.join(d, "paged-*.csv")))
+    print(f"### Paged decoding against the contiguous cache (median of {rounds} rounds)\n")
+    print("Nq = 1, Nk = 32K; page 0 is the contiguous (dense) cache. Time relative to it; "
+          f"the target is at most {PAGE_TARGET:.2f}x for pages of 16, 64 and 256.\n")
+    print("| B | page | median | GB/s | % roofline | vs contiguous | target |")
+    print("|---|---|---|---|---|---|---|")
+    for b in sorted({int(r["batch"]) for r in rows}):
+        base = median(pick(rows, batch=b, page=""), "real_median_s")
+        for page in ["", "1", "16", "64", "256"]:
+            sel = pick(rows, batch=b, page=page)
+            if not sel:
+                continue
+            t = median(sel, "real_median_s")
+            ratio = t / base
+            tgt = verdict(ratio <= PAGE_TARGET) if page in ("16", "64", "256") else "-"
+            print(f"| {b} | {page or 'contiguous'} | {t * 1e3:.2f} ms | {median(sel, 'gbs'):.1f} | "
+                  f"{median(sel, 'pct_roofline'):.0f} | {ratio:.2f}x | {tgt} |")
+    print()
+
+
+def decode(d):
+    rows = rows_of(d, "decode-*.csv")
+    if not rows:
+        return
+    print("### A ragged decode batch (B = 32, Nk uniform in [1K, 32K])\n")
+    print(f"Median of the rounds; the target is at least {DECODE_TARGET:.0f}% of the roofline "
+          "(the bytes it reads at the bandwidth measured beside it).\n")
+    print("| K/V | median | tokens/s (requests/s) | GB/s | % roofline | target |")
+    print("|---|---|---|---|---|---|")
+    for page in ["", "16", "64"]:
+        sel = pick(rows, page=page)
+        if not sel:
+            continue
+        p = median(sel, "pct_roofline")
+        print(f"| {'packed' if not page else 'pages of ' + page} | "
+              f"{median(sel, 'real_median_s') * 1e3:.2f} ms | {median(sel, 'tokens_per_s'):.0f} | "
+              f"{median(sel, 'gbs'):.1f} | {p:.0f} | {verdict(p >= DECODE_TARGET)} |")
+    print()
+
+
+def prefill(d):
+    ragged = rows_of(d, "prefill-[0-9]*.csv")
+    dense = rows_of(d, "prefill-dense-*.csv")
+    if not ragged or not dense:
+        return
+    print("### A ragged prefill batch against a dense one of the same FLOPs\n")
+    print("B = 8, causal: Nq = Nk uniform in [256, 8K], against 8 prompts of one length with "
+          f"the same visible pairs; the target is at least {PREFILL_TARGET:.2f}x the dense "
+          "batch's GFLOP/s. Medians of the rounds.\n")
+    print("| batch | tokens | median | GFLOP/s | vs dense | target |")
+    print("|---|---|---|---|---|---|")
+    gd = median(dense, "gflops")
+    for name, sel in (("ragged", ragged), (f"dense, N = {dense[0]['seq_q']}", dense)):
+        g = median(sel, "gflops")
+        tgt = verdict(g / gd >= PREFILL_TARGET) if sel is ragged else "-"
+        print(f"| {name} | {sel[0]['tokens']} | {median(sel, 'real_median_s') * 1e3:.1f} ms | "
+              f"{g:.1f} | {g / gd:.2f}x | {tgt} |")
+    print()
+
+
+def main():
+    args = sys.argv[1:]
+    if len(args) == 3 and args[1] == "--dense-seq":
+        print(dense_seq(args[2]))
+        return
+    if len(args) != 1:
+        csvload.die(PROG, "usage: serving_tables.py DIR [--dense-seq CSV]")
+    d = args[0]
+    print("## Serving batches: the figures\n")
+    peaks(d)
+    paged(d)
+    decode(d)
+    prefill(d)
+
+
+if __name__ == "__main__":
+    main()

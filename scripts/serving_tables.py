@@ -155,6 +155,7 @@ def main():
     d = args[0]
     print("## Serving batches: the figures\n")
     peaks(d)
+    print()
     paged(d)
     decode(d)
     prefill(d)

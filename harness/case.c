@@ -267,9 +267,12 @@ static void dumps(attn_result *r, const attn_backend *be, void *state, const att
 {
     char why[4400];
     if (s->dump_output && r->verdict != ATTN_ERROR) {
-        const size_t shape[4] = { (size_t)p->batch, (size_t)p->heads, (size_t)p->seq_q,
+        /* A serving batch's O as it is stored: [Tq, H, dv] (backend.h). */
+        const size_t dense[4] = { (size_t)p->batch, (size_t)p->heads, (size_t)p->seq_q,
                                   (size_t)p->d_v };
-        if (!attn_npy_write(s->dump_output, out->data, shape, 4, why, sizeof(why)))
+        const size_t packed[3] = { attn_q_tokens(p), (size_t)p->heads, (size_t)p->d_v };
+        if (!attn_npy_write(s->dump_output, out->data, p->ragged ? packed : dense,
+                            p->ragged ? 3 : 4, why, sizeof(why)))
             snprintf(r->dump_error, sizeof(r->dump_error), "--dump-output: %s", why);
     }
     if (s->dump_weights && state && attn_backend_has_weights(be) && r->verdict != ATTN_ERROR) {

@@ -786,10 +786,10 @@ static int check_serving(attn_opts *o)
     if (o->kv_len)
         return usage_error("%s: a serving batch has each item's own key count; --kv-len pads "
                            "dense batches (give the lengths in --lens)", what);
-    if (o->setup.inputs || o->dump_inputs || o->setup.dump_output || o->setup.dump_weights ||
-        o->peer)
-        return usage_error("%s: the .npy files of --inputs, --dump-inputs, --dump-output, "
-                           "--dump-weights and the peers hold dense batches only", what);
+    if (o->setup.inputs || o->dump_inputs || o->setup.dump_weights || o->peer)
+        return usage_error("%s: the .npy files of --inputs, --dump-inputs, --dump-weights and "
+                           "the peers hold dense batches only (--dump-output writes a serving "
+                           "batch's O)", what);
     for (size_t i = 0; i < o->pass.n; i++)
         if (o->pass.v[i] != ATTN_PASS_FWD)
             return usage_error("%s: a serving batch runs the forward only (no --pass %s)", what,

@@ -333,6 +333,11 @@ refused 2 "hold dense batches only" --page 16 --dump-inputs "$tmp/dd"
 refused 2 "runs the forward only" --lens 1:10 --pass bwd
 runs 0 "tiled          PASSED" --backend naive,tiled --heads 4 --kv-heads 2 --dk 32 \
     --lens 1:100,3:50,7:7 --page 0,16 --causal --reps 1 --min-time 0.001
+"$bin" --backend tiled --heads 4 --kv-heads 2 --dk 32 --dv 16 --lens 1:100,3:50,7:7 --page 16 \
+    --reps 0 --dump-output "$tmp/serving-o.npy" >"$tmp/out" 2>&1
+result "$(head -c 128 "$tmp/serving-o.npy" | grep -aq "'shape': (11, 4, 16)" && echo 1 || echo 0)" \
+    "--dump-output of a serving batch writes O as stored, [Tq, H, dv] = [11, 4, 16]" \
+    "$(head -c 128 "$tmp/serving-o.npy" | tr -d '\0'; cat "$tmp/out")"
 
 # --help carries the card's three usages.
 "$bin" --help >"$tmp/out"

@@ -194,11 +194,6 @@ enum { ST_F32 = 0, ST_F16, ST_BF16, ST_Q8_0, ST_Q4_0, ST_E4M3, ST_E5M2 };
 
 #define ST_QUANT(ST) ((ST) >= ST_Q8_0)
 
-/* The prefetch distance of decoding's K/V rows (PF_KEYS, in fp32 rows):
- * about the same distance in bytes for 16-bit rows (twice the rows) and
- * quantized ones (four times: a byte or less per value). */
-#define PF_ROWS(ST) ((ST) == ST_F32 ? PF_KEYS : ST_QUANT(ST) ? 4 * PF_KEYS : 2 * PF_KEYS)
-
 /* Rows of K or V as a kernel reads them: f (fp32), h (16-bit) or q
  * (quantized bytes), stride elements (bytes for q) apart; scale: fp8's. */
 typedef struct rows_of {
@@ -274,12 +269,6 @@ INLINE __m512 row_load(const rows_of *x, ptrdiff_t r, int c0, const int h, __mma
         return full ? _mm512_loadu_ps(x->f + at) : _mm512_maskz_loadu_ps(t, x->f + at);
     return widen(full ? _mm256_loadu_si256((const __m256i *)(x->h + at))
                       : _mm256_maskz_loadu_epi16(t, x->h + at), ST);
-}
-
-/* The bytes between rows of x. */
-INLINE ptrdiff_t row_bytes(const rows_of *x, const int ST)
-{
-    return x->stride * (ST_QUANT(ST) ? 1 : ST == ST_F32 ? 4 : 2);
 }
 
 /* The address of value c of row r, plus `ahead` bytes, for prefetches

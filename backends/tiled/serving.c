@@ -12,9 +12,6 @@
  * first, then the split blocks are merged. Every block is computed whole
  * by one thread in a fixed order over chunks fixed by the problem, so the
  * output is bitwise the same for any thread count. */
-#include <stdlib.h>
-#include <string.h>
-
 #include "tiled/internal.h"
 
 #define SERVE_UNITS 64
@@ -33,7 +30,7 @@ static attn_problem item_problem(const attn_problem *p, int b)
     return q;
 }
 
-/* The bytes of the schedule's arrays (serving.h's fields after plans). */
+/* The bytes of the schedule's arrays (internal.h, tiled_serving). */
 static size_t arrays_bytes(int batch)
 {
     const size_t b = (size_t)batch;
@@ -41,39 +38,49 @@ static size_t arrays_bytes(int batch)
            b * sizeof(size_t);
 }
 
-/* Each item's plan, with the batch's split counts (cfg->splits > 0: that
- * for every item). */
-static void item_plans(const attn_problem *p, const attn_config *cfg, tiled_plan *plans,
-                       double *unit_work)
+/* The keys item b's query blocks visit, summed over them: its share of
+ * the batch's work. */
+static double item_keys(const attn_problem *p, const attn_config *cfg, int b, int *span)
+{
+    const attn_problem q = item_problem(p, b);
+    const tiled_plan t = tiled_make_plan(&q, cfg, p->ragged->page);
+    int lo, hi;
+    tiled_key_span(&q, &lo, &hi);
+    *span = hi - lo;
+    return (double)t.blocks * *span;
+}
+
+/* Item b's plan, with the batch's split count (cfg->splits > 0: that for
+ * every item): chunks of about 1/SERVE_UNITS of all the keys (total)
+ * the batch visits. Its units' work into *unit_work, when given. */
+static tiled_plan item_plan(const attn_problem *p, const attn_config *cfg, int b, double total,
+                            double *unit_work)
+{
+    const attn_problem q = item_problem(p, b);
+    int span;
+    item_keys(p, cfg, b, &span);
+    attn_config c = *cfg;
+    if (cfg->splits <= 0) {
+        const tiled_plan t = tiled_make_plan(&q, cfg, p->ragged->page);
+        const int wide = (t.cols + ROWS_MAX - 1) / ROWS_MAX;
+        double chunk = total / SERVE_UNITS;
+        chunk = chunk > (double)SPLIT_MIN_KEYS * wide ? chunk : (double)SPLIT_MIN_KEYS * wide;
+        const long n = (long)((span + chunk - 1) / chunk);
+        c.splits = n > 1 ? (int)n : 1;
+    }
+    const tiled_plan t = tiled_make_plan(&q, &c, p->ragged->page);
+    if (unit_work)
+        *unit_work = (double)span / t.splits * t.cols * t.sb;
+    return t;
+}
+
+static double batch_keys(const attn_problem *p, const attn_config *cfg)
 {
     double total = 0;
-    int *span = malloc((size_t)p->batch * sizeof(int));
-    for (int b = 0; b < p->batch; b++) {
-        const attn_problem q = item_problem(p, b);
-        plans[b] = tiled_make_plan(&q, cfg, p->ragged->page);
-        int lo, hi;
-        tiled_key_span(&q, &lo, &hi);
-        const int keys = hi - lo;
-        if (span)
-            span[b] = keys;
-        total += (double)plans[b].blocks * keys;
-    }
-    if (cfg->splits <= 0 && span) {
-        for (int b = 0; b < p->batch; b++) {
-            const attn_problem q = item_problem(p, b);
-            const int wide = (plans[b].cols + ROWS_MAX - 1) / ROWS_MAX;
-            double chunk = total / SERVE_UNITS;
-            chunk = chunk > (double)SPLIT_MIN_KEYS * wide ? chunk : (double)SPLIT_MIN_KEYS * wide;
-            const long n = (long)((span[b] + chunk - 1) / chunk);
-            attn_config c = *cfg;
-            c.splits = n > 1 ? (int)n : 1;
-            plans[b] = tiled_make_plan(&q, &c, p->ragged->page);
-        }
-    }
-    for (int b = 0; unit_work && b < p->batch; b++)
-        unit_work[b] = (double)(span ? span[b] : p->ragged->nk[b]) / plans[b].splits *
-                       plans[b].cols * plans[b].sb;
-    free(span);
+    int span;
+    for (int b = 0; b < p->batch; b++)
+        total += item_keys(p, cfg, b, &span);
+    return total;
 }
 
 static size_t item_parts(const tiled_plan *t)
@@ -84,25 +91,14 @@ static size_t item_parts(const tiled_plan *t)
 size_t tiled_serving_bytes(const attn_problem *p, const attn_config *cfg, size_t *thread,
                            size_t *parts)
 {
-    tiled_plan *plans = malloc((size_t)p->batch * sizeof(tiled_plan));
+    const double total = batch_keys(p, cfg);
     *thread = *parts = 0;
-    if (!plans)
-        return arrays_bytes(p->batch);
-    item_plans(p, cfg, plans, NULL);
     for (int b = 0; b < p->batch; b++) {
-        *thread = plans[b].thread_bytes > *thread ? plans[b].thread_bytes : *thread;
-        *parts += item_parts(&plans[b]) * sizeof(float);
+        const tiled_plan t = item_plan(p, cfg, b, total, NULL);
+        *thread = t.thread_bytes > *thread ? t.thread_bytes : *thread;
+        *parts += item_parts(&t) * sizeof(float);
     }
-    free(plans);
     return arrays_bytes(p->batch);
-}
-
-static const double *sort_work;
-
-static int by_work(const void *a, const void *b)
-{
-    const double x = sort_work[*(const int *)a], y = sort_work[*(const int *)b];
-    return x > y ? -1 : x < y ? 1 : *(const int *)a - *(const int *)b;
 }
 
 attn_status tiled_serving_plan(tiled_state *s, const attn_config *cfg, size_t *parts)
@@ -110,34 +106,43 @@ attn_status tiled_serving_plan(tiled_state *s, const attn_config *cfg, size_t *p
     const attn_problem *p = &s->h.p;
     const int B = p->batch;
     unsigned char *a = attn_alloc(cfg->alloc, arrays_bytes(B));
-    double *work = malloc((size_t)B * sizeof(double));
-    if (!a || !work) {
-        attn_free(cfg->alloc, a);
-        free(work);
+    if (!a)
         return ATTN_ENOMEM;
-    }
     tiled_serving *w = &s->serve;
+    /* The 8-byte fields first, the ints last: each aligned. */
     w->plans = (tiled_plan *)a;
-    w->order = (int *)(a + (size_t)B * sizeof(tiled_plan));
-    w->unit0 = (long *)(w->order + B);
+    w->unit0 = (long *)(a + (size_t)B * sizeof(tiled_plan));
     w->merge0 = w->unit0 + B + 1;
     w->parts0 = (size_t *)(w->merge0 + B + 1);
-    item_plans(p, cfg, w->plans, work);
-    /* The items with the longest units first (ties in item order). */
-    for (int b = 0; b < B; b++)
-        w->order[b] = b;
-    sort_work = work;
-    qsort(w->order, (size_t)B, sizeof(int), by_work);
-    free(work);
+    w->order = (int *)(w->parts0 + B);
+    /* Each item's unit work, in merge0 (as doubles: free until below),
+     * then the items with the longest units first, ties in item order (an
+     * insertion sort: stable, and batches are small). */
+    _Static_assert(sizeof(double) <= sizeof(long), "merge0 holds the work as doubles");
+    double *work = (double *)w->merge0;
+    const double total = batch_keys(p, cfg);
+    for (int b = 0; b < B; b++) {
+        w->plans[b] = item_plan(p, cfg, b, total, &work[b]);
+        int at = b;
+        while (at > 0 && work[w->order[at - 1]] < work[b]) {
+            w->order[at] = w->order[at - 1];
+            at--;
+        }
+        w->order[at] = b;
+    }
     s->stride = 0;
     *parts = 0;
-    w->unit0[0] = w->merge0[0] = 0;
+    w->unit0[0] = 0;
     for (int o = 0; o < B; o++) {
         const tiled_plan *t = &w->plans[w->order[o]];
         s->stride = t->thread_bytes > s->stride ? t->thread_bytes : s->stride;
         w->parts0[w->order[o]] = *parts / sizeof(float);
         *parts += item_parts(t) * sizeof(float);
         w->unit0[o + 1] = w->unit0[o] + (t->splits > 1 ? t->blocks * t->splits : t->items);
+    }
+    w->merge0[0] = 0;
+    for (int o = 0; o < B; o++) {
+        const tiled_plan *t = &w->plans[w->order[o]];
         w->merge0[o + 1] = w->merge0[o] + (t->splits > 1 ? t->blocks : 0);
     }
     s->plan = w->plans[w->order[0]];

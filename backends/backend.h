@@ -387,17 +387,8 @@ static inline size_t attn_kv_head_of(const attn_problem *p, size_t bh)
     return attn_kv_head(p, (int)(bh / (size_t)p->heads), (int)(bh % (size_t)p->heads));
 }
 
-/* Row of Q (rows of dk; of O, rows of dv) holding query i of head h of
- * batch item b, and the rows between consecutive queries of a head. */
-static inline size_t attn_q_row(const attn_problem *p, int b, int h, int i)
-{
-    if (p->ragged)
-        return ((size_t)p->ragged->q0[b] + (size_t)i) * (size_t)p->heads + (size_t)h;
-    return ((size_t)b * (size_t)p->heads + (size_t)h) * (size_t)p->seq_q + (size_t)i;
-}
-
-/* The batch item, head and query of row `row` of Q and O (attn_q_row's
- * inverse). */
+/* The batch item, head and query of row `row` of Q (rows of dk) and O
+ * (rows of dv): (b H + h) Nq + i, or a serving batch's (q0[b] + i) H + h. */
 static inline void attn_q_where(const attn_problem *p, size_t row, int *b, int *h, int *i)
 {
     if (!p->ragged) {
@@ -421,11 +412,6 @@ static inline void attn_q_where(const attn_problem *p, size_t row, int *b, int *
     *i = (int)(tok - p->ragged->q0[lo]);
 }
 
-static inline size_t attn_q_step(const attn_problem *p)
-{
-    return p->ragged ? (size_t)p->heads : 1;
-}
-
 /* Row of K (rows of dk; of V, rows of attn_v_stride) holding key j of K/V
  * head g of batch item b; pages: the block tables of a paged batch (t->pages). */
 static inline size_t attn_kv_row(const attn_problem *p, const int32_t *pages, int b, int g,
@@ -439,20 +425,6 @@ static inline size_t attn_kv_row(const attn_problem *p, const int32_t *pages, in
         return ((size_t)r->k0[b] + (size_t)j) * hkv + (size_t)g;
     const size_t page = (size_t)pages[r->k0[b] + j / r->page];
     return (page * hkv + (size_t)g) * (size_t)r->page + (size_t)(j % r->page);
-}
-
-/* The rows between consecutive keys of a K/V head (within a page), and
- * how many keys from key j on are stored at that step (to the end of j's
- * page). */
-static inline size_t attn_kv_step(const attn_problem *p)
-{
-    return p->ragged && !p->ragged->page ? (size_t)(p->kv_heads != 0 ? p->kv_heads : p->heads)
-                                         : 1;
-}
-
-static inline int attn_kv_run(const attn_problem *p, int j)
-{
-    return p->ragged && p->ragged->page ? p->ragged->page - j % p->ragged->page : 1 << 30;
 }
 
 /* The masks leave each query row one interval of keys: query i of batch b

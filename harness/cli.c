@@ -706,14 +706,31 @@ static int shape_from_inputs(attn_opts *o)
 {
     const char *name[3] = { "q", "k", "v" };
     size_t shape[3][4];
+    int ndim = 0;
     for (int t = 0; t < 3; t++) {
         char path[4200], why[4400];
         attn_npy a;
         snprintf(path, sizeof(path), "%s/%s.npy", o->setup.inputs, name[t]);
-        if (!attn_npy_read_header(path, &a, why, sizeof(why)) || a.ndim != 4)
+        if (!attn_npy_read_header(path, &a, why, sizeof(why)) || a.ndim < 3 || a.ndim > 4 ||
+            (t && a.ndim != ndim))
             return -1;
-        memcpy(shape[t], a.shape, sizeof(shape[t]));
+        ndim = a.ndim;
+        if (ndim == 4) {
+            memcpy(shape[t], a.shape, sizeof(shape[t]));
+        } else {   /* [T,H,d] read as [T,H,T,d]: its heads and width */
+            shape[t][0] = shape[t][2] = a.shape[0];
+            shape[t][1] = a.shape[1];
+            shape[t][3] = a.shape[2];
+        }
     }
+    /* A serving batch's packed [T,H,d]: its lengths are --lens's, the
+     * rest from the files; a dense batch's files are [B,H,N,d]. */
+    if (ndim == 3 && !o->lens.spec)
+        return usage_error("--inputs %s: q.npy is [T,H,d], a serving batch packed: give its "
+                           "lengths with --lens", o->setup.inputs);
+    if (ndim == 4 && o->lens.spec)
+        return usage_error("--inputs %s: q.npy is [B,H,N,d], a dense batch (a serving batch "
+                           "of --lens is packed [T,H,d])", o->setup.inputs);
     const struct { attn_list *l; size_t v; size_t max; bool only_if_differs; } from[] = {
         { &o->batch, shape[0][0], MAX_BATCH, false }, { &o->heads, shape[0][1], MAX_HEADS, false },
         { &o->seq, shape[0][2], MAX_SEQ, false },     { &o->dk, shape[0][3], MAX_DIM, false },
@@ -723,7 +740,9 @@ static int shape_from_inputs(attn_opts *o)
     const size_t follows[] = { 0, 0, 0, 0, 1, 2, 3 };   /* the size each of the last three
                                                           defaults to */
     for (size_t i = 0; i < sizeof(from) / sizeof(from[0]); i++) {
-        if (from[i].l->n || from[i].v < 1 || from[i].v > from[i].max)
+        if (from[i].l->n || from[i].v < 1 || from[i].v > from[i].max ||
+            (ndim == 3 && (from[i].l == &o->batch || from[i].l == &o->seq ||
+                           from[i].l == &o->seq_kv)))
             continue;
         if (from[i].only_if_differs && from[follows[i]].l->n == 1 &&
             (size_t)from[follows[i]].l->v[0] == from[i].v)
@@ -786,10 +805,9 @@ static int check_serving(attn_opts *o)
     if (o->kv_len)
         return usage_error("%s: a serving batch has each item's own key count; --kv-len pads "
                            "dense batches (give the lengths in --lens)", what);
-    if (o->setup.inputs || o->dump_inputs || o->setup.dump_weights || o->peer)
-        return usage_error("%s: the .npy files of --inputs, --dump-inputs, --dump-weights and "
-                           "the peers hold dense batches only (--dump-output writes a serving "
-                           "batch's O)", what);
+    if (o->setup.dump_weights || o->peer)
+        return usage_error("%s: --dump-weights and the peers hold dense batches only (--inputs, "
+                           "--dump-inputs and --dump-output take a serving batch packed)", what);
     for (size_t i = 0; i < o->pass.n; i++)
         if (o->pass.v[i] != ATTN_PASS_FWD)
             return usage_error("%s: a serving batch runs the forward only (no --pass %s)", what,

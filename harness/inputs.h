@@ -31,10 +31,13 @@ typedef struct attn_inputs {
 } attn_inputs;
 
 /* Q, K, V for p (and dO for the backward), read from s->inputs (DIR/q.npy,
- * k.npy, v.npy, do.npy, their shapes checked against p) or filled from s->fill and s->seed, rounded once to
- * their storage types (p->dtype, p->kv_dtype), then the reference from the
- * rounded values with s->check_rows. ATTN_EINVAL (why names the file and what is wrong) or
- * ATTN_ENOMEM (why says for what); nothing is left allocated on failure. */
+ * k.npy, v.npy, do.npy, their shapes checked against p; a serving batch's
+ * packed [T,H,d], with DIR/cu_seqlens_q.npy and cu_seqlens_k.npy checked
+ * against its lengths where they are there) or filled from s->fill and
+ * s->seed, rounded once to their storage types (p->dtype, p->kv_dtype),
+ * then the reference from the rounded values with s->check_rows.
+ * ATTN_EINVAL (why names the file and what is wrong) or ATTN_ENOMEM (why
+ * says for what); nothing is left allocated on failure. */
 attn_status attn_inputs_make(attn_inputs *in, const attn_problem *p, const attn_setup *s,
                              char *why, size_t len);
 void attn_inputs_free(attn_inputs *in);
@@ -60,6 +63,23 @@ float *attn_inputs_widen(const uint16_t *h, size_t n, attn_dtype dt);
  * (attn_host_alloc'ed; NULL when out of memory): the values the backends
  * and the reference compute from, for --dump-inputs. */
 float *attn_inputs_dequantize(const attn_inputs *in, const attn_problem *p, bool v);
+
+/* A serving batch's key offsets as its packed files hold them (the
+ * cu_seqlens_k of FlashAttention's varlen layout), into off[batch + 1]:
+ * off[b] the keys of the items before b. The same as k0 with K/V packed;
+ * a paged batch's k0 counts entries of the block tables instead. */
+static inline void attn_inputs_key_offsets(const attn_problem *p, long *off)
+{
+    off[0] = 0;
+    for (int b = 0; b < p->batch; b++)
+        off[b + 1] = off[b] + p->ragged->nk[b];
+}
+
+/* A serving batch's K (or V: v) as a new fp32 array packed [sum Nk, Hkv, d]
+ * (attn_host_alloc'ed; NULL when out of memory), gathered through the
+ * block tables of a paged batch and widened from 16 bits: what
+ * --dump-inputs writes and --inputs reads. */
+float *attn_inputs_packed_kv(const attn_inputs *in, const attn_problem *p, bool v);
 
 /* Bytes the harness holds for p's inputs: the fp32 values (K and V only
  * where attn_inputs_kv_fp32), and the 16-bit storage of those that have

@@ -26,7 +26,9 @@ void attn_npy_shape_str(const size_t *shape, int ndim, char *buf, size_t len)
 void attn_npy_free(attn_npy *a)
 {
     free(a->data);
+    free(a->ints);
     a->data = NULL;
+    a->ints = NULL;
 }
 
 /* The value of 'key' in the header dict: the text after "'key':", spaces skipped. */
@@ -53,7 +55,9 @@ static const char *dict_value(const char *h, const char *key)
 
 #define FAIL(...) do { snprintf(why, len, __VA_ARGS__); goto fail; } while (0)
 
-static bool read_npy(const char *path, attn_npy *a, bool data, char *why, size_t len)
+enum read_mode { READ_HEADER, READ_FLOATS, READ_INTS };
+
+static bool read_npy(const char *path, attn_npy *a, enum read_mode mode, char *why, size_t len)
 {
     memset(a, 0, sizeof(*a));
     char *header = NULL;
@@ -94,15 +98,24 @@ static bool read_npy(const char *path, attn_npy *a, bool data, char *why, size_t
     for (const char *p = d + 1; *p && *p != *d && n + 1 < sizeof(descr); p++)
         descr[n++] = *p;
     descr[n] = '\0';
-    if (!strcmp(descr, "<f8"))
+    if (mode == READ_INTS) {
+        if (!strcmp(descr, "<i4"))
+            a->i32 = true;
+        else if (!strcmp(descr, "<i8"))
+            a->i64 = true;
+        else
+            FAIL("%s: dtype '%s' is not int32 or int64 little-endian ('<i4', '<i8')", path,
+                 descr);
+    } else if (!strcmp(descr, "<f8")) {
         a->f64 = true;
-    else if (!strcmp(descr, "<f2"))
+    } else if (!strcmp(descr, "<f2")) {
         a->f16 = true;
-    else if (!strcmp(descr, "<u2"))
+    } else if (!strcmp(descr, "<u2")) {
         a->u16 = true;
-    else if (strcmp(descr, "<f4"))
+    } else if (strcmp(descr, "<f4")) {
         FAIL("%s: dtype '%s' is not float32, float64, float16 or uint16 (bf16 bits) "
              "little-endian ('<f4', '<f8', '<f2', '<u2')", path, descr);
+    }
     const char *fo = dict_value(header, "fortran_order");
     if (!fo)
         FAIL("%s: header has no 'fortran_order'", path);
@@ -138,7 +151,7 @@ static bool read_npy(const char *path, attn_npy *a, bool data, char *why, size_t
         else if (*s != ')')
             FAIL("%s: 'shape' is not a tuple of integers", path);
     }
-    const size_t item = a->f64 ? 8 : a->f16 || a->u16 ? 2 : 4;
+    const size_t item = a->f64 || a->i64 ? 8 : a->f16 || a->u16 ? 2 : 4;
     size_t bytes;
     if (__builtin_mul_overflow(a->count, item, &bytes))
         FAIL("%s: shape too large", path);
@@ -154,17 +167,20 @@ static bool read_npy(const char *path, attn_npy *a, bool data, char *why, size_t
         if (have > bytes)
             FAIL("%s: more data than the %zu bytes the shape describes", path, bytes);
     }
-    if (!data) {
+    if (mode == READ_HEADER) {
         free(header);
         fclose(f);
         return true;
     }
-    if (!(a->data = malloc(a->count ? a->count * sizeof(float) : 1)))
+    if (mode == READ_INTS ? !(a->ints = malloc(a->count ? a->count * sizeof(int64_t) : 1))
+                          : !(a->data = malloc(a->count ? a->count * sizeof(float) : 1)))
         FAIL("%s: out of memory for %zu values", path, a->count);
-    /* float32 straight in; the others through a buffer, converted (exactly,
-     * but for float64's rounding to float32). */
+    /* float32 and int64 straight in; the others through a buffer, converted
+     * (exactly, but for float64's rounding to float32). */
     size_t got = 0;
-    if (item == 4) {
+    if (a->i64) {
+        got = fread(a->ints, 8, a->count, f);
+    } else if (item == 4 && !a->i32) {
         got = fread(a->data, 4, a->count, f);
     } else {
         unsigned char buf[8192];
@@ -175,7 +191,11 @@ static bool read_npy(const char *path, attn_npy *a, bool data, char *why, size_t
             for (size_t i = 0; i < r; i++) {
                 double x;
                 uint16_t h;
-                if (a->f64) {
+                int32_t w;
+                if (a->i32) {
+                    memcpy(&w, buf + 4 * i, 4);
+                    a->ints[got + i] = w;
+                } else if (a->f64) {
                     memcpy(&x, buf + 8 * i, 8);
                     a->data[got + i] = (float)x;
                 } else {
@@ -205,21 +225,27 @@ fail:
 
 bool attn_npy_read(const char *path, attn_npy *a, char *why, size_t len)
 {
-    return read_npy(path, a, true, why, len);
+    return read_npy(path, a, READ_FLOATS, why, len);
 }
 
 bool attn_npy_read_header(const char *path, attn_npy *a, char *why, size_t len)
 {
-    return read_npy(path, a, false, why, len);
+    return read_npy(path, a, READ_HEADER, why, len);
 }
 
-bool attn_npy_write(const char *path, const float *data, const size_t *shape, int ndim, char *why,
-                    size_t len)
+bool attn_npy_read_ints(const char *path, attn_npy *a, char *why, size_t len)
+{
+    return read_npy(path, a, READ_INTS, why, len);
+}
+
+/* data: count items of 4 bytes, of type descr. */
+static bool write_npy(const char *path, const char *descr, const void *data, const size_t *shape,
+                      int ndim, char *why, size_t len)
 {
     char dict[512], shp[256];
     attn_npy_shape_str(shape, ndim, shp, sizeof(shp));
-    int n = snprintf(dict, sizeof(dict), "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }",
-                     shp);
+    int n = snprintf(dict, sizeof(dict), "{'descr': '%s', 'fortran_order': False, 'shape': %s, }",
+                     descr, shp);
     size_t count = 1;
     for (int i = 0; i < ndim; i++)
         count *= shape[i];
@@ -258,4 +284,16 @@ bool attn_npy_write(const char *path, const float *data, const size_t *shape, in
         return false;
     }
     return true;
+}
+
+bool attn_npy_write(const char *path, const float *data, const size_t *shape, int ndim, char *why,
+                    size_t len)
+{
+    return write_npy(path, "<f4", data, shape, ndim, why, len);
+}
+
+bool attn_npy_write_i32(const char *path, const int32_t *data, const size_t *shape, int ndim,
+                        char *why, size_t len)
+{
+    return write_npy(path, "<i4", data, shape, ndim, why, len);
 }

@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,55 @@ static int one_case(const attn_opts *o, attn_problem *p, attn_shape_buf *kv)
     return -1;
 }
 
+/* A serving batch's inputs packed, FlashAttention's varlen form: q.npy
+ * [Tq,H,dk], k.npy [sum Nk,Hkv,dk] and v.npy [sum Nk,Hkv,dv] (a paged
+ * batch's pages gathered in order), and the offsets cu_seqlens_q.npy and
+ * cu_seqlens_k.npy (int32 [B+1]). */
+static int dump_serving(const attn_opts *o, const attn_problem *p, const attn_inputs *in)
+{
+    const size_t b1 = (size_t)p->batch + 1;
+    int32_t *cu = malloc(2 * b1 * sizeof(int32_t));
+    long *koff = malloc(b1 * sizeof(long));
+    float *k32 = attn_inputs_packed_kv(in, p, false);
+    float *v32 = in->v || in->v16 ? attn_inputs_packed_kv(in, p, true) : NULL;
+    int rc = ATTN_EXIT_OK;
+    if (!cu || !koff || !k32 || ((in->v || in->v16) && !v32))
+        rc = attn_error(ATTN_EXIT_TOO_LARGE, "--dump-inputs: out of memory for packed K and V");
+    if (rc == ATTN_EXIT_OK) {
+        attn_inputs_key_offsets(p, koff);
+        if (koff[p->batch] > INT32_MAX || p->ragged->q0[p->batch] > INT32_MAX)
+            rc = attn_error(ATTN_EXIT_TOO_LARGE, "--dump-inputs: %ld key tokens are more than "
+                            "the int32 offsets of cu_seqlens hold", koff[p->batch]);
+        for (size_t b = 0; b < b1; b++) {
+            cu[b] = (int32_t)p->ragged->q0[b];
+            cu[b1 + b] = (int32_t)koff[b];
+        }
+    }
+    const size_t h = (size_t)p->heads, hkv = (size_t)attn_kv_heads(p);
+    const size_t tq = attn_q_tokens(p), tk = rc == ATTN_EXIT_OK ? (size_t)koff[p->batch] : 0;
+    const struct { const char *name; const float *x; const int32_t *i; size_t shape[3]; } t[5] = {
+        { "q", in->q, NULL, { tq, h, (size_t)p->d_k } },
+        { "k", k32, NULL, { tk, hkv, (size_t)p->d_k } },
+        { "v", v32, NULL, { tk, hkv, (size_t)p->d_v } },
+        { "cu_seqlens_q", NULL, cu, { b1 } },
+        { "cu_seqlens_k", NULL, cu + b1, { b1 } },
+    };
+    for (int i = 0; i < 5 && rc == ATTN_EXIT_OK; i++) {
+        char path[4200], why[4400];
+        snprintf(path, sizeof(path), "%s/%s.npy", o->dump_inputs, t[i].name);
+        if (!t[i].x && !t[i].i)
+            continue;   /* no V: it is read from K */
+        if (t[i].x ? !attn_npy_write(path, t[i].x, t[i].shape, 3, why, sizeof(why))
+                   : !attn_npy_write_i32(path, t[i].i, t[i].shape, 1, why, sizeof(why)))
+            rc = attn_error(ATTN_EXIT_ERROR, "--dump-inputs: %s", why);
+    }
+    attn_host_free(k32);
+    attn_host_free(v32);
+    free(koff);
+    free(cu);
+    return rc;
+}
+
 int attn_peer_dump_inputs(const attn_opts *o)
 {
     attn_problem p;
@@ -36,6 +86,12 @@ int attn_peer_dump_inputs(const attn_opts *o)
         attn_shape_buf_free(&kv);
         return attn_error(st == ATTN_EINVAL ? ATTN_EXIT_USAGE : ATTN_EXIT_TOO_LARGE,
                           "--dump-inputs: %s", why);
+    }
+    if (p.ragged) {
+        rc = dump_serving(o, &p, &in);
+        attn_inputs_free(&in);
+        attn_shape_buf_free(&kv);
+        return rc;
     }
     const size_t b = (size_t)p.batch, h = (size_t)p.heads, hkv = (size_t)attn_kv_heads(&p);
     /* K and V held in 16 bits alone (attn_inputs_kv_fp32) are written as

@@ -329,7 +329,7 @@ refused 2 "--kv-len pads dense batches" --lens 1:10,1:20 --kv-len 5
 refused 2 "--lens: 2 pairs for --batch 3" --lens 1:10,1:20 --batch 3
 refused 2 "causal needs Nq <= Nk" --lens 9:4 --causal
 refused 2 "--page: '2000' is not an integer in [0, 1024]" --page 2000
-refused 2 "hold dense batches only" --page 16 --dump-inputs "$tmp/dd"
+refused 2 "hold dense batches only" --page 16 --dump-weights "$tmp/dd.npy"
 refused 2 "runs the forward only" --lens 1:10 --pass bwd
 runs 0 "tiled          PASSED" --backend naive,tiled --heads 4 --kv-heads 2 --dk 32 \
     --lens 1:100,3:50,7:7 --page 0,16 --causal --reps 1 --min-time 0.001
@@ -338,6 +338,38 @@ runs 0 "tiled          PASSED" --backend naive,tiled --heads 4 --kv-heads 2 --dk
 result "$(head -c 128 "$tmp/serving-o.npy" | grep -aq "'shape': (11, 4, 16)" && echo 1 || echo 0)" \
     "--dump-output of a serving batch writes O as stored, [Tq, H, dv] = [11, 4, 16]" \
     "$(head -c 128 "$tmp/serving-o.npy" | tr -d '\0'; cat "$tmp/out")"
+
+# A serving batch's inputs, packed: written by --dump-inputs with its
+# offsets, the same keys whatever the page size (the fill follows the
+# packed layout), read back by --inputs to the same output bit for bit,
+# and files of another batch refused.
+sv="--heads 4 --kv-heads 2 --dk 32 --dv 16 --lens 1:100,3:50,7:7 --causal --reps 0"
+"$bin" $sv --page 16 --dump-inputs "$tmp/sv16" >"$tmp/out" 2>&1 &&
+    "$bin" $sv --dump-inputs "$tmp/sv0" >>"$tmp/out" 2>&1
+code=$?
+ok=0
+[ $code = 0 ] && head -c 128 "$tmp/sv16/k.npy" | grep -aq "'shape': (157, 2, 32)" &&
+    head -c 128 "$tmp/sv16/q.npy" | grep -aq "'shape': (11, 4, 32)" &&
+    head -c 128 "$tmp/sv16/cu_seqlens_k.npy" | grep -aq "'descr': '<i4'.*'shape': (4,)" &&
+    cmp -s "$tmp/sv16/k.npy" "$tmp/sv0/k.npy" && cmp -s "$tmp/sv16/v.npy" "$tmp/sv0/v.npy" &&
+    cmp -s "$tmp/sv16/cu_seqlens_q.npy" "$tmp/sv0/cu_seqlens_q.npy" && ok=1
+result "$ok" "--dump-inputs of a serving batch: q [11,4,32], k [157,2,32], int32 cu_seqlens; \
+pages of 16 and packed hold the same keys" "exit $code: $(cat "$tmp/out"; ls "$tmp/sv16" 2>&1)"
+"$bin" --backend tiled $sv --page 16 --dump-output "$tmp/svf.npy" >"$tmp/out" 2>&1 &&
+    "$bin" --backend tiled --lens 1:100,3:50,7:7 --causal --reps 0 --page 16 \
+        --inputs "$tmp/sv16" --dump-output "$tmp/svi.npy" >>"$tmp/out" 2>&1
+code=$?
+result "$([ $code = 0 ] && [ "$(grep -c 'tiled: PASSED' "$tmp/out")" = 2 ] &&
+    cmp -s "$tmp/svf.npy" "$tmp/svi.npy" && echo 1 || echo 0)" \
+    "--inputs of a dumped serving batch PASSES with the same output bit for bit" \
+    "exit $code: $(cat "$tmp/out")"
+refused 2 "q.npy is [T,H,d], a serving batch packed: give its lengths with --lens" \
+    --inputs "$tmp/sv16"
+refused 2 "q.npy is [B,H,N,d], a dense batch" --inputs "$tmp/d32" --lens 16:16
+refused 2 "cu_seqlens_q.npy: offset 2 is 4 where the lengths of --lens put 5" \
+    --inputs "$tmp/sv16" --lens 1:100,4:50,6:7 --reps 0
+refused 2 "cu_seqlens_k.npy: offset 3 is 157 where the lengths of --lens put 158" \
+    --inputs "$tmp/sv16" --lens 1:100,3:50,7:8 --reps 0
 
 # --help carries the card's three usages.
 "$bin" --help >"$tmp/out"

@@ -1,6 +1,7 @@
 /* The .npy reader and writer: round trips, headers written by hand in
  * versions 1.0, 2.0 and 3.0, float64 input, and every malformed file refused
  * with its reason. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,10 +123,35 @@ int main(void)
              fv, sizeof(fv));
     refused("huge.npy", "truncated: the shape needs 64668166550362752 bytes of data, the file has 16");
 
+    /* Integers, for a serving batch's offsets: int32 written and read back,
+     * int64 by hand (big values exact), and each reader refusing the other
+     * kind. */
+    const int32_t iv[4] = { 0, 7, -3, 2147483647 };
+    const size_t ishape[1] = { 4 };
+    ok = attn_npy_write_i32(path("i32.npy"), iv, ishape, 1, why, sizeof(why)) &&
+         attn_npy_read_ints(path("i32.npy"), &a, why, sizeof(why));
+    tap_ok(ok && a.i32 && a.ndim == 1 && a.count == 4 && a.ints[1] == 7 && a.ints[2] == -3 &&
+           a.ints[3] == 2147483647, "int32 (4,): written and read back exactly %s", why);
+    if (ok)
+        attn_npy_free(&a);
+    const int64_t lv[2] = { 1, (int64_t)1 << 40 };
+    handmade("i64.npy", 1, "{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }", lv, sizeof(lv));
+    ok = attn_npy_read_ints(path("i64.npy"), &a, why, sizeof(why));
+    tap_ok(ok && a.i64 && a.count == 2 && a.ints[0] == 1 && a.ints[1] == (int64_t)1 << 40,
+           "int64 (2,): read exactly, 2^40 included %s", why);
+    if (ok)
+        attn_npy_free(&a);
+    ok = attn_npy_read_ints(path("rt.npy"), &a, why, sizeof(why));
+    tap_ok(!ok && strstr(why, "dtype '<f4' is not int32 or int64"), "a float file where integers "
+           "are wanted is refused: %s", why);
+    if (ok)
+        attn_npy_free(&a);
+    refused("i32.npy", "dtype '<i4' is not float32");
+
     /* Clean up. */
     const char *names[] = { "rt.npy", "v2.npy", "v3.npy", "be.npy", "int.npy", "fortran.npy",
                             "short.npy", "long.npy", "noshape.npy", "badshape.npy", "v9.npy",
-                            "text.npy", "cut.npy", "huge.npy" };
+                            "text.npy", "cut.npy", "huge.npy", "i32.npy", "i64.npy" };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         unlink(path(names[i]));
     rmdir(dir);

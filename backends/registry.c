@@ -154,11 +154,6 @@ attn_status attn_backend_supports(const attn_backend *be, const attn_problem *p,
                      "attnbench", be->name);
             return ATTN_EUNSUPPORTED;
         }
-        if (attn_dtype_quantized(p->kv_dtype)) {
-            snprintf(why, len, "%s: a quantized cache (%s) is read from dense batches only",
-                     be->name, attn_dtype_name(p->kv_dtype));
-            return ATTN_EUNSUPPORTED;
-        }
     }
     if (p->mods.v_from_k && p->d_v > p->d_k) {
         snprintf(why, len, "%s: V read from K needs dv <= dk (dv = %d, dk = %d)", be->name,

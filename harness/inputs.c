@@ -135,13 +135,59 @@ float *attn_inputs_widen(const uint16_t *h, size_t n, attn_dtype dt)
     return x;
 }
 
+/* fp8's scale of a serving batch's item b, K/V head g: from the largest
+ * |x| of its keys (attn_fp8_scale over them, gathered; the slack of its
+ * last page, NaN, is not among them). */
+static float serving_scale(const float *x, const attn_problem *p, const int32_t *pages, int b,
+                           int g, int n, attn_kvq f, float *tmp)
+{
+    const int nk = p->ragged->nk[b];
+    for (int j = 0; j < nk; j++)
+        memcpy(tmp + (size_t)j * n, x + attn_kv_row(p, pages, b, g, j) * (size_t)n,
+               (size_t)n * sizeof(float));
+    return attn_fp8_scale(tmp, (size_t)nk * (size_t)n, f);
+}
+
 /* K (or V: rows of n values) of every K/V head quantized into y, with
- * fp8's scale of each head into scale (NULL for the block formats). */
-static void quantize(uint8_t *y, float *scale, const float *x, const attn_problem *p, int n)
+ * fp8's scale of each item's head into scale (NULL for the block
+ * formats). A serving batch's storage is quantized row by row as it lies
+ * (a paged pool's slack too, NaN in, NaN out: it stays poisoned). */
+static attn_status quantize(uint8_t *y, float *scale, const float *x, const attn_problem *p,
+                            const int32_t *pages, int n)
 {
     const attn_kvq f = attn_dtype_kvq(p->kv_dtype);
-    const long heads = (long)p->batch * attn_kv_heads(p);
-    const size_t rows = (size_t)p->seq_kv, rb = attn_kvq_row_bytes(f, (size_t)n);
+    const long hkv = attn_kv_heads(p), heads = (long)p->batch * hkv;
+    const size_t rb = attn_kvq_row_bytes(f, (size_t)n);
+    if (p->ragged) {
+        if (scale) {
+            int most = 1;
+            for (int b = 0; b < p->batch; b++)
+                most = p->ragged->nk[b] > most ? p->ragged->nk[b] : most;
+            float *tmp = attn_host_alloc((size_t)most * (size_t)n * sizeof(float));
+            if (!tmp)
+                return ATTN_ENOMEM;
+            for (long e = 0; e < heads; e++)
+                scale[e] = serving_scale(x, p, pages, (int)(e / hkv), (int)(e % hkv), n, f, tmp);
+            attn_host_free(tmp);
+        }
+        /* Each stored row, with the scale of the item and head it holds
+         * (attn_kv_row reaches the last page's slack too). */
+        for (int b = 0; b < p->batch; b++) {
+            const int nk = p->ragged->nk[b];
+            const int last = p->ragged->page ? (nk + p->ragged->page - 1) / p->ragged->page *
+                                                   p->ragged->page
+                                             : nk;
+#pragma omp parallel for schedule(static)
+            for (int j = 0; j < last; j++)
+                for (long g = 0; g < hkv; g++) {
+                    const size_t row = attn_kv_row(p, pages, b, (int)g, j);
+                    attn_kvq_quantize_row(y + row * rb, x + row * (size_t)n, (size_t)n, f,
+                                          scale ? scale[(long)b * hkv + g] : 1.0f);
+                }
+        }
+        return ATTN_OK;
+    }
+    const size_t rows = (size_t)p->seq_kv;
 #pragma omp parallel for schedule(static)
     for (long g = 0; g < heads; g++) {
         const float *xh = x + (size_t)g * rows * n;
@@ -151,6 +197,7 @@ static void quantize(uint8_t *y, float *scale, const float *x, const attn_proble
         for (size_t j = 0; j < rows; j++)
             attn_kvq_quantize_row(y + ((size_t)g * rows + j) * rb, xh + j * n, (size_t)n, f, sc);
     }
+    return ATTN_OK;
 }
 
 float *attn_inputs_dequantize(const attn_inputs *in, const attn_problem *p, bool v)
@@ -321,16 +368,25 @@ float *attn_inputs_packed_kv(const attn_inputs *in, const attn_problem *p, bool 
     attn_inputs_key_offsets(p, koff);
     const size_t n = (size_t)koff[p->batch] * hkv * (size_t)d;
     float *x = attn_host_alloc(n ? n * sizeof(float) : 1);
-    const float *x32 = v ? in->v : in->k;
+    /* A quantized cache as the values it reads back; else fp32 or 16-bit. */
+    const uint8_t *xq = v ? in->vq : in->kq;
+    const float *x32 = xq ? NULL : v ? in->v : in->k, *scale = v ? in->vscale : in->kscale;
     const uint16_t *x16 = v ? in->v16 : in->k16;
     const bool bf16 = p->kv_dtype == ATTN_DTYPE_BF16;
+    const size_t rb = xq ? attn_dtype_row_bytes(p->kv_dtype, (size_t)d) : 0;
     for (int b = 0; x && b < p->batch; b++)
         for (int j = 0; j < p->ragged->nk[b]; j++)
             for (size_t g = 0; g < hkv; g++) {
                 float *dst = x + (((size_t)koff[b] + (size_t)j) * hkv + g) * (size_t)d;
-                const size_t row = attn_kv_row(p, in->pages, b, (int)g, j) * (size_t)d;
-                for (int c = 0; c < d; c++)
-                    dst[c] = x32 ? x32[row + (size_t)c] : attn_half_to_f32(x16[row + (size_t)c], bf16);
+                const size_t row = attn_kv_row(p, in->pages, b, (int)g, j);
+                if (xq)
+                    attn_kvq_dequantize_row(dst, xq + row * rb, (size_t)d,
+                                            attn_dtype_kvq(p->kv_dtype),
+                                            scale ? scale[(size_t)b * hkv + g] : 1.0f);
+                else
+                    for (int c = 0; c < d; c++)
+                        dst[c] = x32 ? x32[row * (size_t)d + (size_t)c]
+                                     : attn_half_to_f32(x16[row * (size_t)d + (size_t)c], bf16);
             }
     attn_host_free(koff);
     return x;
@@ -377,7 +433,7 @@ attn_status attn_inputs_make(attn_inputs *in, const attn_problem *p, const attn_
     if (q16)
         in->q16 = attn_host_alloc(sz.q * 2);
     if (kvq) {
-        const size_t rows = kv_heads * (size_t)p->seq_kv;
+        const size_t rows = attn_kv_tokens(p) * (size_t)attn_kv_heads(p);
         in->kq = attn_host_alloc(rows * attn_dtype_row_bytes(p->kv_dtype, (size_t)p->d_k));
         if (has_v)
             in->vq = attn_host_alloc(rows * attn_dtype_row_bytes(p->kv_dtype, (size_t)p->d_v));
@@ -465,11 +521,12 @@ attn_status attn_inputs_make(attn_inputs *in, const attn_problem *p, const attn_
         if (has_v)
             round_to(in->v, in->v16, sz.v, p->kv_dtype);
     }
-
     if (st == ATTN_OK && kvq) {
-        quantize(in->kq, in->kscale, in->k, p, p->d_k);
-        if (has_v)
-            quantize(in->vq, in->vscale, in->v, p, p->d_v);
+        st = quantize(in->kq, in->kscale, in->k, p, in->pages, p->d_k);
+        if (st == ATTN_OK && has_v)
+            st = quantize(in->vq, in->vscale, in->v, p, in->pages, p->d_v);
+        if (st != ATTN_OK)
+            snprintf(why, len, "out of memory for the inputs");
     }
     if (st == ATTN_OK) {
         const attn_tensors t = attn_inputs_tensors(in);

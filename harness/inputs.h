@@ -77,8 +77,8 @@ static inline void attn_inputs_key_offsets(const attn_problem *p, long *off)
 
 /* A serving batch's K (or V: v) as a new fp32 array packed [sum Nk, Hkv, d]
  * (attn_host_alloc'ed; NULL when out of memory), gathered through the
- * block tables of a paged batch and widened from 16 bits: what
- * --dump-inputs writes and --inputs reads. */
+ * block tables of a paged batch, widened from 16 bits, a quantized cache
+ * read back: what --dump-inputs writes and --inputs reads. */
 float *attn_inputs_packed_kv(const attn_inputs *in, const attn_problem *p, bool v);
 
 /* Bytes the harness holds for p's inputs: the fp32 values (K and V only

@@ -171,28 +171,30 @@ typedef struct kv_view {
     bool bf16;
     const uint8_t *qb;       /* quantized rows, else NULL */
     attn_kvq fmt;
-    size_t n, row_bytes, nk; /* values and bytes per row, rows per K/V head */
-    const float *scale;      /* fp8: per K/V head */
+    size_t n, row_bytes;     /* values and bytes per row */
+    float scale;             /* fp8: the scale of the view's item and K/V head, else 1 */
 } kv_view;
 
 static inline double kv_at(const kv_view *x, size_t i)
 {
     if (x->qb) {
         const size_t row = i / x->n;
-        return (double)attn_kvq_value(x->qb + row * x->row_bytes, i % x->n, x->fmt,
-                                      x->scale ? x->scale[row / x->nk] : 1.0f);
+        return (double)attn_kvq_value(x->qb + row * x->row_bytes, i % x->n, x->fmt, x->scale);
     }
     return x->f ? (double)x->f[i] : (double)attn_half_to_f32(x->h[i], x->bf16);
 }
 
-static kv_view kv_of(const attn_problem *p, const attn_tensors *in, bool v)
+/* K (V: v) of item b's K/V head g. */
+static kv_view kv_of(const attn_problem *p, const attn_tensors *in, bool v, int b, int g)
 {
     const bool vk = p->mods.v_from_k;   /* latent attention: V is read from K */
     if (attn_dtype_quantized(p->kv_dtype)) {
         const size_t n = (size_t)(v && !vk ? p->d_v : p->d_k);
+        const float *sc = v && !vk ? in->vscale : in->kscale;
+        const size_t hkv = p->kv_heads > 0 ? (size_t)p->kv_heads : (size_t)p->heads;
         return (kv_view){ .qb = v && !vk ? in->vq : in->kq, .fmt = attn_dtype_kvq(p->kv_dtype),
                           .n = n, .row_bytes = attn_dtype_row_bytes(p->kv_dtype, n),
-                          .nk = (size_t)p->seq_kv, .scale = v && !vk ? in->vscale : in->kscale };
+                          .scale = sc ? sc[(size_t)b * hkv + (size_t)g] : 1.0f };
     }
     return (kv_view){ .f = v && !vk ? in->v : in->k, .h = v && !vk ? in->v16 : in->k16,
                       .bf16 = p->kv_dtype == ATTN_DTYPE_BF16 };
@@ -208,7 +210,7 @@ static double ref_row(const attn_problem *p, const attn_tensors *in, size_t row,
     const size_t hkv = p->kv_heads > 0 ? (size_t)p->kv_heads : (size_t)p->heads;
     const int g = (int)((size_t)h / ((size_t)p->heads / hkv));
     const float *q = in->q + row * (size_t)dk;
-    const kv_view kx = kv_of(p, in, false), vx = kv_of(p, in, true);
+    const kv_view kx = kv_of(p, in, false, b, g), vx = kv_of(p, in, true, b, g);
     /* Latent attention: V is the first dv columns of K's rows. */
     const size_t vs = p->mods.v_from_k ? (size_t)dk : (size_t)dv;
     const double cap = p->mods.softcap;
@@ -311,13 +313,13 @@ attn_status attn_ref_compute(attn_ref *r, const attn_problem *p_any, const attn_
     pick_rows(r->rows, r->nrows, r->total_rows, seed);
 
     const int hkv = p->kv_heads > 0 ? p->kv_heads : p->heads;
-    const kv_view kx = kv_of(p, in, false), vx = kv_of(p, in, true);
     double max_v = 0.0, max_logit = 0.0;
     /* Over the rows that hold keys (a paged batch's pool has slots past
      * each item's keys, which no row reads). Latent attention: V is K's
      * first dv columns, and K's non-finite values are counted once. */
     for (int b = 0; b < p->batch; b++)
-        for (int g = 0; g < hkv; g++)
+        for (int g = 0; g < hkv; g++) {
+            const kv_view kx = kv_of(p, in, false, b, g), vx = kv_of(p, in, true, b, g);
             for (int j = 0; j < ref_nk(p, b); j++) {
                 const size_t row = ref_kv_row(p, in, b, g, j);
                 for (int c = 0; c < p->d_v; c++) {
@@ -335,6 +337,7 @@ attn_status attn_ref_compute(attn_ref *r, const attn_problem *p_any, const attn_
                         count_nonfinite(r, x);
                 }
             }
+        }
     const size_t nq_all = attn_q_rows(p) * (size_t)p->d_k;
     for (size_t e = 0; e < nq_all; e++)
         if (!isfinite(in->q[e]))

@@ -363,6 +363,22 @@ result "$([ $code = 0 ] && [ "$(grep -c 'tiled: PASSED' "$tmp/out")" = 2 ] &&
     cmp -s "$tmp/svf.npy" "$tmp/svi.npy" && echo 1 || echo 0)" \
     "--inputs of a dumped serving batch PASSES with the same output bit for bit" \
     "exit $code: $(cat "$tmp/out")"
+# A quantized pool: dumped as the values it reads back; read in again and
+# quantized again, the same cache (its error against the values before
+# quantization is its error against its own reference).
+"$bin" $sv --dv 32 --page 16 --kv-dtype q8_0 --dump-inputs "$tmp/svq" >"$tmp/out" 2>&1 &&
+    "$bin" --backend naive,tiled --lens 1:100,3:50,7:7 --causal --reps 1 --min-time 0.001 \
+        --page 16 --kv-dtype q8_0 --inputs "$tmp/svq" --csv "$tmp/svq.csv" >>"$tmp/out" 2>&1
+code=$?
+ok=0
+# (the lens field, quoted, holds commas: emptied before the split)
+[ $code = 0 ] && ! cmp -s "$tmp/svq/k.npy" "$tmp/sv16/k.npy" &&
+    sed 's/"[^"]*"//g' "$tmp/svq.csv" | awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+        { n++; if (!($c["verdict"] == "PASSED" && $c["quant_max_abs"] == $c["max_abs"] &&
+                     $c["page"] == 16)) bad = 1 }
+        END { exit bad || n != 2 }' && ok=1
+result "$ok" "a paged q8_0 serving batch: --dump-inputs writes the cache read back, --inputs \
+of it is the same cache (naive and tiled PASS)" "exit $code: $(cat "$tmp/out")"
 refused 2 "q.npy is [T,H,d], a serving batch packed: give its lengths with --lens" \
     --inputs "$tmp/sv16"
 refused 2 "q.npy is [B,H,N,d], a dense batch" --inputs "$tmp/d32" --lens 16:16

@@ -2,10 +2,13 @@
  * pool of pages. naive and tiled PASS against the reference, whose own
  * indexing reads the pages through the block tables; tiled is bitwise the
  * same for any thread count; the other backends SKIP with the reason; a
- * planted page lookup and the NaN past each item's last key FAIL. */
+ * planted page lookup and the NaN past each item's last key FAIL. Quantized
+ * caches too, packed and paged, with fp8's scale per item and K/V head (a
+ * planted first item's scale FAILS). */
 #include <math.h>
 #include <string.h>
 
+#include "kernels/quant.h"
 #include "lens.h"
 #include "tap.h"
 #include "tiled/tiled.h"
@@ -38,7 +41,21 @@ static const serving_case cases[] = {
       { .window = true, .left = 20, .right = 0, .softcap = 20.0f, .alibi = true,
         .sinks = true } },
     { "1:100,5:50,7:7,40:300,1:1", 5, 8, 8, 2, 32, 16, false, 0, 0, { .v_from_k = true } },
+    /* quantized caches, packed and in pages: each row's blocks where the
+       row lies, fp8's scale per item and K/V head */
+    { "1:100,5:50,7:7,40:300,1:1", 5, 0, 8, 2, 32, 32, true, 0, ATTN_DTYPE_Q8_0, { 0 } },
+    { "1:100,5:50,7:7,40:300,1:1", 5, 16, 8, 2, 64, 32, true, 0, ATTN_DTYPE_Q4_0, { 0 } },
+    { "1:100,5:50,7:7,40:300,1:1", 5, 3, 8, 1, 32, 32, true, ATTN_DTYPE_BF16,
+      ATTN_DTYPE_FP8E4M3, { 0 } },
+    { "decode:uniform:1:700", 6, 64, 8, 2, 64, 64, true, 0, ATTN_DTYPE_FP8E5M2, { 0 } },
+    { "mixed:uniform:20:400:2:33", 6, 0, 8, 2, 32, 32, true, 0, ATTN_DTYPE_FP8E4M3, { 0 } },
+    { "1:100,5:50,7:7,40:300,1:1", 5, 8, 8, 2, 32, 32, true, 0, ATTN_DTYPE_Q8_0,
+      { .window = true, .left = 20, .right = 0, .softcap = 20.0f, .alibi = true,
+        .sinks = true } },
 };
+/* The fp8 cases of the planted scale: paged decode, packed mixed. */
+#define FP8_PAGED 14
+#define FP8_PACKED 15
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 
 static attn_problem make(const serving_case *c, attn_lens *l, attn_batch *bt)
@@ -75,11 +92,11 @@ static void one(const attn_backend *be, const serving_case *c)
 
 /* The output of every thread count, bitwise (split-KV chunks and item
  * plans come from the problem alone). */
-static void thread_invariance(const attn_backend *be)
+static void thread_invariance(const attn_backend *be, const serving_case *c)
 {
     attn_lens l;
     attn_batch bt;
-    attn_problem p = make(&cases[6], &l, &bt);
+    attn_problem p = make(c, &l, &bt);
     attn_setup s = test_setup(ATTN_FILL_NORMAL, 1);
     attn_inputs in;
     char why[4400];
@@ -106,8 +123,8 @@ static void thread_invariance(const attn_backend *be)
         if (x)
             same &= !memcmp(o[0], o[x], n * sizeof(float));
     }
-    tap_ok(same, "%s: a paged decode batch's output is bitwise the same on 1, 2 and 3 threads",
-           be->name);
+    tap_ok(same, "%s: a paged decode batch's output (K/V %s) is bitwise the same on 1, 2 and 3 "
+           "threads", be->name, attn_dtype_name(c->kvdt));
     for (int x = 0; x < 3; x++)
         free(o[x]);
     attn_inputs_free(&in);
@@ -130,6 +147,57 @@ static void planted_page(const attn_backend *tiled)
     if (!tap_ok(v == ATTN_FAILED, "tiled reading each page from the next entry of the block "
                                   "table FAILS"))
         tap_diag("%s: %s", attn_verdict_str(v), r.why);
+    attn_batch_free(&bt);
+    attn_lens_free(&l);
+}
+
+/* An fp8 cache whose items are all read with the first item's scales
+ * FAILS (each item and K/V head has its own). */
+static void planted_scale(const attn_backend *tiled, const serving_case *c)
+{
+    attn_lens l;
+    attn_batch bt;
+    attn_problem p = make(c, &l, &bt);
+    attn_setup s = test_setup(ATTN_FILL_NORMAL, -1);
+    attn_result r;
+    attn_tiled_plant(ATTN_TILED_PLANT_SCALE_ITEM0);
+    const attn_verdict v = run_case_setup(tiled, &p, &s, &r);
+    attn_tiled_plant(ATTN_TILED_PLANT_NONE);
+    if (!tap_ok(v == ATTN_FAILED, "tiled reading every item of an %s cache (%s) with the first "
+                                  "item's scales FAILS", attn_dtype_name(c->kvdt),
+                c->page ? "paged" : "packed"))
+        tap_diag("%s: %s", attn_verdict_str(v), r.why);
+    attn_batch_free(&bt);
+    attn_lens_free(&l);
+}
+
+/* The slots past an item's last key of a quantized pool read back NaN, in
+ * K's and V's rows, and the reference reads none. */
+static void slack_poisoned_q(void)
+{
+    attn_lens l;
+    attn_batch bt;
+    attn_problem p = make(&cases[12], &l, &bt);   /* q4_0, pages of 16 */
+    attn_setup s = test_setup(ATTN_FILL_NORMAL, -1);
+    attn_inputs in;
+    char why[4400];
+    if (attn_inputs_make(&in, &p, &s, why, sizeof(why)) != ATTN_OK) {
+        printf("Bail out! %s\n", why);
+        exit(2);
+    }
+    const size_t page = (size_t)in.pages[bt.k0[0] + 100 / 16];
+    const size_t row = (page * (size_t)p.kv_heads + 1) * 16 + 100 % 16;
+    const size_t kb = attn_dtype_row_bytes(p.kv_dtype, (size_t)p.d_k);
+    const size_t vb = attn_dtype_row_bytes(p.kv_dtype, (size_t)p.d_v);
+    float k[64], v[64], k1[64];
+    attn_kvq_dequantize_row(k, in.kq + row * kb, (size_t)p.d_k, ATTN_KVQ_Q4_0, 1.0f);
+    attn_kvq_dequantize_row(v, in.vq + row * vb, (size_t)p.d_v, ATTN_KVQ_Q4_0, 1.0f);
+    attn_kvq_dequantize_row(k1, in.kq + (row - 1) * kb, (size_t)p.d_k, ATTN_KVQ_Q4_0, 1.0f);
+    tap_ok(isnan(k[0]) && isnan(k[63]) && isnan(v[31]) && !isnan(k1[0]) &&
+               in.ref.nonfinite_inputs == 0,
+           "a q4_0 pool's slot past an item's last key reads back NaN, the one before it does "
+           "not; the reference reads none (%d non-finite)", (int)in.ref.nonfinite_inputs);
+    attn_inputs_free(&in);
     attn_batch_free(&bt);
     attn_lens_free(&l);
 }
@@ -205,14 +273,19 @@ int main(void)
 {
     const attn_backend *naive = attn_backend_find("naive"), *tiled = attn_backend_find("tiled");
     const attn_backend *blas = attn_backend_find("blas");
-    tap_plan((int)(2 * NCASES) + 2 + 1 + 3 + 2 + 1);
+    tap_plan((int)(2 * NCASES) + 4 + 1 + 2 + 1 + 3 + 2 + 1);
     for (size_t c = 0; c < NCASES; c++) {
         one(naive, &cases[c]);
         one(tiled, &cases[c]);
     }
-    thread_invariance(naive);
-    thread_invariance(tiled);
+    thread_invariance(naive, &cases[6]);
+    thread_invariance(tiled, &cases[6]);
+    thread_invariance(naive, &cases[FP8_PAGED]);
+    thread_invariance(tiled, &cases[FP8_PAGED]);
     planted_page(tiled);
+    planted_scale(tiled, &cases[FP8_PAGED]);
+    planted_scale(tiled, &cases[FP8_PACKED]);
+    slack_poisoned_q();
     slack_poisoned();
     lens_grammar();
     /* Another backend: SKIPPED, with the reason. */

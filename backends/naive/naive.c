@@ -41,17 +41,19 @@ const float *naive_row_f32(const float *f32, const uint16_t *h, attn_dtype dt, s
     return buf;
 }
 
-/* Row `row` (attn_kv_row's) of K or V (v), n values, in fp32:
- * in place, or read back into buf from 16-bit or quantized storage. */
-static const float *kv_row(const attn_problem *p, const attn_tensors *t, bool v, size_t row,
-                           int n, float *buf)
+/* Key j of K/V head g of item b in K or V (v), n values, in fp32: in
+ * place, or read back into buf from 16-bit or quantized storage (fp8's
+ * scale: one per item and K/V head). */
+static const float *kv_row(const attn_problem *p, const attn_tensors *t, bool v, int b, int g,
+                           int j, int n, float *buf)
 {
+    const size_t row = attn_kv_row(p, t->pages, b, g, j);
     if (!attn_dtype_quantized(p->kv_dtype))
         return naive_row_f32(v ? t->v : t->k, v ? t->v16 : t->k16, p->kv_dtype, row, n, buf);
     const float *scale = v ? t->vscale : t->kscale;
     attn_kvq_dequantize_row(buf, (v ? t->vq : t->kq) + row * attn_dtype_row_bytes(p->kv_dtype, (size_t)n),
                             (size_t)n, attn_dtype_kvq(p->kv_dtype),
-                            scale ? scale[row / (size_t)p->seq_kv] : 1.0f);
+                            scale ? scale[(size_t)b * (size_t)attn_kv_heads(p) + (size_t)g] : 1.0f);
     return buf;
 }
 
@@ -100,7 +102,7 @@ float naive_scores(const attn_problem *p, const attn_tensors *t, size_t row, flo
 
     float m = -INFINITY;
     for (int j = beg; j < end; j++) {
-        const float *k = kv_row(p, t, false, attn_kv_row(p, t->pages, b, g, j), dk, buf);
+        const float *k = kv_row(p, t, false, b, g, j, dk, buf);
         float dot = 0.0f;
         for (int c = 0; c < dk; c++)
             dot += q[c] * k[c];
@@ -158,7 +160,7 @@ static void naive_row(const attn_problem *p, const attn_tensors *t, size_t row, 
     for (int j = beg; j < end; j++) {
         const float w = sc[j];
         /* A row of V: vs elements apart (V read from K: K's rows), dv used. */
-        const float *v = kv_row(p, t, true, attn_kv_row(p, t->pages, b, g, j), vs,
+        const float *v = kv_row(p, t, true, b, g, j, vs,
                                 buf + 2 * p->d_k);
         for (int c = 0; c < dv; c++)
             o[c] += w * v[c];

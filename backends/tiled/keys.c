@@ -141,7 +141,7 @@ typedef struct tile_ops {
     ptrdiff_t pfk, pfv;           /* the kernels' prefetch distances in K and V (pf_bytes) */
     const uint32_t *vp, *pp;      /* V and P in pairs of keys (PATH_BF16) */
     const uint8_t *kq, *vq;       /* K, V rows of a quantized cache (PATH_QUANT) */
-    size_t krow, vrow;            /* their bytes per row */
+    size_t krow, vrow;            /* bytes between their rows (the layout's) */
     attn_kvq fmt;
     float ksc, vsc;               /* fp8's scales */
 } tile_ops;
@@ -249,23 +249,28 @@ static void qk_widened(const tiled_state *s, float *st, float *kb, const tile_op
 /* Whether rows [0, n) of a quantized cache (rb bytes each) read back only
  * finite values: no block scale with fp16's exponent all ones (q8_0,
  * q4_0), no NaN or infinity code (fp8), and a finite fp8 scale. */
-static bool rows_finite_q(const uint8_t *y, int n, size_t rb, attn_kvq f, float scale)
+static bool rows_finite_q(const uint8_t *y, int n, size_t rb, size_t stride, attn_kvq f,
+                          float scale)
 {
-    if (attn_kvq_head_scaled(f)) {
-        if (!isfinite(scale))
-            return false;
-        const unsigned m = f == ATTN_KVQ_FP8E4M3 ? 0x7fu : 0x7cu;
-        unsigned bad = 0;
-        for (size_t i = 0; i < (size_t)n * rb; i++)
-            bad |= (y[i] & m) == m;
-        return !bad;
-    }
+    if (attn_kvq_head_scaled(f) && !isfinite(scale))
+        return false;
+    const unsigned m = f == ATTN_KVQ_FP8E4M3 ? 0x7fu : 0x7cu;
     const size_t bb = f == ATTN_KVQ_Q8_0 ? 34 : 18;
-    for (size_t i = 0; i < (size_t)n * rb; i += bb) {
-        uint16_t h;
-        memcpy(&h, y + i, sizeof(h));
-        if ((h & 0x7c00u) == 0x7c00u)
-            return false;
+    for (int r = 0; r < n; r++, y += stride) {
+        if (attn_kvq_head_scaled(f)) {
+            unsigned bad = 0;
+            for (size_t i = 0; i < rb; i++)
+                bad |= (y[i] & m) == m;
+            if (bad)
+                return false;
+            continue;
+        }
+        for (size_t i = 0; i < rb; i += bb) {
+            uint16_t h;
+            memcpy(&h, y + i, sizeof(h));
+            if ((h & 0x7c00u) == 0x7c00u)
+                return false;
+        }
     }
     return true;
 }
@@ -426,6 +431,7 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
     const uint16_t *vh = kv16 ? s->h.t.v16 + shift : NULL;
     /* Elements (bytes, quantized) between consecutive keys' rows. */
     const ptrdiff_t ks = (ptrdiff_t)dk * s->lay.kvstep, vst = (ptrdiff_t)vs * s->lay.kvstep;
+    const ptrdiff_t kqs = (ptrdiff_t)krow * s->lay.kvstep, vqs = (ptrdiff_t)vrow * s->lay.kvstep;
     const size_t kw = kvq ? krow : (size_t)dk * attn_dtype_size(p->kv_dtype);
     const size_t vw = kvq ? vrow : (size_t)vs * attn_dtype_size(p->kv_dtype);
     const float cap = p->mods.softcap > 0 ? (float)(p->mods.softcap * ATTN_LOG2E) : 0.0f;
@@ -492,15 +498,15 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
             }
             x.kq = kq + r0 * krow;
             x.vq = vq + r0 * vrow;
-            x.krow = krow;
-            x.vrow = vrow;
+            x.krow = (size_t)kqs;
+            x.vrow = (size_t)vqs;
             x.fmt = fmt;
             x.ksc = ksc;
             x.vsc = vsc;
         } else if (t->path == PATH_WIDEN && kvq) {
             float *kf = (float *)tile, *vf = kf + (size_t)t->bc * dk;
-            kn->dequant_rows(kf, dk, kq + r0 * krow, (ptrdiff_t)krow, nt, dk, fmt, ksc);
-            kn->dequant_rows(vf, dv, vq + r0 * vrow, (ptrdiff_t)vrow, nt, dv, fmt, vsc);
+            kn->dequant_rows(kf, dk, kq + r0 * krow, kqs, nt, dk, fmt, ksc);
+            kn->dequant_rows(vf, dv, vq + r0 * vrow, vqs, nt, dv, fmt, vsc);
             x.kb = kf;
             x.vb = vf;
             x.kbs = dk;
@@ -545,7 +551,7 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
             else if (t->dots && t->path == PATH_ROWS16)
                 kn->qk_rows16(st, brp, x.kh, x.khs, wu->qr, dk, n, nc, dk, bf16, x.pfk);
             else if (t->path == PATH_QUANT && t->dots)
-                kn->qk_rows_q(st, brp, x.kq, (ptrdiff_t)krow, wu->qr, dk, n, nc, dk, fmt, ksc,
+                kn->qk_rows_q(st, brp, x.kq, kqs, wu->qr, dk, n, nc, dk, fmt, ksc,
                               x.pfk);
             else if (t->dots)
                 kn->qk_rows(st, brp, x.kb, x.kbs, wu->qr, dk, n, nc, dk, x.pfk);
@@ -572,7 +578,8 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
                 const bool half = t->path == PATH_BF16 || t->path == PATH_ROWS16;
                 const size_t stride = (size_t)(half ? x.vhs : x.vbs);
                 const size_t elems = (size_t)(span - 1) * stride + (size_t)dv;
-                finite = t->path == PATH_QUANT ? rows_finite_q(x.vq, span, vrow, fmt, vsc)
+                finite = t->path == PATH_QUANT ? rows_finite_q(x.vq, span, vrow, (size_t)vqs,
+                                                                fmt, vsc)
                          : half ? rows_finite16(x.vh, 1, elems, bf16)
                                 : attn_rows_finite(x.vb, 1, elems);
                 finite_known = true;
@@ -589,7 +596,7 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
                     int b, e;
                     col_span(end, beg, c, n, j0, &b, &e);
                     kn->pv_q(wu->acc + (size_t)c * dv, dv, st + (size_t)b * brp + c, brp,
-                             x.vq + (size_t)b * vrow, (ptrdiff_t)vrow, wu->alpha + c, 1, e - b,
+                             x.vq + (size_t)b * x.vrow, vqs, wu->alpha + c, 1, e - b,
                              dv, fmt, vsc, 0);
                 }
             } else if (t->path == PATH_ROWS16) {

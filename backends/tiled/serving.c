@@ -188,7 +188,16 @@ static void view(const tiled_state *s, int b, tiled_state *v)
         v->h.t.v = t->v ? t->v + k0 * vs : NULL;
         v->h.t.k16 = t->k16 ? t->k16 + k0 * dk : NULL;
         v->h.t.v16 = t->v16 ? t->v16 + k0 * vs : NULL;
+        v->h.t.kq = t->kq ? t->kq + k0 * attn_dtype_row_bytes(p->kv_dtype, dk) : NULL;
+        v->h.t.vq = t->vq ? t->vq + k0 * attn_dtype_row_bytes(p->kv_dtype, vs) : NULL;
     }
+    /* fp8's scales: one per item and K/V head. */
+    const size_t sc0 = atomic_load_explicit(&tiled_planted, memory_order_relaxed) ==
+                               ATTN_TILED_PLANT_SCALE_ITEM0
+                           ? 0
+                           : (size_t)b * hkv;
+    v->h.t.kscale = t->kscale ? t->kscale + sc0 : NULL;
+    v->h.t.vscale = t->vscale ? t->vscale + sc0 : NULL;
     v->parts = s->parts ? s->parts + s->serve.parts0[b] : NULL;
 }
 

@@ -16,6 +16,8 @@ enum {
     ATTN_TILED_PLANT_V_SHIFTED,        /* V read from K one column on: past dv */
     ATTN_TILED_PLANT_PAGE_NEXT,        /* a paged batch: the keys of an item's page read
                                           from its next page (but the last's) */
+    ATTN_TILED_PLANT_SCALE_ITEM0,      /* a serving batch's fp8 cache: every item read
+                                          with the first item's scales */
     /* The backward's: */
     ATTN_TILED_PLANT_BWD_D_WRONG_O,    /* D = rowsum(dO o O) from the next row's O */
     ATTN_TILED_PLANT_BWD_NO_GROUP_SUM, /* dK, dV of a group: its last query head's only */

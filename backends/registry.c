@@ -32,21 +32,52 @@ const char *attn_status_str(attn_status s)
     return status_str[s];
 }
 
+/* The backends of plugins (harness/plugin.c), after the built-ins, each
+ * with the file it came from. */
+#define MAX_ADDED 256
+static const attn_backend *added[MAX_ADDED];
+static const char *added_from[MAX_ADDED];
+static size_t nadded;
+
+#define NBUILTIN (sizeof(registry) / sizeof(registry[0]))
+
 size_t attn_backend_count(void)
 {
-    return sizeof(registry) / sizeof(registry[0]);
+    return NBUILTIN + nadded;
 }
 
 const attn_backend *attn_backend_get(size_t i)
 {
-    return i < attn_backend_count() ? registry[i] : NULL;
+    return i < NBUILTIN ? registry[i] : i < attn_backend_count() ? added[i - NBUILTIN] : NULL;
 }
 
 const attn_backend *attn_backend_find(const char *name)
 {
     for (size_t i = 0; i < attn_backend_count(); i++)
-        if (!strcmp(registry[i]->name, name))
-            return registry[i];
+        if (!strcmp(attn_backend_get(i)->name, name))
+            return attn_backend_get(i);
+    return NULL;
+}
+
+bool attn_backend_add(const attn_backend *be, int n, const char *from)
+{
+    if (n < 0 || (size_t)n > MAX_ADDED - nadded)
+        return false;
+    for (int i = 0; i < n; i++)
+        if (attn_backend_find(be[i].name))
+            return false;
+    for (int i = 0; i < n; i++) {
+        added[nadded] = &be[i];
+        added_from[nadded++] = from;
+    }
+    return true;
+}
+
+const char *attn_backend_origin(const attn_backend *be)
+{
+    for (size_t i = 0; i < nadded; i++)
+        if (added[i] == be)
+            return added_from[i];
     return NULL;
 }
 

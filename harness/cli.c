@@ -28,7 +28,7 @@ typedef enum opt_id {
     O_INPUTS, O_DUMP_OUTPUT, O_DUMP_WEIGHTS, O_CASE_TIMEOUT, O_ISA, O_DUMP_INPUTS,
     O_CHECK_OUTPUT, O_PEER, O_PEER_TIMES, O_PEER_SKIP, O_KV_HEADS, O_SPLITS, O_DTYPE,
     O_KV_DTYPE, O_SHARD, O_SOFTCAP, O_ALIBI, O_SINKS, O_V_FROM_K, O_MODEL, O_PASS,
-    O_HUGE_PAGES, O_BW_PROBE, O_LENS, O_PAGE,
+    O_HUGE_PAGES, O_BW_PROBE, O_LENS, O_PAGE, O_PLUGIN,
 } opt_id;
 
 #define ARG_NONE ATTN_ARG_NONE
@@ -66,6 +66,7 @@ static const attn_option options[] = {
     { "sinks", O_SINKS, ARG_NONE },           { "v-from-k", O_V_FROM_K, ARG_NONE },
     { "model", O_MODEL, ARG_REQUIRED },       { "pass", O_PASS, ARG_REQUIRED },
     { "huge-pages", O_HUGE_PAGES, ARG_REQUIRED }, { "bw-probe", O_BW_PROBE, ARG_NONE },
+    { "plugin", O_PLUGIN, ARG_REQUIRED },
 };
 
 int attn_error(int code, const char *fmt, ...)
@@ -643,9 +644,13 @@ static int apply(void *ctx, int opt, const char *name, const char *val)
             o->setup.timer.min_time = x;
         return rc;
     case O_SHARD: return parse_shard(o, name, val);
+    case O_PLUGIN: return -1;   /* loaded before the options are read (harness/plugin.c) */
     case O_CASE_TIMEOUT:
-        if ((rc = attn_opt_real(name, val, 1e-3, 1e6, &x)) < 0)
+        /* 0: in this process, even a plugin's cases */
+        if ((rc = attn_opt_real(name, val, 0, 1e6, &x)) < 0) {
             o->case_timeout = x;
+            o->case_timeout_set = true;
+        }
         return rc;
     case O_MAX_TIME:
         if ((rc = attn_opt_real(name, val, 0, 1e6, &x)) < 0)

@@ -53,6 +53,8 @@ typedef struct attn_opts {
     bool explicit_backends;     /* --backend was given */
     const char *csv, *json;     /* output files, or NULL */
     double case_timeout;        /* --case-timeout seconds; 0: cases run in this process */
+    bool case_timeout_set;      /* given (0 included): a plugin's cases do not default to
+                                   a child process (harness/main.c) */
     const char *dump_inputs;    /* --dump-inputs DIR: write the case's Q, K, V, run nothing */
     const char *check_output;   /* --check-output FILE.npy: a peer's O, checked and reported */
     const char *peer, *peer_times, *peer_skip;   /* --peer NAME, --peer-times, --peer-skip */

@@ -19,6 +19,7 @@
 #include "memory.h"
 #include "merge.h"
 #include "peer.h"
+#include "plugin.h"
 #include "ring.h"
 #include "sweep.h"
 
@@ -31,9 +32,11 @@ static void list_backends(FILE *f)
         attn_status st = attn_backend_usable(be, why, sizeof(why));
         fprintf(f, "%-14s %-12s %s", be->name,
                 be->not_built ? "not built" : st == ATTN_OK ? "available" : "unavailable",
-                be->summary);
+                be->summary ? be->summary : "");
         if (st != ATTN_OK)
             fprintf(f, " [%s]", why[0] ? why : attn_status_str(st));
+        if (attn_backend_origin(be))
+            fprintf(f, " (plugin %s)", attn_backend_origin(be));
         fputc('\n', f);
     }
     /* Devices, once per device layer: backends sharing one are named together. */
@@ -201,8 +204,19 @@ static int attnbench(int argc, char **argv)
         return arch_main(argc - 1, argv + 1, prog);
     if (argc > 1 && !strcmp(argv[1], "merge"))
         return attn_merge_main(argc - 1, argv + 1);
+    /* Plugins first: their backends are names --backend may give. */
+    int rc = attn_plugins_from(argc, argv);
+    if (rc >= 0)
+        return rc;
     attn_opts o;
-    int rc = attn_cli_parse(&o, argc, argv);
+    rc = attn_cli_parse(&o, argc, argv);
+    /* A plugin's case runs in a child process unless told otherwise (a
+     * crash or a hang is its case's ERROR or TIMEOUT, and the run goes on),
+     * but not under mpirun, where processes cannot fork. */
+    for (size_t i = 0; rc < 0 && !o.case_timeout_set && attn_ring_size() <= 1 && i < o.nbackends;
+         i++)
+        if (attn_backend_origin(o.backends[i]))
+            o.case_timeout = ATTN_PLUGIN_CASE_TIMEOUT;
     if (rc < 0) {
         if (o.help) {
             attn_cli_usage(stdout, prog);

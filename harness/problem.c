@@ -348,6 +348,8 @@ void attn_repro(char *buf, size_t len, const char *prog, const attn_backend *be,
     const int ranks = attn_backend_world(be);
     size_t at = ranks > 1 ? cat(buf, len, 0, "mpirun -n %d ", ranks) : 0;
     at = cat(buf, len, at, "%s --backend=%s", prog, be->name);
+    if (attn_backend_origin(be))
+        at = cat(buf, len, at, " --plugin %s", attn_backend_origin(be));
     /* The preset names the case; every value it set is given explicitly
      * after it, and explicit options win. */
     if (p->model)

@@ -214,14 +214,6 @@ typedef decl_pv_fn(attn_pv_fn);
 typedef decl_softmax_rows_fn(attn_softmax_rows_fn);
 typedef decl_exp2_fn(attn_exp2_fn);
 
-typedef enum attn_isa {
-    ATTN_ISA_AUTO = 0,  /* not an ISA: the widest usable one (attn_kernels_for) */
-    ATTN_ISA_C,
-    ATTN_ISA_AVX2,      /* AVX2 + FMA (+ F16C) */
-    ATTN_ISA_AVX512,    /* AVX-512 F, BW, VL, DQ */
-    ATTN_ISA_COUNT
-} attn_isa;
-
 typedef struct attn_kernels {
     attn_isa isa;
     attn_qk_fn *qk;

@@ -34,35 +34,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "attnbench/backend.h"   /* attn_kvq, ATTN_QBLOCK, attn_kvq_row_bytes */
 #include "half.h"
-
-typedef enum attn_kvq {
-    ATTN_KVQ_Q8_0 = 0,
-    ATTN_KVQ_Q4_0,
-    ATTN_KVQ_FP8E4M3,
-    ATTN_KVQ_FP8E5M2,
-    ATTN_KVQ_COUNT
-} attn_kvq;
-
-/* Values per block of the block formats (q8_0, q4_0): n must be a multiple. */
-#define ATTN_QBLOCK 32
-
-/* Bytes of a row of n values in format f (n a multiple of ATTN_QBLOCK for
- * the block formats). */
-static inline size_t attn_kvq_row_bytes(attn_kvq f, size_t n)
-{
-    switch (f) {
-    case ATTN_KVQ_Q8_0: return n / ATTN_QBLOCK * 34;
-    case ATTN_KVQ_Q4_0: return n / ATTN_QBLOCK * 18;
-    default: return n;
-    }
-}
-
-/* Whether f carries a per-K/V-head scale (the fp8 formats). */
-static inline int attn_kvq_head_scaled(attn_kvq f)
-{
-    return f == ATTN_KVQ_FP8E4M3 || f == ATTN_KVQ_FP8E5M2;
-}
 
 /* The largest finite value of an fp8 format. */
 static inline float attn_fp8_max(attn_kvq f)

@@ -18,7 +18,7 @@ sed -e 's/\(ATTN_HAVE_\(MPI\|ONEDNN\|OPENBLAS\|OPENMP\|VULKAN\)\) 1/\1 0/' \
 [ -f "$build/revision.h" ] && cp "$build/revision.h" "$tmp/"
 flags=(-std=c11 -D_GNU_SOURCE -fopenmp-simd -fsyntax-only -Werror -Wall -Wextra -Wpedantic -Wshadow
        -Wmissing-prototypes -Wstrict-prototypes -Wno-missing-field-initializers
-       -I"$tmp" -I"$src" -I"$src/backends" -I"$src/harness" -I"$src/arch")
+       -I"$tmp" -I"$src" -I"$src/include" -I"$src/backends" -I"$src/harness" -I"$src/arch")
 bare() { "${cc[@]}" "${flags[@]}" "$@" 2>&1; }
 
 result "$(yes_if grep -q 'ATTN_HAVE_VULKAN 0' "$tmp/config.h")" \

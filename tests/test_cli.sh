@@ -91,7 +91,7 @@ refused 2 "--seq: more than 4096 values" --seq 1:5000:+1
 refused 2 "--resume needs --csv FILE" --resume
 refused 2 "--min-time: '0' is not a finite number" --min-time 0
 refused 2 "--max-time: '-1' is not a finite number" --max-time -1
-refused 2 "--case-timeout: '0' is not a finite number in [0.001, 1e+06]" --case-timeout 0
+refused 2 "--case-timeout: '-1' is not a finite number in [0, 1e+06]" --case-timeout -1
 refused 2 "--warmup: '0' is not an integer in [1, 1000]" --warmup 0
 refused 2 "--reps: '101' is not an integer in [0, 100]" --reps 101
 refused 2 "--tile: '64' is not BRxBC with both in [1, 4096]" --tile 64

@@ -31,7 +31,7 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -D_GNU_SOURCE
-       -I$src -I$src/harness -I$src/backends -I$src/arch -I$build"
+       -I$src -I$src/include -I$src/harness -I$src/backends -I$src/arch -I$build"
 sources="$src/tests/fuzz_$target.c"
 for f in $files; do sources="$sources $src/$f"; done
 # A toolchain that cannot build libFuzzer targets at all is a reason to skip;

@@ -178,7 +178,7 @@ static inline size_t attn_dtype_row_bytes(attn_dtype d, size_t n)
 /* The function a backend computes. The exact kinds are softmax attention
  * under the causal and padding masks, and under a sparsity pattern on top
  * (local, sparse); the others are the linear-time approximations, each with
- * its own definition (backends/variant.h gives every formula). */
+ * its own definition (docs/backends.md gives every formula). */
 typedef enum attn_kind {
     ATTN_KIND_SOFTMAX = 0,   /* the definition above */
     ATTN_KIND_LOCAL,         /* + the window (mods.window): softmax with it, its own code */
@@ -342,8 +342,9 @@ typedef struct attn_tensors {
     const float *q, *k, *v;
     const uint16_t *q16, *k16, *v16;
     const uint8_t *kq, *vq;
-    const float *kscale, *vscale;  /* fp8 K/V: [B*Hkv] each K/V head's scale (kernels/
-                                      quant.h), else NULL; with v_from_k vscale is kscale */
+    const float *kscale, *vscale;  /* fp8 K/V: [B*Hkv] the scale of each item's K/V head
+                                      (docs/quantized.md), else NULL; with v_from_k vscale
+                                      is kscale */
     const float *sinks;          /* [H] sink logits (mods.sinks), else NULL */
     const int32_t *pages;        /* a paged serving batch: the block tables [k0[B]], each
                                     entry a page of the pool; else NULL */

@@ -424,6 +424,23 @@ static int parse_backends(attn_opts *o, const char *val)
             *next++ = '\0';
         const bool all = !strcmp(tok, "all");
         const attn_backend *be = all ? NULL : attn_backend_find(tok);
+        /* A plugin's name: its backends, PLUGIN.BACKEND, in the order loaded. */
+        const size_t tl = strlen(tok);
+        size_t of_plugin = 0;
+        for (size_t i = 0; !all && !be && i < nreg; i++) {
+            const char *name = attn_backend_get(i)->name;
+            if (attn_backend_origin(attn_backend_get(i)) && !strncmp(name, tok, tl) &&
+                name[tl] == '.') {
+                bool seen = false;
+                for (size_t j = 0; j < n; j++)
+                    seen |= list[j] == attn_backend_get(i);
+                if (!seen)
+                    list[n++] = attn_backend_get(i);
+                of_plugin++;
+            }
+        }
+        if (of_plugin)
+            continue;
         if (!all && !be) {
             char known[512] = "";
             size_t at = 0;
@@ -1014,7 +1031,7 @@ void attn_cli_usage(FILE *f, const char *prog)
 "  --backend=NAME[,NAME...]  backends to run, or 'all' (default: every available one)\n"
 "  --plugin PATH    load a plugin's backends (a shared library built against\n"
 "                   attnbench/backend.h), run as PLUGIN.BACKEND; repeatable, and\n"
-"                   ATTNBENCH_PLUGINS=PATH[:PATH...] names more (docs/plugins.md)\n"
+"                   ATTNBENCH_PLUGINS=PATH[:PATH...] names more (docs/writing-a-backend.md)\n"
 "  --batch SIZES    batch size, 1..%d (default 1)\n"
 "  --heads SIZES    heads, 1..%d (default 8)\n"
 "  --kv-heads SIZES K/V heads Hkv, each dividing every --heads value (default: the\n"

@@ -42,6 +42,18 @@ static bool same_sizes(const attn_plugin *d, const char *path, char *why, size_t
     return true;
 }
 
+/* The file of the loaded plugin named name (its backends' NAME.), or NULL. */
+static const char *loaded_from(const char *name)
+{
+    const size_t n = strlen(name);
+    for (size_t i = 0; i < attn_backend_count(); i++) {
+        const attn_backend *be = attn_backend_get(i);
+        if (attn_backend_origin(be) && !strncmp(be->name, name, n) && be->name[n] == '.')
+            return attn_backend_origin(be);
+    }
+    return NULL;
+}
+
 bool attn_plugin_load(const char *path, char *why, size_t len)
 {
     /* A name without a '/' is a file here, not one the loader searches for. */
@@ -59,7 +71,7 @@ bool attn_plugin_load(const char *path, char *why, size_t len)
     *(void **)&entry = dlsym(lib, ATTN_PLUGIN_ENTRY);
     const attn_plugin *d = entry ? entry() : NULL;
     if (!entry) {
-        snprintf(why, len, "%s: no %s function: not an attnbench plugin (docs/plugins.md)", path,
+        snprintf(why, len, "%s: no %s function: not an attnbench plugin (docs/writing-a-backend.md)", path,
                  ATTN_PLUGIN_ENTRY);
     } else if (!d) {
         snprintf(why, len, "%s: %s returned no descriptor", path, ATTN_PLUGIN_ENTRY);
@@ -73,6 +85,15 @@ bool attn_plugin_load(const char *path, char *why, size_t len)
     } else if (!good_name(d->name)) {
         snprintf(why, len, "%s: the plugin's name '%s' is not 1 to 64 of A-Z, a-z, 0-9, _ and -",
                  path, d->name ? d->name : "(null)");
+        d = NULL;
+    } else if (loaded_from(d->name)) {
+        snprintf(why, len, "%s: a plugin named %s is already loaded from %s", path, d->name,
+                 loaded_from(d->name));
+        d = NULL;
+    } else if (!strcmp(d->name, "all") || attn_backend_find(d->name)) {
+        /* --backend NAME selects a plugin's backends: it must name nothing else */
+        snprintf(why, len, "%s: the plugin's name '%s' is %s", path, d->name,
+                 strcmp(d->name, "all") ? "a built-in backend's" : "--backend's 'all'");
         d = NULL;
     } else if (d->count < 1 || d->count > 64 || !d->backends) {
         snprintf(why, len, "%s: %d backends (1 to 64)", path, d->count);

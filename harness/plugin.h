@@ -1,5 +1,5 @@
 /* Plugins: backends loaded at run time from shared libraries written
- * against include/attnbench/backend.h (docs/plugins.md). */
+ * against include/attnbench/backend.h (docs/writing-a-backend.md). */
 #ifndef ATTN_PLUGIN_H
 #define ATTN_PLUGIN_H
 

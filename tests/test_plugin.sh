@@ -1,15 +1,15 @@
 #!/bin/sh
-# Plugins (docs/plugins.md): the example plugin loads, is listed with its
+# Plugins (docs/writing-a-backend.md): the example plugin loads, is listed with its
 # file, and PASSES the correctness grid; every refusal of the loader is one
 # line and exit 2; planted plugins are judged as a built-in would be (an
 # overrun of O and a wrong head FAILED, a crash an ERROR while the sweep
 # goes on); attnbench's own backends built as a plugin PASS; a plugin built
 # out of the tree against the installed header and pkg-config file loads
 # and PASSES.
-#   test_plugin.sh ATTNBENCH PLAIN.so ASPLUGIN.so SRCROOT BUILDROOT \
+#   test_plugin.sh ATTNBENCH EXAMPLE.so ASPLUGIN.so SRCROOT BUILDROOT \
 #       OVERRUN.so WRONG_HEAD.so CRASH.so NEWER_ABI.so NO_ENTRY.so
 bin=${1:?usage: see the top of test_plugin.sh}
-plain=$2 asplugin=$3 src=$4 build=$5 overrun=$6 wronghead=$7 crash=$8 newer=$9
+example=$2 asplugin=$3 src=$4 build=$5 overrun=$6 wronghead=$7 crash=$8 newer=$9
 shift 9
 noentry=$1
 tmp=$(mktemp -d) || exit 2
@@ -35,34 +35,43 @@ verdicts() {
 }
 
 # Listed, with the file it came from; by the environment as by --plugin.
-"$bin" --plugin "$plain" --list >"$tmp/out" 2>&1
-result "$(grep -q "^plain.rows  *available .*(plugin $plain)" "$tmp/out" && echo 1 || echo 0)" \
-    "--list names plain.rows, available, with its file" "$(cat "$tmp/out")"
-ATTNBENCH_PLUGINS="/nowhere/else.so:$plain" "$bin" --list >"$tmp/out" 2>&1
+"$bin" --plugin "$example" --list >"$tmp/out" 2>&1
+result "$(grep -q "^example.rows  *available .*(plugin $example)" "$tmp/out" && echo 1 || echo 0)" \
+    "--list names example.rows, available, with its file" "$(cat "$tmp/out")"
+ATTNBENCH_PLUGINS="/nowhere/else.so:$example" "$bin" --list >"$tmp/out" 2>&1
 result "$(grep -q "ATTNBENCH_PLUGINS: /nowhere/else.so: not a loadable shared library" "$tmp/out" && echo 1 || echo 0)" \
     "ATTNBENCH_PLUGINS: a missing file is refused, naming the variable" "$(cat "$tmp/out")"
-ATTNBENCH_PLUGINS="$plain" "$bin" --list >"$tmp/out" 2>&1
-result "$(grep -q "^plain.rows  *available" "$tmp/out" && echo 1 || echo 0)" \
-    "ATTNBENCH_PLUGINS loads plain" "$(cat "$tmp/out")"
+ATTNBENCH_PLUGINS="$example" "$bin" --list >"$tmp/out" 2>&1
+result "$(grep -q "^example.rows  *available" "$tmp/out" && echo 1 || echo 0)" \
+    "ATTNBENCH_PLUGINS loads the example" "$(cat "$tmp/out")"
+
+# The plugin's name selects its backends, beside a built-in.
+"$bin" --plugin "$example" --backend=example,tiled --seq 64 --reps 1 --min-time 0.001 \
+    >"$tmp/out" 2>&1
+code=$?
+result "$([ $code = 0 ] && grep -q "^example.rows  *PASSED" "$tmp/out" &&
+    grep -q "^tiled  *PASSED" "$tmp/out" && echo 1 || echo 0)" \
+    "--backend=example,tiled: the example's backend and tiled side by side, both PASSED" \
+    "exit $code: $(tail -4 "$tmp/out")"
 
 # The correctness grid: MHA, GQA, MQA; causal and not; Nq != Nk; padding;
 # d of 8 to 128. Every case PASSED, in a child process (the default for a
 # plugin's cases).
-"$bin" --plugin "$plain" --backend plain.rows --batch 1,2 --heads 4 --kv-heads 4,2,1 \
+"$bin" --plugin "$example" --backend example.rows --batch 1,2 --heads 4 --kv-heads 4,2,1 \
     --seq 1,17,64 --seq-kv 64 --dk 8,128 --causal=both --reps 1 --min-time 0.001 \
     --csv "$tmp/grid.csv" >"$tmp/out" 2>&1
 code=$?
-rows=$(verdicts "$tmp/grid.csv" | grep -c "^plain.rows PASSED$")
+rows=$(verdicts "$tmp/grid.csv" | grep -c "^example.rows PASSED$")
 result "$([ $code = 0 ] && [ "$rows" = 72 ] && echo 1 || echo 0)" \
-    "the grid: 72 cases of plain.rows PASSED (MHA/GQA/MQA, causal both, Nq 1/17/64 over 64 keys)" \
+    "the grid: 72 cases of example.rows PASSED (MHA/GQA/MQA, causal both, Nq 1/17/64 over 64 keys)" \
     "exit $code, $rows PASSED; $(tail -5 "$tmp/out")"
-"$bin" --plugin "$plain" --backend plain.rows --batch 3 --seq 20 --kv-len 20,7,0 --causal \
+"$bin" --plugin "$example" --backend example.rows --batch 3 --seq 20 --kv-len 20,7,0 --causal \
     --reps 1 --min-time 0.001 >"$tmp/out" 2>&1
 code=$?
-result "$([ $code = 0 ] && grep -q "^plain.rows  *PASSED" "$tmp/out" && echo 1 || echo 0)" \
+result "$([ $code = 0 ] && grep -q "^example.rows  *PASSED" "$tmp/out" && echo 1 || echo 0)" \
     "padding (--kv-len 20,7,0): PASSED" "exit $code: $(tail -3 "$tmp/out")"
 repro=$(grep -m1 "repro:" "$tmp/out" | sed 's/.*repro: //')
-result "$(echo "$repro" | grep -qF -- "--plugin $plain" && sh -c "$repro --reps 1" 2>&1 | grep -q "^plain.rows  *PASSED" && echo 1 || echo 0)" \
+result "$(echo "$repro" | grep -qF -- "--plugin $example" && sh -c "$repro --reps 1" 2>&1 | grep -q "^example.rows  *PASSED" && echo 1 || echo 0)" \
     "the repro line carries --plugin and reruns the case to PASSED" "repro: $repro"
 
 # The loader's refusals.
@@ -71,9 +80,9 @@ refused "--plugin $noentry: no attnbench_plugin function: not an attnbench plugi
     --plugin "$noentry" --list
 refused "--plugin $newer: built against attnbench's ABI 2, this attnbench serves ABI 1" \
     --plugin "$newer" --list
-refused "--plugin $plain: backend plain.rows is already loaded from $plain" \
-    --plugin "$plain" --plugin "$plain" --list
-refused "--backend: unknown backend 'plain.rows'" --backend plain.rows --list
+refused "--plugin $example: a plugin named example is already loaded from $example" \
+    --plugin "$example" --plugin "$example" --list
+refused "--backend: unknown backend 'example.rows'" --backend example.rows --list
 
 # Planted plugins: lies FAILED, a crash an ERROR, and the next case's row
 # written all the same.
@@ -85,12 +94,12 @@ result "$([ $code = 1 ] && grep -q "^planted.rows  *FAILED" "$tmp/out" && grep -
 code=$?
 result "$([ $code = 1 ] && grep -q "^planted.rows  *FAILED" "$tmp/out" && echo 1 || echo 0)" \
     "a plugin computing head 1 for head 0: FAILED, exit 1" "exit $code: $(tail -8 "$tmp/out")"
-"$bin" --plugin "$crash" --plugin "$plain" --backend planted.rows,plain.rows --seq 16,24 \
+"$bin" --plugin "$crash" --plugin "$example" --backend planted.rows,example.rows --seq 16,24 \
     --reps 1 --min-time 0.001 --csv "$tmp/crash.csv" >"$tmp/out" 2>&1
 code=$?
 verdicts "$tmp/crash.csv" >"$tmp/v"
 result "$([ $code = 4 ] && [ "$(grep -c '^planted.rows ERROR$' "$tmp/v")" = 2 ] &&
-    [ "$(grep -c '^plain.rows PASSED$' "$tmp/v")" = 2 ] && echo 1 || echo 0)" \
+    [ "$(grep -c '^example.rows PASSED$' "$tmp/v")" = 2 ] && echo 1 || echo 0)" \
     "a plugin aborting in run: ERROR at both shapes (no --case-timeout: a child process by default), the other plugin's rows PASSED, exit 4" \
     "exit $code; rows: $(cat "$tmp/v"); $(tail -6 "$tmp/out")"
 
@@ -113,16 +122,16 @@ else
     pc=$(find "$tmp/dest" -name attnbench.pc | head -1)
     cflags=$(PKG_CONFIG_SYSROOT_DIR="$tmp/dest" PKG_CONFIG_PATH="$(dirname "$pc")" \
         pkg-config --cflags attnbench 2>&1)
-    cp "$src/examples/plugin/plain.c" "$tmp/mine.c"
+    cp "$src/examples/plugin/example.c" "$tmp/mine.c"
     ${CC:-cc} -std=c11 -O2 -shared -fPIC $cflags "$tmp/mine.c" -o "$tmp/libmine.so" -lm \
         >"$tmp/cc.log" 2>&1
     built=$?
     installed=$(find "$tmp/dest" -name attnbench -type f | head -1)
-    "$installed" --plugin "$tmp/libmine.so" --backend plain.rows --heads 4 --kv-heads 2 \
+    "$installed" --plugin "$tmp/libmine.so" --backend example.rows --heads 4 --kv-heads 2 \
         --seq 33 --causal --reps 1 --min-time 0.001 >"$tmp/out" 2>&1
     ran=$?
     result "$([ $code = 0 ] && [ $built = 0 ] && [ $ran = 0 ] && [ -n "$pc" ] &&
-        grep -q "^plain.rows  *PASSED" "$tmp/out" && echo 1 || echo 0)" \
+        grep -q "^example.rows  *PASSED" "$tmp/out" && echo 1 || echo 0)" \
         "meson install --destdir: attnbench, the header and attnbench.pc; a plugin built out of the tree with \$(pkg-config --cflags attnbench) loads in the installed attnbench and PASSES" \
         "install $code, cc $built ($cflags): $(cat "$tmp/cc.log"), run $ran: $(tail -3 "$tmp/out"); $(tail -5 "$tmp/install.log")"
 fi

@@ -3,7 +3,7 @@
  * the verbs the harness drives it with. attnbench's own backends are
  * written against this header, and so is a plugin: a shared library that
  * attnbench loads at run time (--plugin; the end of this file, and
- * docs/plugins.md). The header is self-contained C11.
+ * docs/writing-a-backend.md). The header is self-contained C11.
  *
  * Tensors are row-major, contiguous, layout [batch][heads][seq][dim]:
  *   Q [B,H,Nq,dk], K [B,Hkv,Nk,dk], V [B,Hkv,Nk,dv], O [B,H,Nq,dv].

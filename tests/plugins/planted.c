@@ -1,4 +1,4 @@
-/* Planted plugins: the example plugin (examples/plugin/plain.c) with one
+/* Planted plugins: the example plugin (examples/plugin/example.c) with one
  * bug each, chosen by PLANT when compiled, for test_plugin.sh. attnbench
  * must judge each as it would a built-in: the checker and the canaries
  * catch the lies, the child process the crash, the loader the ABI.
@@ -9,8 +9,8 @@
  *   PLANT_NO_ENTRY   no attnbench_plugin function: refused at load */
 #include <stdlib.h>
 
-#define PLAIN_NO_ENTRY
-#include "../../examples/plugin/plain.c"
+#define EXAMPLE_NO_ENTRY
+#include "../../examples/plugin/example.c"
 
 #define PLANT_OVERRUN 1
 #define PLANT_WRONG_HEAD 2
@@ -20,9 +20,9 @@
 
 static attn_status planted_run(void *state)
 {
-    const plain *s = state;
+    const example *s = state;
     const attn_problem *p = &s->p;
-    const attn_status st = plain_run(state);
+    const attn_status st = example_run(state);
     const size_t head = (size_t)p->seq_q * p->d_v;   /* O's floats per head */
 #if PLANT == PLANT_OVERRUN
     s->t.o[(size_t)p->batch * p->heads * head] = 1.0f;
@@ -42,12 +42,12 @@ static const attn_backend planted_rows = {
     .name = "rows",
     .summary = "the example plugin with a planted bug",
     .kind = ATTN_KIND_SOFTMAX,
-    .prepare = plain_prepare,
-    .bind = plain_bind,
+    .prepare = example_prepare,
+    .bind = example_bind,
     .run = planted_run,
-    .read = plain_read,
-    .release = plain_release,
-    .workspace = plain_workspace,
+    .read = example_read,
+    .release = example_release,
+    .workspace = example_workspace,
 };
 
 static const attn_backend *const planted_backends[] = { &planted_rows };
@@ -70,6 +70,6 @@ int planted_no_entry(void);
 
 int planted_no_entry(void)
 {
-    return plain_backends[0] != NULL && planted_backends[0] != NULL;
+    return example_backends[0] != NULL && planted_backends[0] != NULL;
 }
 #endif

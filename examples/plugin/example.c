@@ -1,35 +1,35 @@
-/* plain: an attnbench plugin. Softmax attention as its definition reads,
+/* example: an attnbench plugin. Softmax attention as its definition reads,
  * one query row at a time, in one thread: fp32 storage, dense batches,
  * grouped-query heads, the causal and padding masks, the forward. It
  * includes nothing of attnbench's but its public header, and attnbench
  * checks it, times it and reports it like any backend:
  *
- *   cc -O2 -shared -fPIC $(pkg-config --cflags attnbench) plain.c -o libplain.so -lm
- *   attnbench --plugin ./libplain.so --backend plain.rows --seq 1024 --causal
+ *   cc -O2 -shared -fPIC $(pkg-config --cflags attnbench) example.c -o libexample.so -lm
+ *   attnbench --plugin ./libexample.so --backend example.rows --seq 1024 --causal
  *
- * README.md beside it walks through each part. */
+ * docs/writing-a-backend.md walks through each part. */
 #include <attnbench/backend.h>
 #include <math.h>
 
 /* What prepare plans and bind hands over; every byte from cfg->alloc. */
-typedef struct plain {
+typedef struct example {
     attn_problem p;
     const attn_allocator *alloc;
     int *kv_len;             /* a copy of p->kv_len, or NULL */
     float *scores;           /* one row of Nk scores */
     attn_tensors t;
-} plain;
+} example;
 
-static size_t plain_workspace(const attn_problem *p, const attn_config *cfg)
+static size_t example_workspace(const attn_problem *p, const attn_config *cfg)
 {
     (void)cfg;
-    return sizeof(plain) + (size_t)p->seq_kv * sizeof(float) +
+    return sizeof(example) + (size_t)p->seq_kv * sizeof(float) +
            (p->kv_len ? (size_t)p->batch * sizeof(int) : 0);
 }
 
-static void plain_release(void *state)
+static void example_release(void *state)
 {
-    plain *s = state;
+    example *s = state;
     if (!s)
         return;
     const attn_allocator *a = s->alloc;
@@ -38,12 +38,12 @@ static void plain_release(void *state)
     attn_free(a, s);
 }
 
-static attn_status plain_prepare(const attn_problem *p, const attn_config *cfg, void **state)
+static attn_status example_prepare(const attn_problem *p, const attn_config *cfg, void **state)
 {
-    plain *s = attn_alloc(cfg->alloc, sizeof(plain));
+    example *s = attn_alloc(cfg->alloc, sizeof(example));
     if (!s)
         return ATTN_ENOMEM;
-    *s = (plain){ .p = *p, .alloc = cfg->alloc };
+    *s = (example){ .p = *p, .alloc = cfg->alloc };
     /* The problem's arrays belong to the caller: keep a copy. */
     s->scores = attn_alloc(cfg->alloc, (size_t)p->seq_kv * sizeof(float));
     if (p->kv_len) {
@@ -53,22 +53,22 @@ static attn_status plain_prepare(const attn_problem *p, const attn_config *cfg, 
         s->p.kv_len = s->kv_len;
     }
     if (!s->scores || (p->kv_len && !s->kv_len)) {
-        plain_release(s);
+        example_release(s);
         return ATTN_ENOMEM;
     }
     *state = s;
     return ATTN_OK;
 }
 
-static attn_status plain_bind(void *state, const attn_tensors *t)
+static attn_status example_bind(void *state, const attn_tensors *t)
 {
-    ((plain *)state)->t = *t;
+    ((example *)state)->t = *t;
     return ATTN_OK;
 }
 
 /* O[b,h,i,:]: the keys row i sees (attn_visible_range: causal aligned
  * bottom-right, padding), their softmax, and the weighted sum of V. */
-static void plain_row(const plain *s, int b, int h, int i)
+static void example_row(const example *s, int b, int h, int i)
 {
     const attn_problem *p = &s->p;
     const int nq = p->seq_q, nk = p->seq_kv, dk = p->d_k, dv = p->d_v;
@@ -102,47 +102,47 @@ static void plain_row(const plain *s, int b, int h, int i)
         o[c] /= l;
 }
 
-static attn_status plain_run(void *state)
+static attn_status example_run(void *state)
 {
-    const plain *s = state;
+    const example *s = state;
     for (int b = 0; b < s->p.batch; b++)
         for (int h = 0; h < s->p.heads; h++)
             for (int i = 0; i < s->p.seq_q; i++)
-                plain_row(s, b, h, i);
+                example_row(s, b, h, i);
     return ATTN_OK;
 }
 
 /* O is written in place, in the bound t->o; out may be another buffer. */
-static attn_status plain_read(void *state, float *out)
+static attn_status example_read(void *state, float *out)
 {
-    const plain *s = state;
+    const example *s = state;
     const size_t n = (size_t)s->p.batch * s->p.heads * s->p.seq_q * s->p.d_v;
     if (out != s->t.o)
         memcpy(out, s->t.o, n * sizeof(float));
     return ATTN_OK;
 }
 
-static const attn_backend plain_rows = {
+static const attn_backend example_rows = {
     .name = "rows",
     .summary = "softmax attention row by row, 1 thread, fp32 (examples/plugin)",
     .kind = ATTN_KIND_SOFTMAX,
-    .prepare = plain_prepare,
-    .bind = plain_bind,
-    .run = plain_run,
-    .read = plain_read,
-    .release = plain_release,
-    .workspace = plain_workspace,
+    .prepare = example_prepare,
+    .bind = example_bind,
+    .run = example_run,
+    .read = example_read,
+    .release = example_release,
+    .workspace = example_workspace,
 };
 
-static const attn_backend *const plain_backends[] = { &plain_rows };
+static const attn_backend *const example_backends[] = { &example_rows };
 
-#ifndef PLAIN_NO_ENTRY
+#ifndef EXAMPLE_NO_ENTRY
 const attn_plugin *attnbench_plugin(void);
 
 const attn_plugin *attnbench_plugin(void)
 {
     static const attn_plugin d = ATTN_PLUGIN_DESCRIBE(
-        "plain", "the example plugin: attention as its definition reads", plain_backends, 1);
+        "example", "the example plugin: attention as its definition reads", example_backends, 1);
     return &d;
 }
 #endif

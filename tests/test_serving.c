@@ -74,6 +74,29 @@ static attn_problem make(const serving_case *c, attn_lens *l, attn_batch *bt)
     return p;
 }
 
+/* Case c's problem and its inputs, with the reference of check_rows rows
+ * (test_setup's). */
+static attn_problem inputs_of(const serving_case *c, long check_rows, attn_lens *l,
+                              attn_batch *bt, attn_inputs *in)
+{
+    attn_problem p = make(c, l, bt);
+    attn_setup s = test_setup(ATTN_FILL_NORMAL, check_rows);
+    char why[4400];
+    if (attn_inputs_make(in, &p, &s, why, sizeof(why)) != ATTN_OK) {
+        printf("Bail out! %s\n", why);
+        exit(2);
+    }
+    return p;
+}
+
+/* The row of item 0's K/V head 1 in the slot past its 100th key: cases 2
+ * and 12 put its 100 keys in pages of 16, the last page's slots 4.. empty. */
+static size_t slack_row(const attn_inputs *in, const attn_batch *bt, const attn_problem *p)
+{
+    const size_t page = (size_t)in->pages[bt->k0[0] + 100 / 16];
+    return (page * (size_t)p->kv_heads + 1) * 16 + 100 % 16;
+}
+
 static void one(const attn_backend *be, const serving_case *c)
 {
     attn_lens l;
@@ -96,14 +119,8 @@ static void thread_invariance(const attn_backend *be, const serving_case *c)
 {
     attn_lens l;
     attn_batch bt;
-    attn_problem p = make(c, &l, &bt);
-    attn_setup s = test_setup(ATTN_FILL_NORMAL, 1);
     attn_inputs in;
-    char why[4400];
-    if (attn_inputs_make(&in, &p, &s, why, sizeof(why)) != ATTN_OK) {
-        printf("Bail out! %s\n", why);
-        exit(2);
-    }
+    const attn_problem p = inputs_of(c, 1, &l, &bt, &in);
     const size_t n = attn_q_rows(&p) * (size_t)p.d_v;
     float *o[3];
     bool same = true;
@@ -132,39 +149,19 @@ static void thread_invariance(const attn_backend *be, const serving_case *c)
     attn_lens_free(&l);
 }
 
-/* A backend that reads an item's page from the wrong entry of its block
- * table FAILS. */
-static void planted_page(const attn_backend *tiled)
-{
-    attn_lens l;
-    attn_batch bt;
-    attn_problem p = make(&cases[2], &l, &bt);
-    attn_setup s = test_setup(ATTN_FILL_NORMAL, -1);
-    attn_result r;
-    attn_tiled_plant(ATTN_TILED_PLANT_PAGE_NEXT);
-    const attn_verdict v = run_case_setup(tiled, &p, &s, &r);
-    attn_tiled_plant(ATTN_TILED_PLANT_NONE);
-    if (!tap_ok(v == ATTN_FAILED, "tiled reading each page from the next entry of the block "
-                                  "table FAILS"))
-        tap_diag("%s: %s", attn_verdict_str(v), r.why);
-    attn_batch_free(&bt);
-    attn_lens_free(&l);
-}
-
-/* An fp8 cache whose items are all read with the first item's scales
- * FAILS (each item and K/V head has its own). */
-static void planted_scale(const attn_backend *tiled, const serving_case *c)
+/* tiled with bug planted (ATTN_TILED_PLANT_*) on case c FAILS; what: the
+ * bug, for the test's line. */
+static void planted(const attn_backend *tiled, const serving_case *c, int bug, const char *what)
 {
     attn_lens l;
     attn_batch bt;
     attn_problem p = make(c, &l, &bt);
     attn_setup s = test_setup(ATTN_FILL_NORMAL, -1);
     attn_result r;
-    attn_tiled_plant(ATTN_TILED_PLANT_SCALE_ITEM0);
+    attn_tiled_plant(bug);
     const attn_verdict v = run_case_setup(tiled, &p, &s, &r);
     attn_tiled_plant(ATTN_TILED_PLANT_NONE);
-    if (!tap_ok(v == ATTN_FAILED, "tiled reading every item of an %s cache (%s) with the first "
-                                  "item's scales FAILS", attn_dtype_name(c->kvdt),
+    if (!tap_ok(v == ATTN_FAILED, "tiled %s (%s, %s) FAILS", what, attn_dtype_name(c->kvdt),
                 c->page ? "paged" : "packed"))
         tap_diag("%s: %s", attn_verdict_str(v), r.why);
     attn_batch_free(&bt);
@@ -177,16 +174,9 @@ static void slack_poisoned_q(void)
 {
     attn_lens l;
     attn_batch bt;
-    attn_problem p = make(&cases[12], &l, &bt);   /* q4_0, pages of 16 */
-    attn_setup s = test_setup(ATTN_FILL_NORMAL, -1);
     attn_inputs in;
-    char why[4400];
-    if (attn_inputs_make(&in, &p, &s, why, sizeof(why)) != ATTN_OK) {
-        printf("Bail out! %s\n", why);
-        exit(2);
-    }
-    const size_t page = (size_t)in.pages[bt.k0[0] + 100 / 16];
-    const size_t row = (page * (size_t)p.kv_heads + 1) * 16 + 100 % 16;
+    const attn_problem p = inputs_of(&cases[12], -1, &l, &bt, &in);   /* q4_0, pages of 16 */
+    const size_t row = slack_row(&in, &bt, &p);
     const size_t kb = attn_dtype_row_bytes(p.kv_dtype, (size_t)p.d_k);
     const size_t vb = attn_dtype_row_bytes(p.kv_dtype, (size_t)p.d_v);
     float k[64], v[64], k1[64];
@@ -208,17 +198,9 @@ static void slack_poisoned(void)
 {
     attn_lens l;
     attn_batch bt;
-    attn_problem p = make(&cases[2], &l, &bt);
-    attn_setup s = test_setup(ATTN_FILL_NORMAL, -1);
     attn_inputs in;
-    char why[4400];
-    if (attn_inputs_make(&in, &p, &s, why, sizeof(why)) != ATTN_OK) {
-        printf("Bail out! %s\n", why);
-        exit(2);
-    }
-    /* item 0: 100 keys in pages of 16, its last page's slots 4.. empty */
-    const size_t page = (size_t)in.pages[bt.k0[0] + 100 / 16];
-    const size_t row = (page * (size_t)p.kv_heads + 1) * 16 + 100 % 16;
+    const attn_problem p = inputs_of(&cases[2], -1, &l, &bt, &in);
+    const size_t row = slack_row(&in, &bt, &p);
     tap_ok(isnan(in.k[row * p.d_k]) && isnan(in.v[row * p.d_v + 3]) &&
                !isnan(in.k[(row - 1) * p.d_k]),
            "the slot past an item's last key holds NaN in K and V, the one before it does not");
@@ -282,9 +264,15 @@ int main(void)
     thread_invariance(tiled, &cases[6]);
     thread_invariance(naive, &cases[FP8_PAGED]);
     thread_invariance(tiled, &cases[FP8_PAGED]);
-    planted_page(tiled);
-    planted_scale(tiled, &cases[FP8_PAGED]);
-    planted_scale(tiled, &cases[FP8_PACKED]);
+    /* an item's pages read from the next entry of its block table */
+    planted(tiled, &cases[2], ATTN_TILED_PLANT_PAGE_NEXT,
+            "reading each page from the next entry of the block table");
+    /* an fp8 cache's items all read with the first item's scales (each item
+       and K/V head has its own) */
+    planted(tiled, &cases[FP8_PAGED], ATTN_TILED_PLANT_SCALE_ITEM0,
+            "reading every item with the first item's scales");
+    planted(tiled, &cases[FP8_PACKED], ATTN_TILED_PLANT_SCALE_ITEM0,
+            "reading every item with the first item's scales");
     slack_poisoned_q();
     slack_poisoned();
     lens_grammar();

@@ -39,6 +39,7 @@ static void list_backends(FILE *f)
             fprintf(f, " (plugin %s)", attn_backend_origin(be));
         fputc('\n', f);
     }
+    attn_plugins_print(f);
     /* Devices, once per device layer: backends sharing one are named together. */
     for (size_t i = 0; i < attn_backend_count(); i++) {
         const attn_backend *be = attn_backend_get(i);

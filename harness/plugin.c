@@ -7,6 +7,12 @@
 #include "cli.h"
 #include "plugin.h"
 
+/* The plugins loaded, for --list: each one's descriptor and file. */
+#define MAX_PLUGINS 64
+static const attn_plugin *plugins[MAX_PLUGINS];
+static const char *plugin_files[MAX_PLUGINS];
+static int nplugins;
+
 /* A name of a plugin or of one of its backends: 1 to 64 of [A-Za-z0-9_-]. */
 static bool good_name(const char *s)
 {
@@ -95,6 +101,9 @@ bool attn_plugin_load(const char *path, char *why, size_t len)
         snprintf(why, len, "%s: the plugin's name '%s' is %s", path, d->name,
                  strcmp(d->name, "all") ? "a built-in backend's" : "--backend's 'all'");
         d = NULL;
+    } else if (nplugins == MAX_PLUGINS) {
+        snprintf(why, len, "%s: more than %d plugins", path, MAX_PLUGINS);
+        d = NULL;
     } else if (d->count < 1 || d->count > 64 || !d->backends) {
         snprintf(why, len, "%s: %d backends (1 to 64)", path, d->count);
         d = NULL;
@@ -158,6 +167,8 @@ bool attn_plugin_load(const char *path, char *why, size_t len)
         dlclose(lib);
         return false;
     }
+    plugins[nplugins] = d;
+    plugin_files[nplugins++] = from;
     return true;   /* lib, copies, names and from live as long as the process */
 }
 
@@ -192,4 +203,11 @@ int attn_plugins_from(int argc, char **argv)
             return attn_error(ATTN_EXIT_USAGE, "--plugin %s", why);
     }
     return -1;
+}
+
+void attn_plugins_print(FILE *f)
+{
+    for (int i = 0; i < nplugins; i++)
+        fprintf(f, "%splugin %s (%s): %s\n", i ? "" : "\n", plugins[i]->name, plugin_files[i],
+                plugins[i]->summary ? plugins[i]->summary : "");
 }

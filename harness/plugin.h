@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 /* Loads the plugin at path and registers its backends as "NAME.BACKEND"
  * after the built-ins (attn_backend_add). false, with why (one line naming
@@ -14,6 +15,9 @@
  * is registered then. The library stays loaded for the life of the
  * process. */
 bool attn_plugin_load(const char *path, char *why, size_t len);
+
+/* One line per plugin loaded, for --list: its name, file and summary. */
+void attn_plugins_print(FILE *f);
 
 /* --case-timeout, in seconds, of a run with a plugin's backend in it when
  * none is given: its cases run in a child process (harness/isolate.h). */

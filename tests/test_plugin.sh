@@ -36,8 +36,10 @@ verdicts() {
 
 # Listed, with the file it came from; by the environment as by --plugin.
 "$bin" --plugin "$example" --list >"$tmp/out" 2>&1
-result "$(grep -q "^example.rows  *available .*(plugin $example)" "$tmp/out" && echo 1 || echo 0)" \
-    "--list names example.rows, available, with its file" "$(cat "$tmp/out")"
+result "$(grep -q "^example.rows  *available .*(plugin $example)" "$tmp/out" &&
+    grep -q "^plugin example ($example): the example plugin" "$tmp/out" && echo 1 || echo 0)" \
+    "--list names example.rows, available, with its file, and the plugin with its summary" \
+    "$(cat "$tmp/out")"
 ATTNBENCH_PLUGINS="/nowhere/else.so:$example" "$bin" --list >"$tmp/out" 2>&1
 result "$(grep -q "ATTNBENCH_PLUGINS: /nowhere/else.so: not a loadable shared library" "$tmp/out" && echo 1 || echo 0)" \
     "ATTNBENCH_PLUGINS: a missing file is refused, naming the variable" "$(cat "$tmp/out")"

@@ -81,6 +81,13 @@ static inline void attn_inputs_key_offsets(const attn_problem *p, long *off)
  * read back: what --dump-inputs writes and --inputs reads. */
 float *attn_inputs_packed_kv(const attn_inputs *in, const attn_problem *p, bool v);
 
+/* DIR/<name>.npy into x (its float values), its shape checked against
+ * want[0..ndim) (4: [B,H,N,d]; 3: a serving batch's packed [T,H,d]),
+ * stored as dt (uint16 files are bf16 bits, for bf16 storage only).
+ * ATTN_EINVAL with why naming the file. */
+attn_status attn_inputs_read_npy(const char *dir, const char *name, const size_t *want,
+                                 int ndim, float *x, attn_dtype dt, char *why, size_t len);
+
 /* Bytes the harness holds for p's inputs: the fp32 values (K and V only
  * where attn_inputs_kv_fp32), and the 16-bit storage of those that have
  * one. */

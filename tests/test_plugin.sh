@@ -7,11 +7,12 @@
 # out of the tree against the installed header and pkg-config file loads
 # and PASSES.
 #   test_plugin.sh ATTNBENCH EXAMPLE.so ASPLUGIN.so SRCROOT BUILDROOT \
-#       OVERRUN.so WRONG_HEAD.so CRASH.so NEWER_ABI.so NO_ENTRY.so
+#       OVERRUN.so WRONG_HEAD.so CRASH.so NEWER_ABI.so NO_ENTRY.so OTHER_HEADER.so \
+#       BUILTIN_NAME.so
 bin=${1:?usage: see the top of test_plugin.sh}
 example=$2 asplugin=$3 src=$4 build=$5 overrun=$6 wronghead=$7 crash=$8 newer=$9
 shift 9
-noentry=$1
+noentry=$1 otherheader=$2 builtinname=$3
 tmp=$(mktemp -d) || exit 2
 trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/tap.sh"
@@ -82,6 +83,9 @@ refused "--plugin $noentry: no attnbench_plugin function: not an attnbench plugi
     --plugin "$noentry" --list
 refused "--plugin $newer: built against attnbench's ABI 2, this attnbench serves ABI 1" \
     --plugin "$newer" --list
+refused "--plugin $otherheader: its attn_backend is" --plugin "$otherheader" --list
+refused "--plugin $builtinname: the plugin's name 'naive' is a built-in backend's" \
+    --plugin "$builtinname" --list
 refused "--plugin $example: a plugin named example is already loaded from $example" \
     --plugin "$example" --plugin "$example" --list
 refused "--backend: unknown backend 'example.rows'" --backend example.rows --list

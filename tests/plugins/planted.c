@@ -6,7 +6,11 @@
  *   PLANT_WRONG_HEAD O of query head 0 is query head 1's: FAILED
  *   PLANT_CRASH      run aborts (SIGABRT): ERROR, and the sweep goes on
  *   PLANT_NEWER_ABI  built against an ABI one newer: refused at load
- *   PLANT_NO_ENTRY   no attnbench_plugin function: refused at load */
+ *   PLANT_NO_ENTRY   no attnbench_plugin function: refused at load
+ *   PLANT_OTHER_HEADER  the same ABI version, a bigger attn_backend (built
+ *                    against another header): refused at load
+ *   PLANT_BUILTIN_NAME  the plugin named "naive", as a built-in backend:
+ *                    refused at load (--backend naive names one thing) */
 #include <stdlib.h>
 
 #define EXAMPLE_NO_ENTRY
@@ -17,6 +21,8 @@
 #define PLANT_CRASH 3
 #define PLANT_NEWER_ABI 4
 #define PLANT_NO_ENTRY 5
+#define PLANT_OTHER_HEADER 6
+#define PLANT_BUILTIN_NAME 7
 
 static attn_status planted_run(void *state)
 {
@@ -60,6 +66,10 @@ const attn_plugin *attnbench_plugin(void)
     static attn_plugin d = ATTN_PLUGIN_DESCRIBE("planted", "a planted bug", planted_backends, 1);
 #if PLANT == PLANT_NEWER_ABI
     d.abi_version = ATTN_ABI_VERSION + 1;
+#elif PLANT == PLANT_OTHER_HEADER
+    d.backend_size += 8;
+#elif PLANT == PLANT_BUILTIN_NAME
+    d.name = "naive";
 #endif
     return &d;
 }

@@ -192,7 +192,13 @@ static decl_pack_qt_fn(pack_qt_avx512)
  * as its definition reads it (dequant_rows has the arithmetic). */
 enum { ST_F32 = 0, ST_F16, ST_BF16, ST_Q8_0, ST_Q4_0, ST_E4M3, ST_E5M2 };
 
-#define ST_QUANT(ST) ((ST) >= ST_Q8_0)
+/* A flag on e4m3: rows known to hold no NaN code (fp8_nan_rows), so none
+ * is blended in. */
+enum { ST_NONAN = 16 };
+#define ST_FMT(ST) ((ST) & 15)
+#define ST_FP8(ST) (ST_FMT(ST) >= ST_E4M3)
+#define ST_E4(ST) (ST_FMT(ST) == ST_E4M3)
+#define ST_QUANT(ST) (ST_FMT(ST) >= ST_Q8_0)
 
 /* Rows of K or V as a kernel reads them: f (fp32), h (16-bit) or q
  * (quantized bytes), stride elements (bytes for q) apart; scale: fp8's. */
@@ -210,23 +216,53 @@ INLINE __m512 widen(__m256i h, const int ST)
                          : _mm512_cvtph_ps(h);
 }
 
-/* 16 fp8 codes read back (dequant_rows says how), times the scale. */
-INLINE __m512 fp8_vec(__m128i b, attn_kvq fmt, __m512 scale)
+/* 16 fp8 codes read back (dequant_rows says how) without the scale: e5m2
+ * its value, e4m3 its value times 2^-8 (fp8_mult has the factor back);
+ * NONAN: no e4m3 NaN code among them. */
+INLINE __m512 fp8_raw(__m128i b, const int E4, const int NONAN)
 {
-    if (fmt == ATTN_KVQ_FP8E5M2)
-        return _mm512_mul_ps(_mm512_cvtph_ps(_mm256_slli_epi16(_mm256_cvtepu8_epi16(b), 8)),
-                             scale);
-    /* e4m3's 7 magnitude bits at fp32's exponent's low end and the sign on
-     * top: its value times 2^-120, exactly (a subnormal fp32 for e4m3's
-     * subnormals); times 2^120, NaN codes blended in, times the scale. */
-    const __m512i c = _mm512_cvtepu8_epi32(b);
-    const __m512i mag = _mm512_and_si512(c, _mm512_set1_epi32(0x7f));
-    const __m512i bits = _mm512_or_si512(_mm512_slli_epi32(mag, 20),
-                                         _mm512_slli_epi32(_mm512_and_si512(c, _mm512_set1_epi32(0x80)), 24));
-    __m512 v = _mm512_mul_ps(_mm512_castsi512_ps(bits), _mm512_set1_ps(0x1p120f));
-    const __mmask16 nan = _mm512_cmpeq_epi32_mask(mag, _mm512_set1_epi32(0x7f));
-    v = _mm512_mask_mov_ps(v, nan, _mm512_set1_ps(NAN));
-    return _mm512_mul_ps(v, scale);
+    if (!E4)
+        return _mm512_cvtph_ps(_mm256_slli_epi16(_mm256_cvtepu8_epi16(b), 8));
+    /* e4m3's sign on top and its 7 magnitude bits below fp16's exponent's
+     * top bit: an fp16 of its value times 2^-8 (bias 15 against 7), exactly,
+     * subnormals too; the NaN codes (magnitude 0x7f) an fp16 NaN. */
+    const __m256i w = _mm256_and_si256(_mm256_slli_epi16(_mm256_cvtepi8_epi16(b), 7),
+                                       _mm256_set1_epi16((short)0xbf80));
+    if (NONAN)
+        return _mm512_cvtph_ps(w);
+    const __mmask16 nan = _mm_cmpeq_epi8_mask(_mm_or_si128(b, _mm_set1_epi8((char)0x80)),
+                                              _mm_set1_epi8((char)0xff));
+    return _mm512_cvtph_ps(_mm256_mask_mov_epi16(w, nan, _mm256_set1_epi16(0x7e00)));
+}
+
+/* Whether bytes [0, d) of rows [0, n) (stride apart) hold an e4m3 NaN code:
+ * one compare per 64 bytes, against three per 16 values in fp8_raw. */
+INLINE int fp8_nan_rows(const uint8_t *q, ptrdiff_t stride, int n, int d)
+{
+    const __m512i top = _mm512_set1_epi8((char)0x80), ones = _mm512_set1_epi8((char)0xff);
+    __mmask64 any = 0;
+    for (int r = 0; r < n; r++)
+        for (int c = 0; c < d; c += 64) {
+            const __mmask64 t = d - c >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (d - c)) - 1;
+            const __m512i b = _mm512_maskz_loadu_epi8(t, q + r * stride + c);
+            any |= _mm512_cmpeq_epi8_mask(_mm512_or_si512(b, top), ones);
+        }
+    return any != 0;
+}
+
+/* What fp8_raw's values are multiplied by: the scale (e4m3: times 2^8).
+ * The product is the C definition's value times the scale, rounded once:
+ * 2^8 scale is exact for every scale attn_fp8_scale gives (at most
+ * FLT_MAX / 448). */
+INLINE float fp8_mult(float scale, const int E4)
+{
+    return E4 ? scale * 0x1p8f : scale;
+}
+
+/* 16 codes times the scale (m: fp8_mult's). */
+INLINE __m512 fp8_vec(__m128i b, const int E4, const int NONAN, __m512 m)
+{
+    return _mm512_mul_ps(fp8_raw(b, E4, NONAN), m);
 }
 
 /* Values c0 + h .. c0 + h + 15 of a quantized row (c0 a multiple of 32,
@@ -235,11 +271,10 @@ INLINE __m512 fp8_vec(__m128i b, attn_kvq fmt, __m512 scale)
 INLINE __m512 load_quant(const uint8_t *row, int c0, const int h, __mmask16 t, int full,
                          float scale, const int ST)
 {
-    if (ST == ST_E4M3 || ST == ST_E5M2) {
+    if (ST_FP8(ST)) {
         const __m128i b = full ? _mm_loadu_si128((const __m128i *)(row + c0 + h))
                                : _mm_maskz_loadu_epi8(t, row + c0 + h);
-        return fp8_vec(b, ST == ST_E4M3 ? ATTN_KVQ_FP8E4M3 : ATTN_KVQ_FP8E5M2,
-                       _mm512_set1_ps(scale));
+        return fp8_vec(b, ST_E4(ST), ST & ST_NONAN, _mm512_set1_ps(fp8_mult(scale, ST_E4(ST))));
     }
     const uint8_t *blk = row + (c0 >> 5) * (ST == ST_Q8_0 ? 34 : 18);
     short s;
@@ -392,17 +427,34 @@ static decl_qk_rows16_fn(qk_rows16_avx512)
         qk_rows_any(st, st_stride, kr, q, q_stride, nk, nq, dk, pf, ST_F16);
 }
 
+/* Each format's instances in a function of its own, so that one format's
+ * code is compiled (and laid out) the same whatever the others add. */
+typedef void qk_rows_q_inst(float *restrict, ptrdiff_t, rows_of, const float *restrict, ptrdiff_t,
+                            int, int, int, ptrdiff_t);
+#define QK_ROWS_Q(NAME, ST)                                                                  \
+    static __attribute__((noinline)) void NAME(float *restrict st, ptrdiff_t ss, rows_of k,  \
+                                               const float *restrict q, ptrdiff_t qs, int nk, \
+                                               int nq, int dk, ptrdiff_t pf)                  \
+    {                                                                                        \
+        qk_rows_any(st, ss, k, q, qs, nk, nq, dk, pf, ST);                                   \
+    }
+QK_ROWS_Q(qk_rows_q8_0, ST_Q8_0)
+QK_ROWS_Q(qk_rows_q4_0, ST_Q4_0)
+QK_ROWS_Q(qk_rows_e4m3, ST_E4M3)
+QK_ROWS_Q(qk_rows_e4m3_nonan, ST_E4M3 | ST_NONAN)
+QK_ROWS_Q(qk_rows_e5m2, ST_E5M2)
+
 static decl_qk_rows_q_fn(qk_rows_q_avx512)
 {
     const rows_of kr = { .q = k, .stride = k_stride, .scale = scale };
-    switch (fmt) {
-    case ATTN_KVQ_Q8_0: qk_rows_any(st, st_stride, kr, q, q_stride, nk, nq, dk, pf, ST_Q8_0); break;
-    case ATTN_KVQ_Q4_0: qk_rows_any(st, st_stride, kr, q, q_stride, nk, nq, dk, pf, ST_Q4_0); break;
-    case ATTN_KVQ_FP8E4M3:
-        qk_rows_any(st, st_stride, kr, q, q_stride, nk, nq, dk, pf, ST_E4M3);
-        break;
-    default: qk_rows_any(st, st_stride, kr, q, q_stride, nk, nq, dk, pf, ST_E5M2); break;
-    }
+    /* e4m3 rows without a NaN code (the common case, one compare per 64
+     * bytes) skip its blend. */
+    qk_rows_q_inst *f = fmt == ATTN_KVQ_Q8_0      ? qk_rows_q8_0
+                        : fmt == ATTN_KVQ_Q4_0    ? qk_rows_q4_0
+                        : fmt == ATTN_KVQ_FP8E5M2 ? qk_rows_e5m2
+                        : fp8_nan_rows(k, k_stride, nk, dk) ? qk_rows_e4m3
+                                                            : qk_rows_e4m3_nonan;
+    f(st, st_stride, kr, q, q_stride, nk, nq, dk, pf);
 }
 
 /* 2^x as in kernels_c.c, in 9 instructions: VREDUCEPS gives f = x - floor(x)
@@ -716,15 +768,31 @@ static decl_pv16_fn(pv16_avx512)
         pv_any(o, o_stride, pt, pt_stride, vr, alpha, nq, nk, dv, pf, ST_F16, 0);
 }
 
+typedef void pv_q_inst(float *restrict, ptrdiff_t, const float *restrict, ptrdiff_t, rows_of,
+                       const float *restrict, int, int, int, ptrdiff_t);
+#define PV_Q(NAME, ST)                                                                        \
+    static __attribute__((noinline)) void NAME(float *restrict o, ptrdiff_t os,                \
+                                               const float *restrict pt, ptrdiff_t ps,          \
+                                               rows_of v, const float *restrict alpha, int nq,  \
+                                               int nk, int dv, ptrdiff_t pf)                    \
+    {                                                                                          \
+        pv_any(o, os, pt, ps, v, alpha, nq, nk, dv, pf, ST, 0);                                \
+    }
+PV_Q(pv_q8_0, ST_Q8_0)
+PV_Q(pv_q4_0, ST_Q4_0)
+PV_Q(pv_e4m3, ST_E4M3)
+PV_Q(pv_e4m3_nonan, ST_E4M3 | ST_NONAN)
+PV_Q(pv_e5m2, ST_E5M2)
+
 static decl_pv_q_fn(pv_q_avx512)
 {
     const rows_of vr = { .q = v, .stride = v_stride, .scale = scale };
-    switch (fmt) {
-    case ATTN_KVQ_Q8_0: pv_any(o, o_stride, pt, pt_stride, vr, alpha, nq, nk, dv, pf, ST_Q8_0, 0); break;
-    case ATTN_KVQ_Q4_0: pv_any(o, o_stride, pt, pt_stride, vr, alpha, nq, nk, dv, pf, ST_Q4_0, 0); break;
-    case ATTN_KVQ_FP8E4M3: pv_any(o, o_stride, pt, pt_stride, vr, alpha, nq, nk, dv, pf, ST_E4M3, 0); break;
-    default: pv_any(o, o_stride, pt, pt_stride, vr, alpha, nq, nk, dv, pf, ST_E5M2, 0); break;
-    }
+    pv_q_inst *f = fmt == ATTN_KVQ_Q8_0      ? pv_q8_0
+                   : fmt == ATTN_KVQ_Q4_0    ? pv_q4_0
+                   : fmt == ATTN_KVQ_FP8E5M2 ? pv_e5m2
+                   : fp8_nan_rows(v, v_stride, nk, dv) ? pv_e4m3
+                                                       : pv_e4m3_nonan;
+    f(o, o_stride, pt, pt_stride, vr, alpha, nq, nk, dv, pf);
 }
 
 /* Four accumulators in each pass, so no pass waits on one dependency chain. */
@@ -791,9 +859,10 @@ static decl_cvt_rows_fn(cvt_rows_avx512)
 /* Quantized rows (quant.h's formats), 16 values a vector:
  *   q8_0, q4_0  the int8 (or nibble - 8) widened to int32, converted
  *               (exactly) and multiplied by the block's scale;
- *   fp8e4m3     the 7 magnitude bits placed at fp32's exponent's low end
- *               and the sign at its top, times 2^120 (exact, subnormals
- *               too), NaN codes blended in, times the scale;
+ *   fp8e4m3     sign-extended to 16 bits, shifted and masked into an fp16
+ *               of its value times 2^-8 (exact, subnormals too), vcvtph2ps,
+ *               NaN codes blended in unless the row has none, times 2^8
+ *               times the scale (fp8_raw, fp8_mult);
  *   fp8e5m2     the byte as the upper half of an fp16, vcvtph2ps, times the
  *               scale.
  * Each is the C definition's value bit for bit (a NaN may differ in its
@@ -803,7 +872,7 @@ static decl_dequant_rows_fn(dequant_rows_avx512)
 {
     const ptrdiff_t ahead = (ptrdiff_t)2 * PF_KEYS * src_stride;
     const ptrdiff_t row_bytes = (ptrdiff_t)attn_kvq_row_bytes(fmt, (size_t)cols);
-    const __m512 sc = _mm512_set1_ps(scale);
+    const __m512 sc = _mm512_set1_ps(fp8_mult(scale, fmt == ATTN_KVQ_FP8E4M3));
     for (int r = 0; r < rows; r++) {
         const uint8_t *s = src + r * src_stride;
         float *d = dst + r * dst_stride;
@@ -831,12 +900,17 @@ static decl_dequant_rows_fn(dequant_rows_avx512)
             }
             continue;
         }
+        const int e4 = fmt == ATTN_KVQ_FP8E4M3;
+        const int nonan = e4 && !fp8_nan_rows(s, 0, 1, cols);
         int c = 0;
-        for (; c + 16 <= cols; c += 16)
-            _mm512_storeu_ps(d + c, fp8_vec(_mm_loadu_si128((const __m128i *)(s + c)), fmt, sc));
+        for (; c + 16 <= cols; c += 16) {
+            const __m128i b = _mm_loadu_si128((const __m128i *)(s + c));
+            _mm512_storeu_ps(d + c, e4 ? nonan ? fp8_vec(b, 1, 1, sc) : fp8_vec(b, 1, 0, sc)
+                                       : fp8_vec(b, 0, 0, sc));
+        }
         if (c < cols) {
             const __mmask16 m = lanes(cols - c);
-            _mm512_mask_storeu_ps(d + c, m, fp8_vec(_mm_maskz_loadu_epi8(m, s + c), fmt, sc));
+            _mm512_mask_storeu_ps(d + c, m, fp8_vec(_mm_maskz_loadu_epi8(m, s + c), e4, 0, sc));
         }
     }
 }

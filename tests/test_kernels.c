@@ -840,8 +840,8 @@ static bool check_rows_kernels(const attn_kernels *kr, const attn_kernels *c,
             const double tol = 2.0 * d * 0x1p-24 * mag + 1e-30;
             const float g = sg.data[j * ss + i], r = sr.data[j * ss + i];
             if (!close(g, r, 2 * tol) || !close(g, (float)exact, tol)) {
-                snprintf(why, len, "%s %s S[%d][%d] = %.9g, C says %.9g, exact %.9g", x->qk_name,
-                         x->type, j, i, g, r, exact);
+                snprintf(why, len, "%s %s S[%d][%d] = %.9g, C says %.9g, exact %.9g (nk %d, nq %d, d %d)",
+                         x->qk_name, x->type, j, i, g, r, exact, nk, nq, d);
                 ok = false;
             }
         }
@@ -905,6 +905,14 @@ static bool check_rows_q(const attn_kernels *kr, const attn_kernels *c, int nk, 
         attn_kvq_quantize_row(k + j * ks, v, (size_t)d, f, scale);
         attn_kvq_dequantize_row(kd + (size_t)j * d, k + j * ks, (size_t)d, f, scale);
     }
+    /* fp8: in every fourth shape one NaN code (e4m3's negative one, which
+     * its kernels detect per tile) in the middle row: its scores and every
+     * output NaN, as C's. */
+    if (attn_kvq_head_scaled(f) && (nk + nq + d) % 4 == 0) {
+        const int j = nk / 2, y = (7 * j) % d;
+        k[j * ks + y] = f == ATTN_KVQ_FP8E4M3 ? 0xff : 0x7e;
+        kd[(size_t)j * d + y] = NAN;
+    }
     const rows_kernels x = { "qk_rows_q", "pv_q", names[f], .fmt = f, .scale = scale,
                              .quantized = true };
     const bool ok = check_rows_kernels(kr, c, &x, k, ks, kd, nk, nq, d, why, len);
@@ -964,7 +972,7 @@ static void test_bf16(const attn_kernels *kr, const attn_kernels *c)
                     ok = check_rows_q(kr, c, nk, nq, d, (attn_kvq)f, why, sizeof(why));
             }
     if (!tap_ok(ok, "qk_rows_q_%s and pv_q_%s (a quantized K, V read back as loaded) match C's "
-                "and the double sums, every format, tails, guarded", name, name))
+                "and the double sums, every format, tails, fp8 NaN codes, guarded", name, name))
         tap_diag("%s", why);
 
     ok = true;

@@ -168,21 +168,11 @@ static void check_and_time(attn_result *r, const attn_backend *be, void *state,
         return;
 
     copy_all(out->first, p, out);
-    /* A paged cache's probe in runs too, before and after; the faster. */
-    const bool paged = s->bw_probe && p->ragged && p->ragged->page > 0;
-    if (paged)
-        r->probe_run = (size_t)p->ragged->page * attn_dtype_row_bytes(p->kv_dtype, (size_t)p->d_k);
     if (s->bw_probe)
         r->probe_before = attn_bw_probe(s->threads);
-    if (paged)
-        r->probe_runs = attn_bw_probe_runs(s->threads, r->probe_run);
     st = attn_time_runs(be, state, &s->timer, &r->timing);
     if (s->bw_probe)
         r->probe_after = attn_bw_probe(s->threads);
-    if (paged) {
-        const double after = attn_bw_probe_runs(s->threads, r->probe_run);
-        r->probe_runs = after > r->probe_runs ? after : r->probe_runs;
-    }
     if (st == ATTN_OK)
         st = read_all(be, state, p, out);
     if (st != ATTN_OK) {

@@ -77,12 +77,6 @@ typedef struct attn_result {
     /* --bw-probe: the read-only stream's GB/s just before and just after
      * the timed runs; 0: not probed. */
     double probe_before, probe_after;
-    /* --bw-probe on a paged cache: the same stream in runs of probe_run
-     * bytes (a page's rows of one K/V head in K) in shuffled order, GB/s
-     * (attn_bw_probe_runs), the faster of before and after the timed runs;
-     * 0: not probed. */
-    double probe_runs;
-    size_t probe_run;
     /* Scale-out backends (ranks > 0): each rank's figures, the first
      * ATTN_RANK_ROWS of them, and the largest of each over all ranks;
      * means over the checked and the timed runs. */

@@ -134,10 +134,6 @@ static void counters(FILE *f, const void *ctx, double seconds)
             attn_json_field_num(f, "probe_GBps_before", r->probe_before);
             attn_json_field_num(f, "probe_GBps_after", r->probe_after);
         }
-        if (r->probe_runs > 0) {
-            attn_json_field_num(f, "probe_runs_GBps", r->probe_runs);
-            attn_json_field_num(f, "probe_run_bytes", (double)r->probe_run);
-        }
     }
     attn_json_field_num(f, "flops", r->flops);
     attn_json_field_num(f, "bytes", r->bytes);

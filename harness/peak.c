@@ -13,7 +13,6 @@
 #include "config.h"
 #include "memory.h"
 #include "peak.h"
-#include "kernels/rng.h"
 #include "timer.h"
 
 /* Twelve independent chains of a = a*b + c: enough in flight to cover the FMA
@@ -258,65 +257,6 @@ double attn_bw_probe(int threads)
         const double gbs = read_pass(probe_a, probe_n, threads, rep & 1);
         best = gbs > best ? gbs : best;
     }
-    return best;
-}
-
-/* One timed pass over the runs of `words` 32-bit words at a + order[x] *
- * words, x in order (each thread a contiguous share of the order), summed
- * as read_pass sums; pf: each line of the run `ahead` runs on in the order
- * prefetched as its counterpart here is read. GB/s. */
-static double runs_pass(const uint32_t *a, const uint32_t *order, long nruns, size_t words,
-                        long ahead, int threads, bool pf)
-{
-    (void)threads;   /* unused without OpenMP */
-    uint32_t total = 0;
-    const double t0 = attn_now();
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(+ : total)
-#endif
-    for (long x = 0; x < nruns; x++) {
-        const uint32_t *run = a + (size_t)order[x] * words;
-        const uint32_t *next = x + ahead < nruns ? a + (size_t)order[x + ahead] * words : NULL;
-        for (size_t i = 0; i < words; i += 16) {
-            if (pf && next)
-                __builtin_prefetch(next + i, 0, 1);
-            uint32_t line = 0;
-            for (int y = 0; y < 16; y++)
-                line += run[i + y];
-            total += line;
-        }
-    }
-    const double dt = attn_now() - t0;
-    sink = (float)total;
-    return (double)nruns * (double)(words * sizeof(uint32_t)) / dt * 1e-9;
-}
-
-double attn_bw_probe_runs(int threads, size_t run_bytes)
-{
-    const size_t words = (run_bytes + 63) / 64 * 16;
-    const long nruns = probe_a && words ? (long)(probe_n / words) : 0;
-    if (nruns < 2)
-        return 0;
-    uint32_t *order = malloc((size_t)nruns * sizeof(uint32_t));
-    if (!order)
-        return 0;
-    /* A seeded Fisher-Yates shuffle, the same for every case of a size. */
-    for (long x = 0; x < nruns; x++)
-        order[x] = (uint32_t)x;
-    for (long x = nruns - 1; x > 0; x--) {
-        const long y = (long)(attn_hash(1, 0x72756e73, (uint64_t)x) % (uint64_t)(x + 1));
-        const uint32_t t = order[x];
-        order[x] = order[y];
-        order[y] = t;
-    }
-    /* Prefetched as far ahead as read_pass's READ_PF bytes, in whole runs. */
-    const long ahead = (long)((READ_PF + words * sizeof(uint32_t) - 1) / (words * sizeof(uint32_t)));
-    double best = 0;
-    for (int rep = 0; rep < 4; rep++) {
-        const double gbs = runs_pass(probe_a, order, nruns, words, ahead, threads, rep & 1);
-        best = gbs > best ? gbs : best;
-    }
-    free(order);
     return best;
 }
 

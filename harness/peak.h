@@ -36,12 +36,6 @@ bool attn_peak_save(const attn_peak *pk, char *path, size_t len);
 #include <stddef.h>
 bool attn_bw_probe_init(size_t bytes, int threads);
 double attn_bw_probe(int threads);
-/* The same array read in runs of run_bytes (rounded up to 64) visited in a
- * seeded shuffled order, as a paged K/V cache's pages are read: the best of
- * 4 passes (2 plain, 2 prefetching the runs ahead), GB/s; 0 without init or
- * with fewer than two runs. What the memory system gives reads that jump
- * every run, against attn_bw_probe's one stream. */
-double attn_bw_probe_runs(int threads, size_t run_bytes);
 
 /* The roofline's bandwidth: the faster of the two streams measured (triad,
  * read-only), so that the roofline stays a time no case can beat by

@@ -218,10 +218,6 @@ void attn_report_details(FILE *f, const attn_result *r, const attn_peak *peak)
             fprintf(f, "  bandwidth probe: %.1f GB/s before the timed runs, %.1f after%s\n",
                     r->probe_before, r->probe_after,
                     peak ? "; the roofline takes the faster" : "");
-        if (r->probe_runs > 0)
-            fprintf(f, "  bandwidth probe in pages: %.1f GB/s in runs of %zu bytes (a page's "
-                       "rows of one K/V head) read in shuffled order\n", r->probe_runs,
-                    r->probe_run);
         if (peak && attn_verdict_ok(r->verdict)) {
             const attn_roofline roof = attn_case_roofline(r, peak);
             char at[32], mem[32], fma[32];

@@ -21,7 +21,7 @@ from decode_tables import peaks
 
 PROG = "serving_tables.py"
 NEED = ["backend", "verdict", "reason", "batch", "heads", "seq_q", "seq_kv", "d_k", "d_v",
-        "probe_gbs", "probe_runs_gbs",
+        "probe_gbs",
         "lens", "page", "tokens", "tokens_per_s", "real_median_s", "gflops", "gbs",
         "pct_roofline", "flops"]
 PAGE_TARGET = 1.05     # paged time against contiguous, pages of 16, 64, 256
@@ -32,7 +32,7 @@ PREFILL_TARGET = 0.90  # GFLOP/s against the dense batch of the same FLOPs
 def rows_of(d, pattern):
     out = []
     for path in sorted(glob.glob(os.path.join(d, pattern))):
-        rows = csvload.read_csv(path, NEED, PROG, "an attnbench CSV of schema 13",
+        rows = csvload.read_csv(path, NEED, PROG, "an attnbench CSV of schema 12",
                                 "run scripts/results-serving")
         for r in rows:
             if r["verdict"] != "PASSED":
@@ -53,7 +53,7 @@ def pick(rows, **want):
 
 def dense_seq(path):
     """N of 8 dense causal prompts with the ragged row's FLOPs."""
-    rows = [r for r in csvload.read_csv(path, NEED, PROG, "an attnbench CSV of schema 13",
+    rows = [r for r in csvload.read_csv(path, NEED, PROG, "an attnbench CSV of schema 12",
                                         "run scripts/results-serving") if r["lens"]]
     if not rows:
         csvload.die(PROG, f"{path}: no ragged row")
@@ -81,15 +81,8 @@ def paged(d):
     print("The bandwidth measured beside each case (`--bw-probe`) moved by up to half between "
           "cases here: 'normalized' is the median of each round's ratio of % roofline "
           "(contiguous over paged), the time ratio with each case's bandwidth taken out.\n")
-    print("'memory' is what the page layout costs the memory system alone: the read-only "
-          "stream probed beside the case in one sequence over the same stream read in runs of "
-          "one page's rows of one K/V head (K's bytes) visited in shuffled order "
-          "(`probe_gbs` / `probe_runs_gbs`, each the faster of before and after the timed runs; "
-          "the median of the rounds). A ratio r there means that reading the cache in its "
-          "pages takes r times as long as reading it as one stream on this machine, whatever "
-          "the kernel does.\n")
-    print("| B | page | median | GB/s | % roofline | vs contiguous | normalized | memory | target |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| B | page | median | GB/s | % roofline | vs contiguous | normalized | target |")
+    print("|---|---|---|---|---|---|---|---|")
     for b in sorted({int(r["batch"]) for r in rows}):
         for page in ["", "1", "16", "64", "256"]:
             sel = pick(rows, batch=b, page=page)
@@ -106,13 +99,9 @@ def paged(d):
                                  float(this[0]["pct_roofline"]))
             ratio = statistics.median(ratios) if ratios else float("nan")
             norm = statistics.median(norms) if norms else float("nan")
-            mem = [float(r["probe_gbs"]) / float(r["probe_runs_gbs"]) for r in sel
-                   if r["probe_gbs"] and r["probe_runs_gbs"]]
-            memory = f"{statistics.median(mem):.2f}x" if mem else "-"
             tgt = verdict(ratio <= PAGE_TARGET) if page in ("16", "64", "256") else "-"
             print(f"| {b} | {page or 'contiguous'} | {t * 1e3:.2f} ms | {median(sel, 'gbs'):.1f} | "
-                  f"{median(sel, 'pct_roofline'):.0f} | {ratio:.2f}x | {norm:.2f}x | {memory} | "
-                  f"{tgt} |")
+                  f"{median(sel, 'pct_roofline'):.0f} | {ratio:.2f}x | {norm:.2f}x | {tgt} |")
     print()
 
 

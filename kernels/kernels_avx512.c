@@ -192,8 +192,8 @@ static decl_pack_qt_fn(pack_qt_avx512)
  * as its definition reads it (dequant_rows has the arithmetic). */
 enum { ST_F32 = 0, ST_F16, ST_BF16, ST_Q8_0, ST_Q4_0, ST_E4M3, ST_E5M2 };
 
-/* A flag on e4m3: rows known to hold no NaN code (fp8_nan_rows), so none
- * is blended in. */
+/* A flag on e4m3: no NaN code is blended in (the decoding kernels set the
+ * NaN results after; qk_rows_q_avx512). */
 enum { ST_NONAN = 16 };
 #define ST_FMT(ST) ((ST) & 15)
 #define ST_FP8(ST) (ST_FMT(ST) >= ST_E4M3)
@@ -218,7 +218,8 @@ INLINE __m512 widen(__m256i h, const int ST)
 
 /* 16 fp8 codes read back (dequant_rows says how) without the scale: e5m2
  * its value, e4m3 its value times 2^-8 (fp8_mult has the factor back);
- * NONAN: no e4m3 NaN code among them. */
+ * NONAN: no NaN blend, a NaN code read as a finite value (the caller sets
+ * the NaN results). */
 INLINE __m512 fp8_raw(__m128i b, const int E4, const int NONAN)
 {
     if (!E4)
@@ -235,18 +236,23 @@ INLINE __m512 fp8_raw(__m128i b, const int E4, const int NONAN)
     return _mm512_cvtph_ps(_mm256_mask_mov_epi16(w, nan, _mm256_set1_epi16(0x7e00)));
 }
 
-/* Whether bytes [0, d) of rows [0, n) (stride apart) hold an e4m3 NaN code:
- * one compare per 64 bytes, against three per 16 values in fp8_raw. */
+/* The e4m3 NaN codes (magnitude 0x7f) among bytes [c, c + 64) of a row,
+ * one bit each (none past d). */
+INLINE __mmask64 fp8_nan_mask(const uint8_t *row, int c, int d)
+{
+    const __mmask64 t = d - c >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (d - c)) - 1;
+    const __m512i b = _mm512_maskz_loadu_epi8(t, row + c);
+    return _mm512_cmpeq_epi8_mask(_mm512_or_si512(b, _mm512_set1_epi8((char)0x80)),
+                                  _mm512_set1_epi8((char)0xff));
+}
+
+/* Whether bytes [0, d) of rows [0, n) (stride apart) hold an e4m3 NaN code. */
 INLINE int fp8_nan_rows(const uint8_t *q, ptrdiff_t stride, int n, int d)
 {
-    const __m512i top = _mm512_set1_epi8((char)0x80), ones = _mm512_set1_epi8((char)0xff);
     __mmask64 any = 0;
     for (int r = 0; r < n; r++)
-        for (int c = 0; c < d; c += 64) {
-            const __mmask64 t = d - c >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (d - c)) - 1;
-            const __m512i b = _mm512_maskz_loadu_epi8(t, q + r * stride + c);
-            any |= _mm512_cmpeq_epi8_mask(_mm512_or_si512(b, top), ones);
-        }
+        for (int c = 0; c < d; c += 64)
+            any |= fp8_nan_mask(q + r * stride, c, d);
     return any != 0;
 }
 
@@ -440,21 +446,29 @@ typedef void qk_rows_q_inst(float *restrict, ptrdiff_t, rows_of, const float *re
     }
 QK_ROWS_Q(qk_rows_q8_0, ST_Q8_0)
 QK_ROWS_Q(qk_rows_q4_0, ST_Q4_0)
-QK_ROWS_Q(qk_rows_e4m3, ST_E4M3)
-QK_ROWS_Q(qk_rows_e4m3_nonan, ST_E4M3 | ST_NONAN)
+QK_ROWS_Q(qk_rows_e4m3, ST_E4M3 | ST_NONAN)
 QK_ROWS_Q(qk_rows_e5m2, ST_E5M2)
 
 static decl_qk_rows_q_fn(qk_rows_q_avx512)
 {
     const rows_of kr = { .q = k, .stride = k_stride, .scale = scale };
-    /* e4m3 rows without a NaN code (the common case, one compare per 64
-     * bytes) skip its blend. */
     qk_rows_q_inst *f = fmt == ATTN_KVQ_Q8_0      ? qk_rows_q8_0
                         : fmt == ATTN_KVQ_Q4_0    ? qk_rows_q4_0
                         : fmt == ATTN_KVQ_FP8E5M2 ? qk_rows_e5m2
-                        : fp8_nan_rows(k, k_stride, nk, dk) ? qk_rows_e4m3
-                                                            : qk_rows_e4m3_nonan;
+                                                  : qk_rows_e4m3;
     f(st, st_stride, kr, q, q_stride, nk, nq, dk, pf);
+    if (fmt != ATTN_KVQ_FP8E4M3)
+        return;
+    /* e4m3 was read back without its NaN blend (three instructions per 16
+     * values); a key whose row holds a NaN code has every score NaN (q
+     * times NaN is NaN, whatever q), so those rows are set after, from a
+     * search of the rows the kernel has just brought into cache (one
+     * compare per 64 bytes; before the kernel, the same search waited on
+     * memory: a fifth of the run). */
+    for (int j = 0; j < nk; j++)
+        if (fp8_nan_rows(k + j * k_stride, 0, 1, dk))
+            for (int i = 0; i < nq; i++)
+                st[j * st_stride + i] = NAN;
 }
 
 /* 2^x as in kernels_c.c, in 9 instructions: VREDUCEPS gives f = x - floor(x)
@@ -780,8 +794,7 @@ typedef void pv_q_inst(float *restrict, ptrdiff_t, const float *restrict, ptrdif
     }
 PV_Q(pv_q8_0, ST_Q8_0)
 PV_Q(pv_q4_0, ST_Q4_0)
-PV_Q(pv_e4m3, ST_E4M3)
-PV_Q(pv_e4m3_nonan, ST_E4M3 | ST_NONAN)
+PV_Q(pv_e4m3, ST_E4M3 | ST_NONAN)
 PV_Q(pv_e5m2, ST_E5M2)
 
 static decl_pv_q_fn(pv_q_avx512)
@@ -790,9 +803,20 @@ static decl_pv_q_fn(pv_q_avx512)
     pv_q_inst *f = fmt == ATTN_KVQ_Q8_0      ? pv_q8_0
                    : fmt == ATTN_KVQ_Q4_0    ? pv_q4_0
                    : fmt == ATTN_KVQ_FP8E5M2 ? pv_e5m2
-                   : fp8_nan_rows(v, v_stride, nk, dv) ? pv_e4m3
-                                                       : pv_e4m3_nonan;
+                                             : pv_e4m3;
     f(o, o_stride, pt, pt_stride, vr, alpha, nq, nk, dv, pf);
+    if (fmt != ATTN_KVQ_FP8E4M3)
+        return;
+    /* As qk_rows_q_avx512: a NaN code in column c of any row makes column c
+     * of every output row NaN (a weight times NaN is NaN, 0 included). */
+    for (int c = 0; c < dv; c += 64) {
+        __mmask64 m = 0;
+        for (int j = 0; j < nk; j++)
+            m |= fp8_nan_mask(v + j * v_stride, c, dv);
+        for (; m; m &= m - 1)
+            for (int r = 0; r < nq; r++)
+                o[r * o_stride + c + __builtin_ctzll(m)] = NAN;
+    }
 }
 
 /* Four accumulators in each pass, so no pass waits on one dependency chain. */

@@ -906,8 +906,8 @@ static bool check_rows_q(const attn_kernels *kr, const attn_kernels *c, int nk, 
         attn_kvq_dequantize_row(kd + (size_t)j * d, k + j * ks, (size_t)d, f, scale);
     }
     /* fp8: in every fourth shape one NaN code (e4m3's negative one, which
-     * its kernels detect per tile) in the middle row: its scores and every
-     * output NaN, as C's. */
+     * the AVX-512 kernels find after their arithmetic) in the middle row:
+     * that key's scores NaN, and that column of every output, as C's. */
     if (attn_kvq_head_scaled(f) && (nk + nq + d) % 4 == 0) {
         const int j = nk / 2, y = (7 * j) % d;
         k[j * ks + y] = f == ATTN_KVQ_FP8E4M3 ? 0xff : 0x7e;

@@ -192,13 +192,7 @@ static decl_pack_qt_fn(pack_qt_avx512)
  * as its definition reads it (dequant_rows has the arithmetic). */
 enum { ST_F32 = 0, ST_F16, ST_BF16, ST_Q8_0, ST_Q4_0, ST_E4M3, ST_E5M2 };
 
-/* A flag on e4m3: no NaN code is blended in (the decoding kernels set the
- * NaN results after; qk_rows_q_avx512). */
-enum { ST_NONAN = 16 };
-#define ST_FMT(ST) ((ST) & 15)
-#define ST_FP8(ST) (ST_FMT(ST) >= ST_E4M3)
-#define ST_E4(ST) (ST_FMT(ST) == ST_E4M3)
-#define ST_QUANT(ST) (ST_FMT(ST) >= ST_Q8_0)
+#define ST_QUANT(ST) ((ST) >= ST_Q8_0)
 
 /* Rows of K or V as a kernel reads them: f (fp32), h (16-bit) or q
  * (quantized bytes), stride elements (bytes for q) apart; scale: fp8's. */
@@ -277,10 +271,13 @@ INLINE __m512 fp8_vec(__m128i b, const int E4, const int NONAN, __m512 m)
 INLINE __m512 load_quant(const uint8_t *row, int c0, const int h, __mmask16 t, int full,
                          float scale, const int ST)
 {
-    if (ST_FP8(ST)) {
+    if (ST == ST_E4M3 || ST == ST_E5M2) {
         const __m128i b = full ? _mm_loadu_si128((const __m128i *)(row + c0 + h))
                                : _mm_maskz_loadu_epi8(t, row + c0 + h);
-        return fp8_vec(b, ST_E4(ST), ST & ST_NONAN, _mm512_set1_ps(fp8_mult(scale, ST_E4(ST))));
+        /* e4m3 without its NaN blend: the decoding kernels, the only
+         * readers, set the NaN results after (qk_rows_q_avx512). */
+        const int e4 = ST == ST_E4M3;
+        return fp8_vec(b, e4, 1, _mm512_set1_ps(fp8_mult(scale, e4)));
     }
     const uint8_t *blk = row + (c0 >> 5) * (ST == ST_Q8_0 ? 34 : 18);
     short s;
@@ -446,7 +443,7 @@ typedef void qk_rows_q_inst(float *restrict, ptrdiff_t, rows_of, const float *re
     }
 QK_ROWS_Q(qk_rows_q8_0, ST_Q8_0)
 QK_ROWS_Q(qk_rows_q4_0, ST_Q4_0)
-QK_ROWS_Q(qk_rows_e4m3, ST_E4M3 | ST_NONAN)
+QK_ROWS_Q(qk_rows_e4m3, ST_E4M3)
 QK_ROWS_Q(qk_rows_e5m2, ST_E5M2)
 
 static decl_qk_rows_q_fn(qk_rows_q_avx512)
@@ -794,7 +791,7 @@ typedef void pv_q_inst(float *restrict, ptrdiff_t, const float *restrict, ptrdif
     }
 PV_Q(pv_q8_0, ST_Q8_0)
 PV_Q(pv_q4_0, ST_Q4_0)
-PV_Q(pv_e4m3, ST_E4M3 | ST_NONAN)
+PV_Q(pv_e4m3, ST_E4M3)
 PV_Q(pv_e5m2, ST_E5M2)
 
 static decl_pv_q_fn(pv_q_avx512)

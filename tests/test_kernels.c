@@ -840,7 +840,8 @@ static bool check_rows_kernels(const attn_kernels *kr, const attn_kernels *c,
             const double tol = 2.0 * d * 0x1p-24 * mag + 1e-30;
             const float g = sg.data[j * ss + i], r = sr.data[j * ss + i];
             if (!close(g, r, 2 * tol) || !close(g, (float)exact, tol)) {
-                snprintf(why, len, "%s %s S[%d][%d] = %.9g, C says %.9g, exact %.9g (nk %d, nq %d, d %d)",
+                snprintf(why, len,
+                         "%s %s S[%d][%d] = %.9g, C says %.9g, exact %.9g (nk %d, nq %d, d %d)",
                          x->qk_name, x->type, j, i, g, r, exact, nk, nq, d);
                 ok = false;
             }

@@ -52,10 +52,17 @@ static const serving_case cases[] = {
     { "1:100,5:50,7:7,40:300,1:1", 5, 8, 8, 2, 32, 32, true, 0, ATTN_DTYPE_Q8_0,
       { .window = true, .left = 20, .right = 0, .softcap = 20.0f, .alibi = true,
         .sinks = true } },
+    /* decoding's K/V heads taken together, in groups (plan.c): 10 packed,
+       two groups of 5; 12 in pages of 16, two of 6 */
+    { "decode:uniform:1:700", 6, 0, 20, 10, 32, 32, true, 0, 0, { 0 } },
+    { "decode:uniform:1:700", 6, 16, 24, 12, 32, 32, true, 0, ATTN_DTYPE_Q8_0, { 0 } },
 };
 /* The fp8 cases of the planted scale: paged decode, packed mixed. */
 #define FP8_PAGED 14
 #define FP8_PACKED 15
+/* The grouped K/V heads: packed, paged. */
+#define HEADS_PACKED 17
+#define HEADS_PAGED 18
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 
 static attn_problem make(const serving_case *c, attn_lens *l, attn_batch *bt)
@@ -255,7 +262,7 @@ int main(void)
 {
     const attn_backend *naive = attn_backend_find("naive"), *tiled = attn_backend_find("tiled");
     const attn_backend *blas = attn_backend_find("blas");
-    tap_plan((int)(2 * NCASES) + 4 + 1 + 2 + 1 + 3 + 2 + 1);
+    tap_plan((int)(2 * NCASES) + 5 + 1 + 2 + 2 + 1 + 3 + 2 + 1);
     for (size_t c = 0; c < NCASES; c++) {
         one(naive, &cases[c]);
         one(tiled, &cases[c]);
@@ -264,6 +271,7 @@ int main(void)
     thread_invariance(tiled, &cases[6]);
     thread_invariance(naive, &cases[FP8_PAGED]);
     thread_invariance(tiled, &cases[FP8_PAGED]);
+    thread_invariance(tiled, &cases[HEADS_PAGED]);
     /* an item's pages read from the next entry of its block table */
     planted(tiled, &cases[2], ATTN_TILED_PLANT_PAGE_NEXT,
             "reading each page from the next entry of the block table");
@@ -273,6 +281,12 @@ int main(void)
             "reading every item with the first item's scales");
     planted(tiled, &cases[FP8_PACKED], ATTN_TILED_PLANT_SCALE_ITEM0,
             "reading every item with the first item's scales");
+    /* K/V heads taken together, each tile loaded for the first and used
+       for all */
+    planted(tiled, &cases[HEADS_PACKED], ATTN_TILED_PLANT_HEADS_ONE_TILE,
+            "using the first K/V head's tile for every head of a group");
+    planted(tiled, &cases[HEADS_PAGED], ATTN_TILED_PLANT_HEADS_ONE_TILE,
+            "using the first K/V head's tile for every head of a group");
     slack_poisoned_q();
     slack_poisoned();
     lens_grammar();

@@ -90,11 +90,16 @@ typedef struct tiled_plan {
     int cols;            /* G * br: the columns of a tile */
     int brp;             /* cols rounded up to 16: the stride of the packed tiles */
     int sb;              /* query blocks per work item, sharing each pass over K/V */
+    int heads;           /* K/V heads per work item (plan.c, heads_per_item): each key
+                            tile visited for all of them before the next; 1 but when
+                            decoding from a cache stored a token at a time */
+    int head_groups;     /* ceil(Hkv / heads): work items per batch item and query run */
     int splits;          /* key chunks per block; 1: unsplit */
     int chunk;           /* keys per chunk, a multiple of bc */
     int key_lo;          /* the first key of chunk 0: the first any query sees */
     long blocks;         /* B * Hkv * ceil(Nq / br) */
-    long items;          /* B * Hkv * ceil(ceil(Nq / br) / sb): work items unsplit */
+    long items;          /* B * head_groups * ceil(ceil(Nq / br) / sb): work items
+                            unsplit; split, each is cut into `splits` chunks */
     size_t part_floats;  /* one (block, chunk)'s partial result: m, l [brp], O [cols][dv] */
     size_t sub_bytes;    /* one query block's share of a thread's scratch */
     size_t tile_bytes;   /* the converted K/V tile (PATH_WIDEN: K, V in fp32; widen_k:
@@ -181,21 +186,24 @@ static inline size_t column_row(const tiled_state *s, const block *k, int c)
 }
 
 /* plan.c: the plan of a dense batch, or of one item of a serving batch
- * whose K/V is in pages of `page` tokens (0: packed, or dense). */
-tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg, int page);
+ * whose K/V is in pages of `page` tokens (0: packed, or dense); `tokens`:
+ * K/V stored a token at a time (packed or paged: a key's, or a page's,
+ * rows of every K/V head side by side). */
+tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg, int page, bool tokens);
 size_t tiled_parts_bytes(const tiled_plan *t);
 float *tiled_thread_st(const tiled_state *s, int tid);
 unsigned char *tiled_thread_tile(const tiled_state *s, int tid);
 scratch tiled_thread_scratch(const tiled_state *s, int tid, int u);
 
 /* tiled.c: the units of work: work item `item` whole (normalized into O),
- * chunk x of split block `item` (its partial result), block `item` merged
- * from its chunks. */
+ * chunk x of split work item `item` (its blocks' partial results), the
+ * block numbered `index` (b, K/V head, query block) merged from its
+ * chunks. */
 void tiled_item(const tiled_state *s, float *st, unsigned char *tile, const scratch *w,
                 long item);
 void tiled_chunk(const tiled_state *s, float *st, unsigned char *tile, const scratch *w,
                  long item, int x);
-void tiled_merge(const tiled_state *s, long item);
+void tiled_merge(const tiled_state *s, long index);
 
 /* plan.c: the keys [*lo, *hi) some query of p sees. */
 void tiled_key_span(const attn_problem *p, int *lo, int *hi);
@@ -217,8 +225,8 @@ attn_status tiled_bwd_alloc(tiled_state *s, const attn_config *cfg);
 void tiled_bwd_free(tiled_state *s);
 void tiled_backward(void *state);
 
-/* keys.c: keys [j_lo, j_hi) of the nb blocks k[] into w[]'s accumulators
- * and statistics (unnormalized). */
+/* keys.c: keys [j_lo, j_hi) of the nb blocks k[] (one work item's) into
+ * w[]'s accumulators and statistics (unnormalized). */
 void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scratch *w,
                 const block *k, int nb, int j_lo, int j_hi);
 

@@ -1,6 +1,8 @@
 /* tiled's key loop: the keys of one work item's query blocks, a tile at a
  * time, through the kernels of kernels/ (Q.K^T, the score modifiers, the
- * online softmax, P.V), with the masks' cuts. */
+ * online softmax, P.V), with the masks' cuts; each tile for every K/V head
+ * of the item in turn where decoding takes several (plan.c,
+ * heads_per_item). */
 #include <math.h>
 #include <string.h>
 
@@ -73,28 +75,32 @@ static int key_run(const tiled_state *s, int j0)
 }
 
 /* The kernels' prefetch distance (their pf, kernels.h) for the rows of
- * keys from j0 on of K/V head g: to the rows of the keys attn_kernels.
- * pf_keys fp32 rows ahead (twice as many 16-bit rows, four times
- * quantized), `rows` bytes each, rows at one stride apart: in place that
- * many strides; in pages, the same slots of the page that many keys on
- * (rounded up to whole pages), found through the block table, and none
- * when no key is that far on. Each tile lies in one page, so one distance
- * serves all its rows. */
-static ptrdiff_t pf_bytes(const tiled_state *s, size_t g, int j0, size_t rows)
+ * keys from j0 on of K/V head g, whose first row is r0, in rows (times
+ * the bytes per row of K or V: their pf): to the rows of the keys
+ * attn_kernels.pf_keys fp32 rows ahead (twice as many 16-bit rows, four
+ * times quantized; over plan.heads for heads read together), rows at one
+ * stride apart: in place that many strides; in pages, the same slots of
+ * the page that many keys on (rounded up to whole pages), found through
+ * the block table, and none when no key is that far on. Each tile lies in
+ * one page, so one distance serves all its rows. */
+static ptrdiff_t pf_rows(const tiled_state *s, size_t g, int j0, size_t r0)
 {
     const attn_problem *p = &s->h.p;
     const bool kvq = attn_dtype_quantized(p->kv_dtype);
-    const long keys = (long)s->h.k->pf_keys *
-                      (kvq ? 4 : p->kv_dtype == ATTN_DTYPE_FP32 ? 1 : 2);
+    const long rows_ahead = (long)s->h.k->pf_keys *
+                            (kvq ? 4 : p->kv_dtype == ATTN_DTYPE_FP32 ? 1 : 2);
+    /* With plan.heads K/V heads read tile by tile together, memory streams
+     * that many rows per key: the same distance in bytes is that many
+     * times fewer keys. */
+    const long keys = (rows_ahead + s->plan.heads - 1) / s->plan.heads;
     if (!keys)
         return 0;
     if (!s->lay.pages)
-        return (ptrdiff_t)(keys * (long)s->lay.kvstep * (long)rows);
+        return (ptrdiff_t)(keys * (long)s->lay.kvstep);
     const long P = s->lay.page, ahead = (keys + P - 1) / P * P;
     if (j0 + ahead >= p->seq_kv)
         return 0;
-    return ((ptrdiff_t)key_row(s, g, j0 + (int)ahead) - (ptrdiff_t)key_row(s, g, j0)) *
-           (ptrdiff_t)rows;
+    return (ptrdiff_t)key_row(s, g, j0 + (int)ahead) - (ptrdiff_t)r0;
 }
 
 /* Prefetches of keys [j, j + n) (below top) of K/V head g, page by page
@@ -138,7 +144,7 @@ typedef struct tile_ops {
     ptrdiff_t kbs, vbs;           /* elements between the rows of kb, vb: in place, the
                                      layout's; converted into the tile, dk and dv */
     ptrdiff_t khs, vhs;           /* the same of kh, vh (always in place) */
-    ptrdiff_t pfk, pfv;           /* the kernels' prefetch distances in K and V (pf_bytes) */
+    ptrdiff_t pfk, pfv;           /* the kernels' prefetch distances in K and V (pf_rows) */
     const uint32_t *vp, *pp;      /* V and P in pairs of keys (PATH_BF16) */
     const uint8_t *kq, *vq;       /* K, V rows of a quantized cache (PATH_QUANT) */
     size_t krow, vrow;            /* bytes between their rows (the layout's) */
@@ -396,11 +402,143 @@ static void load_q(const tiled_state *s, const scratch *w, const block *k)
     }
 }
 
-/* Keys [j_lo, j_hi) of the nb blocks k[] (all of one batch item and K/V
- * head) into their accumulators w[u].acc [cols][dv] (unnormalized) and
+/* Where a work item's K/V rows are, whatever the head: the tensors from
+ * their first row (a tile's rows start at key_row), bytes per row of K and
+ * V (V read from K: K's rows) and between consecutive keys' rows. */
+typedef struct key_src {
+    bool kvq, kv16, bf16;
+    attn_kvq fmt;
+    int vs;                       /* V's rows: dk apart when V is read from K */
+    size_t krow, vrow;            /* bytes of a row of K, V at their stored width */
+    const uint8_t *kq, *vq;
+    const float *kk, *vv;
+    const uint16_t *kh, *vh;
+    ptrdiff_t ks, vst;            /* elements between consecutive keys' rows */
+    ptrdiff_t kqs, vqs;           /* the same in bytes (quantized) */
+    size_t kw, vw;                /* bytes per row read (prefetches) */
+    const unsigned char *kbase, *vbase;
+} key_src;
+
+static key_src key_source(const tiled_state *s)
+{
+    const attn_problem *p = &s->h.p;
+    const int dk = p->d_k;
+    key_src c;
+    c.kvq = attn_dtype_quantized(p->kv_dtype);
+    c.kv16 = p->kv_dtype != ATTN_DTYPE_FP32 && !c.kvq;
+    c.bf16 = p->kv_dtype == ATTN_DTYPE_BF16;
+    c.vs = attn_v_stride(p);
+    c.krow = attn_dtype_row_bytes(p->kv_dtype, (size_t)dk);
+    c.vrow = attn_dtype_row_bytes(p->kv_dtype, (size_t)c.vs);
+    c.fmt = c.kvq ? attn_dtype_kvq(p->kv_dtype) : ATTN_KVQ_Q8_0;
+    c.kq = c.kvq ? s->h.t.kq : NULL;
+    c.vq = c.kvq ? s->h.t.vq : NULL;
+    c.kk = c.kv16 || c.kvq ? NULL : s->h.t.k;
+    const size_t shift = p->mods.v_from_k && atomic_load_explicit(&tiled_planted, memory_order_relaxed) ==
+                                                 ATTN_TILED_PLANT_V_SHIFTED;
+    c.vv = c.kv16 || c.kvq ? NULL : s->h.t.v + shift;
+    c.kh = c.kv16 ? s->h.t.k16 : NULL;
+    c.vh = c.kv16 ? s->h.t.v16 + shift : NULL;
+    c.ks = (ptrdiff_t)dk * s->lay.kvstep;
+    c.vst = (ptrdiff_t)c.vs * s->lay.kvstep;
+    c.kqs = (ptrdiff_t)c.krow * s->lay.kvstep;
+    c.vqs = (ptrdiff_t)c.vrow * s->lay.kvstep;
+    c.kw = c.kvq ? c.krow : (size_t)dk * attn_dtype_size(p->kv_dtype);
+    c.vw = c.kvq ? c.vrow : (size_t)c.vs * attn_dtype_size(p->kv_dtype);
+    c.kbase = c.kvq ? c.kq : c.kv16 ? (const void *)c.kh : (const void *)c.kk;
+    c.vbase = c.kvq ? c.vq : c.kv16 ? (const void *)c.vh : (const void *)c.vv;
+    return c;
+}
+
+/* The flat K/V head (b Hkv + g) of block k's rows. */
+static size_t kv_head(const tiled_state *s, const block *k)
+{
+    const size_t hkv = (size_t)attn_kv_heads(&s->h.p);
+    if (atomic_load_explicit(&tiled_planted, memory_order_relaxed) == ATTN_TILED_PLANT_WRONG_KV_HEAD)
+        return (size_t)k->b * hkv + (size_t)(k->g + 1) % hkv;
+    return (size_t)k->b * hkv + (size_t)k->g;
+}
+
+/* The tile of keys [j0, j0 + nt) of K/V head g (below top, the last key
+ * any block sees; step keys to the next tile) as the plan's kernels take
+ * it: in place, or converted into `tile`; the next tile prefetched where
+ * the kernels do not prefetch themselves. */
+static void load_tile(const tiled_state *s, const key_src *c, unsigned char *tile, size_t g,
+                      int j0, int nt, int top, tile_ops *x)
+{
+    const attn_problem *p = &s->h.p;
+    const tiled_plan *t = &s->plan;
+    const attn_kernels *kn = s->h.k;
+    const int dk = p->d_k, dv = p->d_v;
+    const size_t r0 = key_row(s, g, j0);
+    const size_t pairs = ((size_t)t->bc + 1) / 2;
+    if (t->cols <= ROWS_MAX && (t->dots || !kn->prefetches))
+        prefetch_keys(s, g, j0 + nt, t->bc, top, c->kbase, c->vbase, c->kw,
+                      p->mods.v_from_k ? 0 : c->vw);
+    *x = (tile_ops){ 0 };
+    const ptrdiff_t pf = pf_rows(s, g, j0, r0);
+    x->pfk = pf * (ptrdiff_t)c->kw;
+    x->pfv = pf * (ptrdiff_t)c->vw;
+    x->khs = x->kbs = c->ks;
+    x->vhs = x->vbs = c->vst;
+    if (t->path == PATH_FP32) {
+        x->kb = c->kk + r0 * dk;
+        x->vb = c->vv + r0 * c->vs;
+    } else if (t->path == PATH_ROWS16) {
+        x->kh = c->kh + r0 * dk;
+        x->vh = c->vh + r0 * c->vs;
+        if (t->widen_k) {
+            x->kb = (const float *)tile;   /* widened by qk_widened */
+            x->kbs = dk;
+        }
+    } else if (t->path == PATH_QUANT) {
+        if (t->widen_k) {
+            x->kb = (const float *)tile;   /* read back by qk_widened */
+            x->kbs = dk;
+        }
+        x->kq = c->kq + r0 * c->krow;
+        x->vq = c->vq + r0 * c->vrow;
+        x->krow = (size_t)c->kqs;
+        x->vrow = (size_t)c->vqs;
+        x->fmt = c->fmt;
+        /* fp8's scales: one per K/V head */
+        x->ksc = s->h.t.kscale ? s->h.t.kscale[g] : 1.0f;
+        x->vsc = s->h.t.vscale ? s->h.t.vscale[g] : 1.0f;
+    } else if (t->path == PATH_WIDEN && c->kvq) {
+        float *kf = (float *)tile, *vf = kf + (size_t)t->bc * dk;
+        const float ksc = s->h.t.kscale ? s->h.t.kscale[g] : 1.0f;
+        const float vsc = s->h.t.vscale ? s->h.t.vscale[g] : 1.0f;
+        kn->dequant_rows(kf, dk, c->kq + r0 * c->krow, c->kqs, nt, dk, c->fmt, ksc);
+        kn->dequant_rows(vf, dv, c->vq + r0 * c->vrow, c->vqs, nt, dv, c->fmt, vsc);
+        x->kb = kf;
+        x->vb = vf;
+        x->kbs = dk;
+        x->vbs = dv;
+    } else if (t->path == PATH_WIDEN) {
+        float *kf = (float *)tile, *vf = kf + (size_t)t->bc * dk;
+        kn->cvt_rows(kf, dk, c->kh + r0 * dk, c->ks, nt, dk, c->bf16);
+        kn->cvt_rows(vf, dv, c->vh + r0 * c->vs, c->vst, nt, dv, c->bf16);
+        x->kb = kf;
+        x->vb = vf;
+        x->kbs = dk;
+        x->vbs = dv;
+    } else {
+        uint32_t *vp = (uint32_t *)tile;
+        kn->pack_v_bf16(vp, dv, c->vh + r0 * c->vs, c->vst, nt, dv);
+        x->kh = c->kh + r0 * dk;
+        x->vh = c->vh + r0 * c->vs;
+        x->vp = vp;
+        x->pp = (const uint32_t *)(tile + round_up(pairs * dv * sizeof(uint32_t), ALIGN));
+    }
+}
+
+/* Keys [j_lo, j_hi) of the nb blocks k[] (all of one batch item: of one
+ * K/V head, or with plan.heads > 1 one query block of each of several)
+ * into their accumulators w[u].acc [cols][dv] (unnormalized) and
  * statistics w[u].m, w[u].l (log2 units). Each key tile is loaded (and on
- * the 16-bit paths widened or packed) once and used by every block that
- * sees any of it, one block after the other. */
+ * the 16-bit paths widened or packed) once for each K/V head and used by
+ * every block of that head that sees any of it, one block after the
+ * other; then the next tile. */
 void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scratch *w,
                 const block *k, int nb, int j_lo, int j_hi)
 {
@@ -408,37 +546,14 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
     const tiled_plan *t = &s->plan;
     const attn_kernels *kn = s->h.k;
     const int dk = p->d_k, dv = p->d_v, brp = t->brp;
-    size_t g = (size_t)k->b * attn_kv_heads(p) + (size_t)k->g;
-    if (atomic_load_explicit(&tiled_planted, memory_order_relaxed) == ATTN_TILED_PLANT_WRONG_KV_HEAD)
-        g = (size_t)k->b * attn_kv_heads(p) + (size_t)(k->g + 1) % (size_t)attn_kv_heads(p);
-    const bool kvq = attn_dtype_quantized(p->kv_dtype);
-    const bool kv16 = p->kv_dtype != ATTN_DTYPE_FP32 && !kvq, bf16 = p->kv_dtype == ATTN_DTYPE_BF16;
-    const int vs = attn_v_stride(p);   /* V's rows: dk apart when V is read from K */
-    /* Bytes per row of K and V (V read from K: K's rows). */
-    const size_t krow = attn_dtype_row_bytes(p->kv_dtype, (size_t)dk);
-    const size_t vrow = attn_dtype_row_bytes(p->kv_dtype, (size_t)vs);
-    const attn_kvq fmt = kvq ? attn_dtype_kvq(p->kv_dtype) : ATTN_KVQ_Q8_0;
-    /* The tensors from their first row; a tile's rows start at key_row. */
-    const uint8_t *kq = kvq ? s->h.t.kq : NULL;
-    const uint8_t *vq = kvq ? s->h.t.vq : NULL;
-    const float ksc = kvq && s->h.t.kscale ? s->h.t.kscale[g] : 1.0f;
-    const float vsc = kvq && s->h.t.vscale ? s->h.t.vscale[g] : 1.0f;
-    const float *kk = kv16 || kvq ? NULL : s->h.t.k;
-    const size_t shift = p->mods.v_from_k && atomic_load_explicit(&tiled_planted, memory_order_relaxed) ==
-                                                 ATTN_TILED_PLANT_V_SHIFTED;
-    const float *vv = kv16 || kvq ? NULL : s->h.t.v + shift;
-    const uint16_t *kh = kv16 ? s->h.t.k16 : NULL;
-    const uint16_t *vh = kv16 ? s->h.t.v16 + shift : NULL;
-    /* Elements (bytes, quantized) between consecutive keys' rows. */
-    const ptrdiff_t ks = (ptrdiff_t)dk * s->lay.kvstep, vst = (ptrdiff_t)vs * s->lay.kvstep;
-    const ptrdiff_t kqs = (ptrdiff_t)krow * s->lay.kvstep, vqs = (ptrdiff_t)vrow * s->lay.kvstep;
-    const size_t kw = kvq ? krow : (size_t)dk * attn_dtype_size(p->kv_dtype);
-    const size_t vw = kvq ? vrow : (size_t)vs * attn_dtype_size(p->kv_dtype);
+    const key_src src = key_source(s);
+    const bool bf16 = src.bf16;
+    const ptrdiff_t kqs = src.kqs, vqs = src.vqs;
+    const size_t vrow = src.vrow;
+    const attn_kvq fmt = src.fmt;
     const float cap = p->mods.softcap > 0 ? (float)(p->mods.softcap * ATTN_LOG2E) : 0.0f;
     const bool scores_mod = cap > 0 || p->mods.alibi;
     const bool count = atomic_load_explicit(&tiled_counting, memory_order_relaxed);
-    const unsigned char *kbase = kvq ? kq : kv16 ? (const void *)kh : (const void *)kk;
-    const unsigned char *vbase = kvq ? vq : kv16 ? (const void *)vh : (const void *)vv;
 
     /* Visible keys are an interval per query, both ends growing with i:
      * keys in [wbig[u], lo[u]) are visible to every query of block u, none
@@ -466,67 +581,13 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
     /* The first tile any block sees: those wholly left of every window are
      * never visited. */
     const int j_first = first > j_lo ? j_lo + (first - j_lo) / t->bc * t->bc : j_lo;
-    const size_t pairs = ((size_t)t->bc + 1) / 2;
     /* Tiles of bc keys, cut at the end of a page (a paged batch). */
     for (int j0 = j_first, step; j0 < top; j0 += step) {
         step = key_run(s, j0) < t->bc ? key_run(s, j0) : t->bc;
         const int nt = top - j0 < step ? top - j0 : step;
-        const size_t r0 = key_row(s, g, j0);
-        if (t->cols <= ROWS_MAX && (t->dots || !kn->prefetches))
-            prefetch_keys(s, g, j0 + nt, t->bc, top, kbase, vbase, kw,
-                          p->mods.v_from_k ? 0 : vw);
         tile_ops x = { 0 };
         bool finite = true;
-        x.pfk = pf_bytes(s, g, j0, kw);
-        x.pfv = pf_bytes(s, g, j0, vw);
-        x.khs = x.kbs = ks;
-        x.vhs = x.vbs = vst;
-        if (t->path == PATH_FP32) {
-            x.kb = kk + r0 * dk;
-            x.vb = vv + r0 * vs;
-        } else if (t->path == PATH_ROWS16) {
-            x.kh = kh + r0 * dk;
-            x.vh = vh + r0 * vs;
-            if (t->widen_k) {
-                x.kb = (const float *)tile;   /* widened by qk_widened */
-                x.kbs = dk;
-            }
-        } else if (t->path == PATH_QUANT) {
-            if (t->widen_k) {
-                x.kb = (const float *)tile;   /* read back by qk_widened */
-                x.kbs = dk;
-            }
-            x.kq = kq + r0 * krow;
-            x.vq = vq + r0 * vrow;
-            x.krow = (size_t)kqs;
-            x.vrow = (size_t)vqs;
-            x.fmt = fmt;
-            x.ksc = ksc;
-            x.vsc = vsc;
-        } else if (t->path == PATH_WIDEN && kvq) {
-            float *kf = (float *)tile, *vf = kf + (size_t)t->bc * dk;
-            kn->dequant_rows(kf, dk, kq + r0 * krow, kqs, nt, dk, fmt, ksc);
-            kn->dequant_rows(vf, dv, vq + r0 * vrow, vqs, nt, dv, fmt, vsc);
-            x.kb = kf;
-            x.vb = vf;
-            x.kbs = dk;
-            x.vbs = dv;
-        } else if (t->path == PATH_WIDEN) {
-            float *kf = (float *)tile, *vf = kf + (size_t)t->bc * dk;
-            kn->cvt_rows(kf, dk, kh + r0 * dk, ks, nt, dk, bf16);
-            kn->cvt_rows(vf, dv, vh + r0 * vs, vst, nt, dv, bf16);
-            x.kb = kf;
-            x.vb = vf;
-            x.kbs = dk;
-            x.vbs = dv;
-        } else {
-            uint32_t *vp = (uint32_t *)tile;
-            kn->pack_v_bf16(vp, dv, vh + r0 * vs, vst, nt, dv);
-            x.kh = kh + r0 * dk;
-            x.vh = vh + r0 * vs;
-            x.vp = vp;
-            x.pp = (const uint32_t *)(tile + round_up(pairs * dv * sizeof(uint32_t), ALIGN));
-        }
+        size_t xg = SIZE_MAX;   /* the K/V head x holds */
         bool finite_known = false;
         for (int u = 0; u < nb; u++) {
             if (j0 >= hi[u])
@@ -535,6 +596,14 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
             const int n = hi[u] - j0 < step ? hi[u] - j0 : step, nc = t->group * k[u].nq;
             if (j0 + n <= wlo[u])
                 continue;   /* left of every window of the block */
+            const size_t g = kv_head(s, &k[u]);
+            if (g != xg && (xg == SIZE_MAX ||
+                            atomic_load_explicit(&tiled_planted, memory_order_relaxed) !=
+                                ATTN_TILED_PLANT_HEADS_ONE_TILE)) {
+                load_tile(s, &src, tile, g, j0, nt, top, &x);
+                xg = g;
+                finite_known = false;
+            }
             if (count)
                 atomic_fetch_add_explicit(&tiled_tiles_seen, 1, memory_order_relaxed);
             /* Left of some column's window: masked by the mods kernel. */
@@ -551,7 +620,7 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
             else if (t->dots && t->path == PATH_ROWS16)
                 kn->qk_rows16(st, brp, x.kh, x.khs, wu->qr, dk, n, nc, dk, bf16, x.pfk);
             else if (t->path == PATH_QUANT && t->dots)
-                kn->qk_rows_q(st, brp, x.kq, kqs, wu->qr, dk, n, nc, dk, fmt, ksc,
+                kn->qk_rows_q(st, brp, x.kq, kqs, wu->qr, dk, n, nc, dk, fmt, x.ksc,
                               x.pfk);
             else if (t->dots)
                 kn->qk_rows(st, brp, x.kb, x.kbs, wu->qr, dk, n, nc, dk, x.pfk);
@@ -579,7 +648,7 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
                 const size_t stride = (size_t)(half ? x.vhs : x.vbs);
                 const size_t elems = (size_t)(span - 1) * stride + (size_t)dv;
                 finite = t->path == PATH_QUANT ? rows_finite_q(x.vq, span, vrow, (size_t)vqs,
-                                                                fmt, vsc)
+                                                                fmt, x.vsc)
                          : half ? rows_finite16(x.vh, 1, elems, bf16)
                                 : attn_rows_finite(x.vb, 1, elems);
                 finite_known = true;
@@ -597,7 +666,7 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
                     col_span(end, beg, c, n, j0, &b, &e);
                     kn->pv_q(wu->acc + (size_t)c * dv, dv, st + (size_t)b * brp + c, brp,
                              x.vq + (size_t)b * x.vrow, vqs, wu->alpha + c, 1, e - b,
-                             dv, fmt, vsc, 0);
+                             dv, fmt, x.vsc, 0);
                 }
             } else if (t->path == PATH_ROWS16) {
                 for (int c = 0; c < nc; c++) {

@@ -3,13 +3,15 @@
  * the items' work in one schedule over the threads.
  *
  * The split-KV chunks are chosen for the batch as a whole, by work: keys
- * are cut into chunks of about 1/SERVE_UNITS of all the keys the batch's
+ * are cut into chunks such that a unit (a chunk of each block of a work
+ * item: of its K/V heads when decoding takes them together, plan.c's
+ * heads_per_item) is about 1/SERVE_UNITS of all the keys the batch's
  * query blocks visit (at least SPLIT_MIN_KEYS per ROWS_MAX columns), so a
  * long request is split across the threads as a long dense one is, while a
  * batch of many requests is not split at all (as a dense batch with as
- * many blocks is not). Work units (an item's work items, or its blocks'
- * chunks) are handed out dynamically, the items with the longest units
- * first, then the split blocks are merged. Every block is computed whole
+ * many blocks is not). Work units (an item's work items, or their chunks)
+ * are handed out dynamically, the items with the longest units first,
+ * then the split blocks are merged. Every block is computed whole
  * by one thread in a fixed order over chunks fixed by the problem, so the
  * output is bitwise the same for any thread count. */
 #include "tiled/internal.h"
@@ -43,7 +45,7 @@ static size_t arrays_bytes(int batch)
 static double item_keys(const attn_problem *p, const attn_config *cfg, int b, int *span)
 {
     const attn_problem q = item_problem(p, b);
-    const tiled_plan t = tiled_make_plan(&q, cfg, p->ragged->page);
+    const tiled_plan t = tiled_make_plan(&q, cfg, p->ragged->page, true);
     int lo, hi;
     tiled_key_span(&q, &lo, &hi);
     *span = hi - lo;
@@ -51,8 +53,9 @@ static double item_keys(const attn_problem *p, const attn_config *cfg, int b, in
 }
 
 /* Item b's plan, with the batch's split count (cfg->splits > 0: that for
- * every item): chunks of about 1/SERVE_UNITS of all the keys (total)
- * the batch visits. Its units' work into *unit_work, when given. */
+ * every item): units of about 1/SERVE_UNITS of all the keys (total) the
+ * batch visits, a unit being a chunk of each of a work item's K/V heads
+ * (plan.heads). Its units' work into *unit_work, when given. */
 static tiled_plan item_plan(const attn_problem *p, const attn_config *cfg, int b, double total,
                             double *unit_work)
 {
@@ -61,16 +64,16 @@ static tiled_plan item_plan(const attn_problem *p, const attn_config *cfg, int b
     item_keys(p, cfg, b, &span);
     attn_config c = *cfg;
     if (cfg->splits <= 0) {
-        const tiled_plan t = tiled_make_plan(&q, cfg, p->ragged->page);
+        const tiled_plan t = tiled_make_plan(&q, cfg, p->ragged->page, true);
         const int wide = (t.cols + ROWS_MAX - 1) / ROWS_MAX;
-        double chunk = total / SERVE_UNITS;
+        double chunk = total / SERVE_UNITS / t.heads;
         chunk = chunk > (double)SPLIT_MIN_KEYS * wide ? chunk : (double)SPLIT_MIN_KEYS * wide;
         const long n = (long)((span + chunk - 1) / chunk);
         c.splits = n > 1 ? (int)n : 1;
     }
-    const tiled_plan t = tiled_make_plan(&q, &c, p->ragged->page);
+    const tiled_plan t = tiled_make_plan(&q, &c, p->ragged->page, true);
     if (unit_work)
-        *unit_work = (double)span / t.splits * t.cols * t.sb;
+        *unit_work = (double)span / t.splits * t.cols * t.sb * t.heads;
     return t;
 }
 
@@ -138,7 +141,7 @@ attn_status tiled_serving_plan(tiled_state *s, const attn_config *cfg, size_t *p
         s->stride = t->thread_bytes > s->stride ? t->thread_bytes : s->stride;
         w->parts0[w->order[o]] = *parts / sizeof(float);
         *parts += item_parts(t) * sizeof(float);
-        w->unit0[o + 1] = w->unit0[o] + (t->splits > 1 ? t->blocks * t->splits : t->items);
+        w->unit0[o + 1] = w->unit0[o] + t->items * t->splits;
     }
     w->merge0[0] = 0;
     for (int o = 0; o < B; o++) {
@@ -221,7 +224,7 @@ void tiled_serving_forward(const tiled_state *s)
             const int o = find(w->unit0, B, x);
             view(s, w->order[o], &v);
             const long u = x - w->unit0[o];
-            for (int i = 0; i < v.plan.sb; i++)
+            for (int i = 0; i < v.plan.sb * v.plan.heads; i++)
                 sc[i] = tiled_thread_scratch(&v, tid, i);
             float *st = tiled_thread_st(&v, tid);
             unsigned char *tile = tiled_thread_tile(&v, tid);

@@ -91,7 +91,7 @@ static size_t tiled_workspace(const attn_problem *p, const attn_config *cfg)
     if (p->ragged) {
         arrays = tiled_serving_bytes(p, cfg, &thread, &parts);
     } else {
-        const tiled_plan t = tiled_make_plan(p, cfg, 0);
+        const tiled_plan t = tiled_make_plan(p, cfg, 0, false);
         thread = t.thread_bytes;
         parts = tiled_parts_bytes(&t);
     }
@@ -137,7 +137,7 @@ static attn_status tiled_prepare(const attn_problem *p, const attn_config *cfg, 
             return ATTN_ENOMEM;
         }
     } else {
-        s->plan = tiled_make_plan(p, cfg, 0);
+        s->plan = tiled_make_plan(p, cfg, 0, false);
         s->stride = s->plan.thread_bytes;
         parts = tiled_parts_bytes(&s->plan);
     }
@@ -152,33 +152,51 @@ static attn_status tiled_prepare(const attn_problem *p, const attn_config *cfg, 
     return ATTN_OK;
 }
 
-/* The blocks of work item `item`, into k[0..sb); returns how many (the
- * last item of a head may have fewer). Unsplit, items are runs of sb
- * consecutive query blocks; split, one block each (sb = 1). */
+/* The blocks of work item `item`, into k[0..sb heads); returns how many
+ * (the last item of a head may have fewer, the last head group too).
+ * Unsplit, items are runs of sb consecutive query blocks of each of the
+ * item's `heads` K/V heads; split, one query block of each (sb = 1). */
 static int item_blocks(const tiled_state *s, long item, block *k)
 {
     const attn_problem *p = &s->h.p;
     const tiled_plan *t = &s->plan;
+    const int hkv = attn_kv_heads(p);
     const long nqb = (p->seq_q + t->br - 1) / t->br, nit = (nqb + t->sb - 1) / t->sb;
     /* The last query blocks of a head first: under a causal mask they are
      * the longest, so handing them out first (dynamic, one at a time)
      * leaves the short ones to fill in at the end. */
     const long r = item / nit, first = (nit - 1 - item % nit) * t->sb;
+    const int g0 = (int)(r % t->head_groups) * t->heads;
+    const int g1 = g0 + t->heads < hkv ? g0 + t->heads : hkv;
     int n = 0;
-    for (long qb = first; qb < first + t->sb && qb < nqb; qb++, n++) {
-        k[n].b = (int)(r / attn_kv_heads(p));
-        k[n].g = (int)(r % attn_kv_heads(p));
-        k[n].i0 = (int)(qb * t->br);
-        k[n].nq = p->seq_q - k[n].i0 < t->br ? p->seq_q - k[n].i0 : t->br;
-    }
+    for (int g = g0; g < g1; g++)
+        for (long qb = first; qb < first + t->sb && qb < nqb; qb++, n++) {
+            k[n].b = (int)(r / t->head_groups);
+            k[n].g = g;
+            k[n].i0 = (int)(qb * t->br);
+            k[n].nq = p->seq_q - k[n].i0 < t->br ? p->seq_q - k[n].i0 : t->br;
+        }
     return n;
 }
 
-static block block_of(const tiled_state *s, long item)
+/* Blocks are numbered (b, g, query block) in that order: where a split
+ * block's partial results lie, and the merges' units. */
+static long block_index(const tiled_state *s, const block *k)
 {
-    block k[1] = { { 0, 0, 0, 0 } };
-    item_blocks(s, item, k);
-    return k[0];
+    const attn_problem *p = &s->h.p;
+    const long nqb = (p->seq_q + s->plan.br - 1) / s->plan.br;
+    return ((long)k->b * attn_kv_heads(p) + k->g) * nqb + k->i0 / s->plan.br;
+}
+
+static block block_at(const tiled_state *s, long index)
+{
+    const attn_problem *p = &s->h.p;
+    const int br = s->plan.br;
+    const long nqb = (p->seq_q + br - 1) / br, r = index / nqb;
+    block k = { (int)(r / attn_kv_heads(p)), (int)(r % attn_kv_heads(p)),
+                (int)(index % nqb * br), 0 };
+    k.nq = p->seq_q - k.i0 < br ? p->seq_q - k.i0 : br;
+    return k;
 }
 
 /* The sink's term of column c's sum, with its running max m (log2 units):
@@ -226,41 +244,47 @@ void tiled_item(const tiled_state *s, float *st, unsigned char *tile, const scra
         }
 }
 
-/* Chunk x of block `item`: its partial result, m and l beside O unnormalized. */
+/* Chunk x of work item `item`: each of its blocks' partial result, m and
+ * l beside O unnormalized. */
 void tiled_chunk(const tiled_state *s, float *st, unsigned char *tile, const scratch *w,
                  long item, int x)
 {
     const tiled_plan *t = &s->plan;
     const attn_problem *p = &s->h.p;
-    const block k = block_of(s, item);
-    const int nc = t->group * k.nq;
+    block k[SB_MAX] = { { 0, 0, 0, 0 } };
+    const int nb = item_blocks(s, item, k);
     const int j_lo = t->key_lo + x * t->chunk;
-    float *part = s->parts + ((size_t)item * t->splits + x) * t->part_floats;
-    if (j_lo >= p->seq_kv) {
-        for (int c = 0; c < nc; c++) {
-            part[c] = -INFINITY;
-            part[t->brp + c] = 0.0f;
+    const bool none = j_lo >= p->seq_kv;
+    if (!none)
+        tiled_keys(s, st, tile, w, k, nb, j_lo, j_lo + t->chunk);
+    for (int u = 0; u < nb; u++) {
+        const int nc = t->group * k[u].nq;
+        float *part = s->parts + ((size_t)block_index(s, &k[u]) * t->splits + x) * t->part_floats;
+        if (none) {
+            for (int c = 0; c < nc; c++) {
+                part[c] = -INFINITY;
+                part[t->brp + c] = 0.0f;
+            }
+            memset(part + 2 * t->brp, 0, (size_t)nc * p->d_v * sizeof(float));
+            continue;
         }
-        memset(part + 2 * t->brp, 0, (size_t)nc * p->d_v * sizeof(float));
-        return;
+        memcpy(part, w[u].m, (size_t)nc * sizeof(float));
+        memcpy(part + t->brp, w[u].l, (size_t)nc * sizeof(float));
+        memcpy(part + 2 * t->brp, w[u].acc, (size_t)nc * p->d_v * sizeof(float));
     }
-    tiled_keys(s, st, tile, w, &k, 1, j_lo, j_lo + t->chunk);
-    memcpy(part, w->m, (size_t)nc * sizeof(float));
-    memcpy(part + t->brp, w->l, (size_t)nc * sizeof(float));
-    memcpy(part + 2 * t->brp, w->acc, (size_t)nc * p->d_v * sizeof(float));
 }
 
-/* Block `item` from its chunks, in chunk order:
+/* The block numbered `index` from its chunks, in chunk order:
  *   m = max m_s, l = sum l_s 2^(m_s - m), O = sum O_s 2^(m_s - m) / l.
  * A chunk that saw no key (m_s = -inf) adds nothing; a NaN anywhere in a
  * chunk's statistics reaches the row, as it would unsplit. */
-void tiled_merge(const tiled_state *s, long item)
+void tiled_merge(const tiled_state *s, long index)
 {
     const tiled_plan *t = &s->plan;
     const attn_problem *p = &s->h.p;
-    const block k = block_of(s, item);
+    const block k = block_at(s, index);
     const int nc = t->group * k.nq, dv = p->d_v;
-    const float *parts = s->parts + (size_t)item * t->splits * t->part_floats;
+    const float *parts = s->parts + (size_t)index * t->splits * t->part_floats;
     const bool bug =
         atomic_load_explicit(&tiled_planted, memory_order_relaxed) == ATTN_TILED_PLANT_MERGE_NO_RESCALE;
     for (int c = 0; c < nc; c++) {
@@ -291,14 +315,15 @@ void tiled_merge(const tiled_state *s, long item)
     }
 }
 
-/* Work items are runs of sb query blocks of one (batch, K/V head), or with
- * split-KV (block, chunk) pairs and then one merge per block. Each block
- * is computed whole by one thread in a fixed order, over chunks fixed by
- * the problem, so the output is bitwise the same for any thread count. */
+/* Work items are runs of sb query blocks of one (batch, K/V head) (or of
+ * several heads: plan.heads), or with split-KV (item, chunk) pairs and
+ * then one merge per block. Each block is computed whole by one thread in
+ * a fixed order, over chunks fixed by the problem, so the output is
+ * bitwise the same for any thread count. */
 static void forward_view(const tiled_state *s)
 {
     const tiled_plan *t = &s->plan;
-    const long items = t->items, splits = t->splits;
+    const long items = t->items, splits = t->splits, blocks = t->blocks;
 
 #ifdef _OPENMP
 #pragma omp parallel num_threads(s->h.threads)
@@ -308,7 +333,7 @@ static void forward_view(const tiled_state *s)
         float *st = tiled_thread_st(s, tid);
         unsigned char *tile = tiled_thread_tile(s, tid);
         scratch w[SB_MAX];
-        for (int u = 0; u < t->sb; u++)
+        for (int u = 0; u < t->sb * t->heads; u++)
             w[u] = tiled_thread_scratch(s, tid, u);
         if (splits == 1) {
 #ifdef _OPENMP
@@ -325,7 +350,7 @@ static void forward_view(const tiled_state *s)
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
-            for (long it = 0; it < items; it++)
+            for (long it = 0; it < blocks; it++)
                 tiled_merge(s, it);
         }
     }

@@ -23,6 +23,10 @@ enum {
     ATTN_TILED_PLANT_BWD_NO_GROUP_SUM, /* dK, dV of a group: its last query head's only */
     ATTN_TILED_PLANT_BWD_SCALE_TWICE,  /* dQ scaled twice */
     ATTN_TILED_PLANT_BWD_WRONG_L,      /* one tile's P recomputed with the next row's L */
+    /* The forward's again: */
+    ATTN_TILED_PLANT_HEADS_ONE_TILE,   /* decoding K/V heads taken together (plan.c,
+                                          heads_per_item): each key tile loaded for the
+                                          first head that sees it, and used for all */
 };
 void attn_tiled_plant(int bug);
 

@@ -459,10 +459,10 @@ static size_t kv_head(const tiled_state *s, const block *k)
     return (size_t)k->b * hkv + (size_t)k->g;
 }
 
-/* The tile of keys [j0, j0 + nt) of K/V head g (below top, the last key
- * any block sees; step keys to the next tile) as the plan's kernels take
- * it: in place, or converted into `tile`; the next tile prefetched where
- * the kernels do not prefetch themselves. */
+/* The tile of keys [j0, j0 + nt) of K/V head g as the plan's kernels take
+ * it: in place, or converted into `tile`; the next tile (below top, past
+ * the last key any block sees) prefetched where the kernels do not
+ * prefetch themselves. */
 static void load_tile(const tiled_state *s, const key_src *c, unsigned char *tile, size_t g,
                       int j0, int nt, int top, tile_ops *x)
 {

@@ -123,10 +123,20 @@ attn_status attn_backend_supports(const attn_backend *be, const attn_problem *p,
             return ATTN_EUNSUPPORTED;
         }
     }
-    if (attn_dtype_quantized(p->dtype)) {
-        snprintf(why, len, "%s: Q cannot be stored as %s, a quantized K/V cache type",
-                 be->name, attn_dtype_name(p->dtype));
+    if (attn_dtype_quantized(p->dtype) && p->dtype != ATTN_DTYPE_Q8_0) {
+        snprintf(why, len, "%s: Q cannot be stored as %s, a quantized K/V cache type (Q: fp32, "
+                 "bf16, fp16 or q8_0)", be->name, attn_dtype_name(p->dtype));
         return ATTN_EINVAL;
+    }
+    if (p->dtype == ATTN_DTYPE_Q8_0 && p->d_k % ATTN_QBLOCK) {
+        snprintf(why, len, "%s: Q in q8_0 is stored in blocks of %d values along d: dk = %d "
+                 "must be a multiple of %d", be->name, ATTN_QBLOCK, p->d_k, ATTN_QBLOCK);
+        return ATTN_EINVAL;
+    }
+    if (attn_backward(p) && p->dtype == ATTN_DTYPE_Q8_0) {
+        snprintf(why, len, "%s: the backward needs Q in fp32, bf16 or fp16 (q8_0 Q is for "
+                 "the forward pass)", be->name);
+        return ATTN_EUNSUPPORTED;
     }
     if (attn_dtype_quantized(p->kv_dtype) && !attn_kvq_head_scaled(attn_dtype_kvq(p->kv_dtype)) &&
         (p->d_k % ATTN_QBLOCK || p->d_v % ATTN_QBLOCK)) {

@@ -227,7 +227,7 @@ static void drive(attn_result *r, const attn_backend *be, const attn_config *cfg
     /* Each input in its storage type only (backend.h). */
     const attn_problem *p = &r->p;
     const bool kvq = attn_dtype_quantized(p->kv_dtype);
-    const bool q16 = p->dtype != ATTN_DTYPE_FP32, kv16 = p->kv_dtype != ATTN_DTYPE_FP32 && !kvq;
+    const bool q16 = attn_dtype_half(p->dtype), kv16 = p->kv_dtype != ATTN_DTYPE_FP32 && !kvq;
     const bool lower = kv16 || kvq;   /* K and V not handed in fp32 */
     attn_tensors t = { .q = q16 ? NULL : in->q, .k = lower ? NULL : in->k,
                              .v = lower ? NULL : in->v, .q16 = q16 ? in->q16 : NULL,

@@ -282,19 +282,19 @@ static const char *pass_str(int x)
     return attn_pass_name((attn_pass)x);
 }
 
-/* --dtype: "fp32", "bf16", "fp16", or a comma list of them, each once;
- * --kv-dtype: those and the quantized caches (q8_0, q4_0, fp8e4m3,
+/* --dtype: "fp32", "bf16", "fp16", "q8_0", or a comma list of them, each
+ * once; --kv-dtype: those and the other quantized caches (q4_0, fp8e4m3,
  * fp8e5m2). */
 static int parse_dtypes(const char *name, const char *val, attn_list *out)
 {
     const bool kv = !strcmp(name, "kv-dtype");
     const int rc = parse_names(name, val, out, ATTN_DTYPE_COUNT, dtype_of, dtype_str,
                                kv ? "fp32, bf16, fp16, q8_0, q4_0, fp8e4m3, fp8e5m2"
-                                  : "fp32, bf16, fp16");
+                                  : "fp32, bf16, fp16, q8_0");
     for (size_t i = 0; rc < 0 && !kv && i < out->n; i++)
-        if (attn_dtype_quantized((attn_dtype)out->v[i]))
+        if (attn_dtype_quantized((attn_dtype)out->v[i]) && out->v[i] != ATTN_DTYPE_Q8_0)
             return usage_error("--dtype: %s is a quantized K/V cache type: give it to "
-                               "--kv-dtype (Q is fp32, bf16 or fp16)",
+                               "--kv-dtype (Q is fp32, bf16, fp16 or q8_0)",
                                attn_dtype_name((attn_dtype)out->v[i]));
     return rc;
 }
@@ -915,6 +915,12 @@ static int finish(attn_opts *o)
                                        d->v[i], ATTN_QBLOCK);
         }
     }
+    for (size_t t = 0; t < o->dtype.n; t++)
+        for (size_t i = 0; o->dtype.v[t] == ATTN_DTYPE_Q8_0 && i < o->dk.n; i++)
+            if (o->dk.v[i] % ATTN_QBLOCK)
+                return usage_error("--dtype q8_0 stores Q in blocks of %d values along dk: --dk "
+                                   "%d is not a multiple of %d", ATTN_QBLOCK, o->dk.v[i],
+                                   ATTN_QBLOCK);
     if (o->kv_len) {
         if (o->nkv > 1 && (o->batch.n != 1 || o->batch.v[0] != o->nkv))
             return usage_error("--kv-len: %d values for --batch %s%d (give one per batch item, "

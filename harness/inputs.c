@@ -5,6 +5,7 @@
 #include "fill.h"
 #include "inputs.h"
 #include "kernels/half.h"
+#include "kernels/quant.h"
 #include "memory.h"
 #include "npy.h"
 #include "serving_inputs.h"
@@ -57,6 +58,22 @@ static void round_to(float *x, uint16_t *h, size_t n, attn_dtype dt)
     for (size_t i = 0; i < n; i++) {
         h[i] = bf16 ? attn_f32_to_bf16(x[i]) : attn_f32_to_f16(x[i]);
         x[i] = attn_half_to_f32(h[i], bf16);
+    }
+}
+
+/* Q in q8_0: rows of d values rounded to their q8_0 blocks (quantized and
+ * read back), the values before kept in raw. */
+static void round_q8_0(float *x, float *raw, size_t rows, int d)
+{
+    memcpy(raw, x, rows * (size_t)d * sizeof(float));
+#pragma omp parallel for schedule(static)
+    for (size_t r = 0; r < rows; r++) {
+        uint8_t blk[34 * 64];   /* d <= 2048 a time: ATTN_QBLOCK * 64 */
+        for (int c = 0; c < d; c += 2048) {
+            const size_t n = (size_t)(d - c < 2048 ? d - c : 2048);
+            attn_kvq_quantize_row(blk, x + r * (size_t)d + c, n, ATTN_KVQ_Q8_0, 1.0f);
+            attn_kvq_dequantize_row(x + r * (size_t)d + c, blk, n, ATTN_KVQ_Q8_0, 1.0f);
+        }
     }
 }
 
@@ -183,8 +200,10 @@ size_t attn_inputs_bytes(const attn_problem *p, const attn_sizes *sz)
         fp32 += sz->o * sizeof(float);   /* dO */
     if (p->ragged && p->ragged->page)
         fp32 += (size_t)p->ragged->k0[p->batch] * sizeof(int32_t);   /* the block tables */
-    if (p->dtype != ATTN_DTYPE_FP32)
+    if (attn_dtype_half(p->dtype))
         half += sz->q * 2;
+    else if (p->dtype == ATTN_DTYPE_Q8_0)
+        fp32 += sz->q * sizeof(float);   /* Q before its rounding */
     if (attn_dtype_quantized(p->kv_dtype))
         half += sz->kv;   /* the quantized rows and scales */
     else if (p->kv_dtype != ATTN_DTYPE_FP32)
@@ -210,11 +229,14 @@ attn_status attn_inputs_make(attn_inputs *in, const attn_problem *p, const attn_
     if (has_v && kv32)
         in->v = attn_host_alloc(sz.v * sizeof(float));
     const bool kvq = attn_dtype_quantized(p->kv_dtype);
-    const bool q16 = p->dtype != ATTN_DTYPE_FP32, kv16 = p->kv_dtype != ATTN_DTYPE_FP32 && !kvq;
+    const bool q16 = attn_dtype_half(p->dtype), kv16 = p->kv_dtype != ATTN_DTYPE_FP32 && !kvq;
+    const bool q8 = p->dtype == ATTN_DTYPE_Q8_0;
     const bool scaled = kvq && attn_kvq_head_scaled(attn_dtype_kvq(p->kv_dtype));
     const size_t kv_heads = (size_t)p->batch * (size_t)attn_kv_heads(p);
     if (q16)
         in->q16 = attn_host_alloc(sz.q * 2);
+    if (q8)
+        in->q_raw = attn_host_alloc(sz.q * sizeof(float));
     if (kvq) {
         const size_t rows = attn_kv_tokens(p) * (size_t)attn_kv_heads(p);
         in->kq = attn_host_alloc(rows * attn_dtype_row_bytes(p->kv_dtype, (size_t)p->d_k));
@@ -240,7 +262,7 @@ attn_status attn_inputs_make(attn_inputs *in, const attn_problem *p, const attn_
     if (bwd)
         in->dout = attn_host_alloc(sz.o * sizeof(float));
     attn_status st = ATTN_OK;
-    if (!in->q || (kv32 && (!in->k || (has_v && !in->v))) || (q16 && !in->q16) ||
+    if (!in->q || (kv32 && (!in->k || (has_v && !in->v))) || (q16 && !in->q16) || (q8 && !in->q_raw) ||
         (bwd && !in->dout) ||
         (kv16 && (!in->k16 || (has_v && !in->v16))) || (p->mods.sinks && !in->sinks) ||
         (kvq && (!in->kq || (has_v && !in->vq))) || (paged && !in->pages) ||
@@ -302,6 +324,8 @@ attn_status attn_inputs_make(attn_inputs *in, const attn_problem *p, const attn_
         attn_fill(in->sinks, (size_t)p->heads, ATTN_FILL_NORMAL, s->seed, ATTN_TENSOR_SINKS, 1);
     if (st == ATTN_OK && q16)
         round_to(in->q, in->q16, sz.q, p->dtype);
+    if (st == ATTN_OK && q8)
+        round_q8_0(in->q, in->q_raw, sz.q / (size_t)p->d_k, p->d_k);
     if (st == ATTN_OK && kv16 && kv32) {
         round_to(in->k, in->k16, sz.k, p->kv_dtype);
         if (has_v)
@@ -318,12 +342,18 @@ attn_status attn_inputs_make(attn_inputs *in, const attn_problem *p, const attn_
         const attn_tensors t = attn_inputs_tensors(in);
         const double t0 = attn_now();
         st = attn_ref_compute(&in->ref, p, &t, s->check_rows, s->seed, s->threads);
-        if (st == ATTN_OK && kvq) {
-            /* The same rows from K and V before quantization. */
+        if (st == ATTN_OK && (kvq || q8)) {
+            /* The same rows from Q, K and V before quantization. */
             attn_problem p32 = *p;
-            p32.kv_dtype = ATTN_DTYPE_FP32;
             attn_tensors t32 = t;
-            t32.kq = t32.vq = NULL;
+            if (kvq) {
+                p32.kv_dtype = ATTN_DTYPE_FP32;
+                t32.kq = t32.vq = NULL;
+            }
+            if (q8) {
+                p32.dtype = ATTN_DTYPE_FP32;
+                t32.q = in->q_raw;
+            }
             if ((st = attn_ref_compute(&in->qref, &p32, &t32, s->check_rows, s->seed,
                                        s->threads)) != ATTN_OK)
                 attn_ref_free(&in->ref);
@@ -331,11 +361,11 @@ attn_status attn_inputs_make(attn_inputs *in, const attn_problem *p, const attn_
         if (st == ATTN_OK && bwd &&
             (st = attn_ref_grads_compute(&in->grads, p, &t, s->check_rows, s->threads)) != ATTN_OK) {
             attn_ref_free(&in->ref);
-            if (kvq)
+            if (kvq || q8)
                 attn_ref_free(&in->qref);
         }
         in->ref.grads = bwd && st == ATTN_OK ? &in->grads : NULL;
-        in->ref.unquantized = kvq && st == ATTN_OK ? &in->qref : NULL;
+        in->ref.unquantized = (kvq || q8) && st == ATTN_OK ? &in->qref : NULL;
         in->ref_seconds = attn_now() - t0;
         if (st != ATTN_OK)
             snprintf(why, len, "out of memory for the reference");
@@ -353,9 +383,10 @@ void attn_inputs_free(attn_inputs *in)
     if (in->made) {
         attn_ref_free(&in->ref);
         attn_ref_grads_free(&in->grads);
-        if (in->kq)
+        if (in->kq || in->q_raw)
             attn_ref_free(&in->qref);
     }
+    attn_host_free(in->q_raw);
     attn_host_free(in->kq);
     attn_host_free(in->vq);
     attn_host_free(in->kscale);

@@ -21,11 +21,13 @@ typedef struct attn_inputs {
     int32_t *pages;         /* a paged serving batch's block tables (backend.h): the
                                pool's pages in a seeded shuffle; else NULL */
     float *dout;            /* the backward's dO [B,H,Nq,dv], else NULL */
+    float *q_raw;           /* Q in q8_0 (p->dtype): Q before its rounding, for qref;
+                               else NULL */
     attn_ref ref;
     attn_ref_grads grads;   /* the backward's reference (attn_backward(p)) */
-    attn_ref qref;          /* a quantized cache: the reference on K and V before
-                               quantization (the same rows as ref), whose distance to a
-                               backend's output is the quantization error */
+    attn_ref qref;          /* a quantized cache, or Q in q8_0: the reference on Q, K
+                               and V before quantization (the same rows as ref), whose
+                               distance to a backend's output is the quantization error */
     double ref_seconds;     /* wall time of the reference */
     bool made;
 } attn_inputs;

@@ -69,3 +69,13 @@ int attn_cpu_bf16_dot(void)
     return 0;
 #endif
 }
+
+int attn_cpu_int8_dot(void)
+{
+#if ATTN_HAVE_X86_KERNELS && ATTN_HAVE_VNNI_KERNELS
+    /* AVX512_VNNI: leaf 7 subleaf 0, ecx bit 11 */
+    return attn_isa_usable(ATTN_ISA_AVX512) && cpuid_bit(7, 0, 2, 11);
+#else
+    return 0;
+#endif
+}

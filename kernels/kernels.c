@@ -22,6 +22,8 @@ static void kernels_init(void)
         attn_kernels_init_avx512(&tables[ATTN_ISA_AVX512]);
     if (attn_isa_usable(ATTN_ISA_AVX512) && attn_cpu_bf16_dot())
         attn_kernels_init_avx512_bf16(&tables[ATTN_ISA_AVX512]);
+    if (attn_isa_usable(ATTN_ISA_AVX512) && attn_cpu_int8_dot())
+        attn_kernels_init_avx512_vnni(&tables[ATTN_ISA_AVX512]);
 #endif
 }
 

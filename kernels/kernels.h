@@ -115,6 +115,20 @@
     ptrdiff_t v_stride, const float *restrict alpha, int nq, int nk, int dv, attn_kvq fmt, \
     float scale, ptrdiff_t pf)
 
+/* Decoding's scores with Q itself in q8_0 (--dtype q8_0: Q's values are
+ * those of its q8_0 blocks) and K a q8_0 or q4_0 cache (fmt): block by
+ * block along d, the integer sum of the 32 products of the two blocks'
+ * integers (exact), times the two fp16 scales, the blocks' terms summed in
+ * fp32, then times scale:
+ *   S^T[j][i] = scale * sum_b (dq_ib dk_jb) sum_{c in b} nq_ic nk_jc
+ * for j < nk, i < nq; q holds nq rows of q8_0 blocks, q_stride bytes apart
+ * (dk a multiple of 32). llama.cpp's vec_dot of q8_0 and q4_0 rounds Q to
+ * q8_0 and computes this; with AVX512_VNNI one vpdpbusd does 64 products
+ * (kernels_avx512_vnni.c). */
+#define decl_qk_rows_i8_fn(name) void (name)(float *restrict st, ptrdiff_t st_stride, \
+    const uint8_t *restrict k, ptrdiff_t k_stride, const uint8_t *restrict q, \
+    ptrdiff_t q_stride, int nk, int nq, int dk, attn_kvq fmt, float scale, ptrdiff_t pf)
+
 /* bf16 with dot products of pairs (AVX512_BF16's vdpbf16ps: per fp32 lane,
  * acc + a0*b0 + a1*b1, the products exact, the sums in fp32). The operands
  * are pairs of bf16 along the reduction, packed into 32-bit words (low
@@ -201,6 +215,7 @@ typedef decl_qk_rows16_fn(attn_qk_rows16_fn);
 typedef decl_pv16_fn(attn_pv16_fn);
 typedef decl_qk_rows_q_fn(attn_qk_rows_q_fn);
 typedef decl_pv_q_fn(attn_pv_q_fn);
+typedef decl_qk_rows_i8_fn(attn_qk_rows_i8_fn);
 typedef decl_pack_qt_bf16_fn(attn_pack_qt_bf16_fn);
 typedef decl_qk_bf16_fn(attn_qk_bf16_fn);
 typedef decl_qk_rows_bf16_fn(attn_qk_rows_bf16_fn);
@@ -229,6 +244,7 @@ typedef struct attn_kernels {
     attn_pv16_fn *pv16;
     attn_qk_rows_q_fn *qk_rows_q;
     attn_pv_q_fn *pv_q;
+    attn_qk_rows_i8_fn *qk_rows_i8;
     attn_pack_qt_bf16_fn *pack_qt_bf16;
     attn_qk_bf16_fn *qk_bf16;
     attn_qk_rows_bf16_fn *qk_rows_bf16;
@@ -250,6 +266,8 @@ typedef struct attn_kernels {
     int bf16_dot;       /* its bf16 kernels run on the CPU's bf16 dot products
                            (AVX512_BF16); where not, they are C's, the definition,
                            and the tiled backend converts bf16 to fp32 instead */
+    int int8_dot;       /* its qk_rows_i8 runs on the CPU's int8 dot products
+                           (AVX512_VNNI); where not, it is C's, the definition */
 } attn_kernels;
 
 /* "auto", "c", "avx2", "avx512"; and back (ATTN_ISA_COUNT when unknown). */
@@ -291,8 +309,12 @@ void attn_kernels_init_c(attn_kernels *k);
 void attn_kernels_init_avx2(attn_kernels *k);
 void attn_kernels_init_avx512(attn_kernels *k);
 void attn_kernels_init_avx512_bf16(attn_kernels *k);   /* + AVX512_BF16 */
+void attn_kernels_init_avx512_vnni(attn_kernels *k);   /* + AVX512_VNNI */
 
 /* Whether this build has the AVX512_BF16 kernels and this CPU runs them. */
 int attn_cpu_bf16_dot(void);
+
+/* Whether this build has the AVX512_VNNI kernels and this CPU runs them. */
+int attn_cpu_int8_dot(void);
 
 #endif

@@ -3,6 +3,7 @@
  * as the SIMD versions (c ascending in Q.K^T, j ascending in the softmax sum
  * and in P.V); the build's ISO C mode does not contract a*b + c into FMA. */
 #include <math.h>
+#include <string.h>
 
 #include "half.h"
 #include "kernels.h"
@@ -288,6 +289,33 @@ static decl_pv_q_fn(pv_q_c)
     pv_any_c(o, o_stride, pt, pt_stride, &x, alpha, nq, nk, dv);
 }
 
+static decl_qk_rows_i8_fn(qk_rows_i8_c)
+{
+    (void)pf;
+    const size_t kb = fmt == ATTN_KVQ_Q8_0 ? 34 : 18;
+    for (int j = 0; j < nk; j++)
+        for (int i = 0; i < nq; i++) {
+            const uint8_t *kr = k + j * k_stride, *qr = q + i * q_stride;
+            float s = 0.0f;
+            for (int b = 0; b < dk / ATTN_QBLOCK; b++) {
+                const uint8_t *kx = kr + b * kb, *qx = qr + b * 34;
+                int32_t dot = 0;
+                for (int c = 0; c < ATTN_QBLOCK; c++) {
+                    const int nk_c = fmt == ATTN_KVQ_Q8_0 ? (int8_t)kx[2 + c]
+                                     : c < 16            ? (kx[2 + c] & 0xf) - 8
+                                                         : (kx[2 + c - 16] >> 4) - 8;
+                    dot += nk_c * (int8_t)qx[2 + c];
+                }
+                uint16_t hk, hq;
+                memcpy(&hk, kx, sizeof(hk));
+                memcpy(&hq, qx, sizeof(hq));
+                /* the two scales' product is exact (11 bits each) */
+                s = fmaf((float)dot, attn_f16_to_f32(hk) * attn_f16_to_f32(hq), s);
+            }
+            st[j * st_stride + i] = s * scale;
+        }
+}
+
 static decl_qk_rows16_fn(qk_rows16_c)
 {
     (void)pf;
@@ -401,6 +429,7 @@ void attn_kernels_init_c(attn_kernels *k)
     k->cvt_rows = cvt_rows_c;
     k->dequant_rows = dequant_rows_c;
     k->qk_rows_q = qk_rows_q_c;
+    k->qk_rows_i8 = qk_rows_i8_c;
     k->pv_q = pv_q_c;
     k->qk_rows16 = qk_rows16_c;
     k->pv16 = pv16_c;
@@ -414,6 +443,7 @@ void attn_kernels_init_c(attn_kernels *k)
     k->pv_t = pv_t_c;
     k->bwd_ds = bwd_ds_c;
     k->bf16_dot = 0;
+    k->int8_dot = 0;
     k->prefetches = 0;
     k->pf_keys = 0;
 }

@@ -180,6 +180,18 @@ static size_t build_grid(grid_case *g)
                           .kvdt = E4,
                           .mods = { .window = true, .left = 100, .right = 2, .softcap = 8.0f,
                                     .alibi = true, .sinks = true, .v_from_k = true } };
+    /* Q in q8_0 (its values those of its blocks): decoding from q8_0 and
+     * q4_0 caches with grouped heads (tiled: int8 dot products where the
+     * CPU has them), odd block counts, multi-query, the modifiers; prefill
+     * from a q8_0 cache and from fp32 K/V. */
+    g[n++] = (grid_case){ 3, 8, 1, 1000, 96, 64, .kv_len = kv_dec[2], .hkv = 2, .dt = Q8,
+                          .kvdt = Q8 };
+    g[n++] = (grid_case){ 2, 8, 1, 777, 160, 32, .hkv = 1, .dt = Q8, .kvdt = Q4,
+                          .mods = { .softcap = 5.0f, .alibi = true, .sinks = true } };
+    g[n++] = (grid_case){ 2, 4, 3, 300, 64, 64, .causal = true, .hkv = 2, .dt = Q8, .kvdt = Q4,
+                          .fill = ATTN_FILL_EXTREME, .mods = W2 };
+    g[n++] = (grid_case){ 1, 2, 129, 129, 64, 64, .causal = true, .dt = Q8, .kvdt = Q8 };
+    g[n++] = (grid_case){ 2, 4, 65, 65, 32, 32, .causal = true, .kv_len = kv_tail, .dt = Q8 };
     return n;
 }
 

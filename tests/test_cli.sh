@@ -217,7 +217,8 @@ result "$ok" "arch: a row's repro reruns that model at that N alone, PASSED" "re
 refused 2 "--dtype: 'fp8' is not one of: fp32, bf16, fp16" --dtype fp8
 refused 2 "--dtype: bf16 is given twice" --dtype bf16,fp32,bf16
 refused 2 "--kv-dtype: '' is not one of" --kv-dtype=
-refused 2 "--dtype: q8_0 is a quantized K/V cache type: give it to --kv-dtype" --dtype q8_0
+refused 2 "--dtype: q4_0 is a quantized K/V cache type: give it to --kv-dtype (Q is fp32, bf16, fp16 or q8_0)" --dtype q4_0
+refused 2 "--dtype q8_0 stores Q in blocks of 32 values along dk: --dk 48 is not a multiple of 32" --dtype q8_0 --kv-dtype fp32 --dk 48
 refused 2 "--kv-dtype q4_0 stores K and V in blocks of 32 values along d: --dk 48 is not a multiple of 32" --kv-dtype fp8e4m3,q4_0 --dk 48
 runs 0 "quantized K/V caches against bf16 K/V" --backend=naive,tiled --seq 8 --dk 32 --kv-dtype bf16,q8_0,q4_0,fp8e4m3,fp8e5m2 --reps 1
 # A quantized cache is dumped as the values it reads back (not those before

@@ -923,6 +923,73 @@ static bool check_rows_q(const attn_kernels *kr, const attn_kernels *c, int nk, 
     return ok;
 }
 
+/* qk_rows_i8 (Q in q8_0, K in q8_0 or q4_0 of format f): rows quantized
+ * from values in +-2 (a block of zeros, and one of a single nonzero value,
+ * where d allows), their bytes padded apart; kr against C's and against
+ * the double sums of the values each reads back, times scale. */
+static bool check_rows_i8(const attn_kernels *kr, const attn_kernels *c, int nk, int nq, int d,
+                          attn_kvq f, char *why, size_t len)
+{
+    const size_t rb = attn_kvq_row_bytes(f, (size_t)d), qb = attn_kvq_row_bytes(ATTN_KVQ_Q8_0,
+                                                                                  (size_t)d);
+    const ptrdiff_t ks = (ptrdiff_t)rb + 5, qs = (ptrdiff_t)qb + 3, ss = nq + PAD;
+    const float scale = 0.37f;
+    uint8_t *k = attn_host_alloc((size_t)nk * ks + 64), *q = attn_host_alloc((size_t)nq * qs + 64);
+    float *v = attn_host_alloc((size_t)d * sizeof(float));
+    float *kd = attn_host_alloc((size_t)nk * d * sizeof(float));
+    float *qd = attn_host_alloc((size_t)nq * d * sizeof(float));
+    for (int j = 0; j < nk + nq; j++) {
+        for (int y = 0; y < d; y++)
+            v[y] = (float)uniform(-2, 2);
+        if (d >= 64 && j % 3 == 1)
+            for (int y = 32; y < 64; y++)
+                v[y] = y == 40 ? -1.5f : 0.0f;
+        if (j % 4 == 2)
+            memset(v, 0, ATTN_QBLOCK * sizeof(float));
+        if (j < nk) {
+            attn_kvq_quantize_row(k + j * ks, v, (size_t)d, f, 1.0f);
+            attn_kvq_dequantize_row(kd + (size_t)j * d, k + j * ks, (size_t)d, f, 1.0f);
+        } else {
+            const int i = j - nk;
+            attn_kvq_quantize_row(q + i * qs, v, (size_t)d, ATTN_KVQ_Q8_0, 1.0f);
+            attn_kvq_dequantize_row(qd + (size_t)i * d, q + i * qs, (size_t)d, ATTN_KVQ_Q8_0,
+                                    1.0f);
+        }
+    }
+    guarded sr = guarded_new((size_t)nk * ss), sg = guarded_new((size_t)nk * ss);
+    c->qk_rows_i8(sr.data, ss, k, ks, q, qs, nk, nq, d, f, scale, 0);
+    kr->qk_rows_i8(sg.data, ss, k, ks, q, qs, nk, nq, d, f, scale, 3 * ks);
+    bool ok = guarded_intact(&sg, nk, nq, ss);
+    if (!ok)
+        snprintf(why, len, "qk_rows_i8 wrote outside its tile (nk %d, nq %d, d %d)", nk, nq, d);
+    for (int j = 0; ok && j < nk; j++)
+        for (int i = 0; ok && i < nq; i++) {
+            double mag = 0, exact = 0;
+            for (int y = 0; y < d; y++) {
+                const double t = (double)kd[(size_t)j * d + y] * qd[(size_t)i * d + y];
+                exact += t;
+                mag += fabs(t);
+            }
+            exact *= scale;
+            const double tol = 2.0 * d * 0x1p-24 * mag * scale + 1e-30;
+            const float g = sg.data[j * ss + i], r = sr.data[j * ss + i];
+            if (!close(g, r, 2 * tol) || !close(g, (float)exact, tol)) {
+                snprintf(why, len, "qk_rows_i8 %s S[%d][%d] = %.9g, C says %.9g, exact %.9g "
+                         "(nk %d, nq %d, d %d)", f == ATTN_KVQ_Q8_0 ? "q8_0" : "q4_0", j, i, g,
+                         r, exact, nk, nq, d);
+                ok = false;
+            }
+        }
+    attn_host_free(k);
+    attn_host_free(q);
+    attn_host_free(v);
+    attn_host_free(kd);
+    attn_host_free(qd);
+    attn_host_free(sr.base);
+    attn_host_free(sg.base);
+    return ok;
+}
+
 /* The bf16 kernels of one table over every tail. */
 static void test_bf16(const attn_kernels *kr, const attn_kernels *c)
 {
@@ -974,6 +1041,18 @@ static void test_bf16(const attn_kernels *kr, const attn_kernels *c)
             }
     if (!tap_ok(ok, "qk_rows_q_%s and pv_q_%s (a quantized K, V read back as loaded) match C's "
                 "and the double sums, every format, tails, fp8 NaN codes, guarded", name, name))
+        tap_diag("%s", why);
+
+    ok = true;
+    static const int ids[] = { 32, 64, 96, 128, 256, 512, 544 };   /* 544: past the VNNI limit */
+    for (int f = 0; ok && f < 2; f++)
+        for (int nk = 1; ok && nk <= 35; nk += nk < 9 ? 1 : 13)
+            for (int nq = 1; ok && nq <= 17; nq += nq < 6 ? 1 : 5)
+                for (size_t d = 0; ok && d < sizeof(ids) / sizeof(ids[0]); d++)
+                    ok = check_rows_i8(kr, c, nk, nq, ids[d], (attn_kvq)f, why, sizeof(why));
+    if (!tap_ok(ok, "qk_rows_i8_%s (%s; Q in q8_0, K in q8_0 and q4_0) matches C's and the double "
+                "sums, odd block counts, zero blocks, tails, guarded", name,
+                kr->int8_dot ? "vpdpbusd" : "C's"))
         tap_diag("%s", why);
 
     ok = true;
@@ -1338,6 +1417,35 @@ static decl_pv_q_fn(pv_q_nibbles_swapped)
         }
 }
 
+/* ... a qk_rows_i8 that takes every block's Q scale from block 0, and
+ * one that reads q4_0's nibbles the wrong way round ... */
+static decl_qk_rows_i8_fn(qk_rows_i8_first_scale)
+{
+    uint8_t *q2 = malloc((size_t)nq * q_stride);
+    memcpy(q2, q, (size_t)nq * q_stride);
+    for (int i = 0; i < nq; i++)
+        for (int b = 1; b < dk / ATTN_QBLOCK; b++)
+            memcpy(q2 + i * q_stride + b * 34, q2 + i * q_stride, 2);
+    attn_kernels_for(ATTN_ISA_C)->qk_rows_i8(st, st_stride, k, k_stride, q2, q_stride, nk, nq,
+                                             dk, fmt, scale, pf);
+    free(q2);
+}
+
+static decl_qk_rows_i8_fn(qk_rows_i8_nibbles_swapped)
+{
+    uint8_t *k2 = malloc((size_t)nk * k_stride);
+    memcpy(k2, k, (size_t)nk * k_stride);
+    for (int j = 0; fmt == ATTN_KVQ_Q4_0 && j < nk; j++)
+        for (int b = 0; b < dk / ATTN_QBLOCK; b++)
+            for (int c = 0; c < 16; c++) {
+                uint8_t *x = k2 + j * k_stride + b * 18 + 2 + c;
+                *x = (uint8_t)(*x << 4 | *x >> 4);
+            }
+    attn_kernels_for(ATTN_ISA_C)->qk_rows_i8(st, st_stride, k2, k_stride, q, q_stride, nk, nq,
+                                             dk, fmt, scale, pf);
+    free(k2);
+}
+
 /* ... and a pv_bf16 that stops one pair of keys short. */
 static decl_pv_bf16_fn(pv_bf16_short)
 {
@@ -1389,6 +1497,13 @@ static void test_planted(const attn_kernels *c)
     bad.pv_q = pv_q_nibbles_swapped;
     tap_ok(!check_rows_q(&bad, c, 5, 3, 64, ATTN_KVQ_Q4_0, why, sizeof(why)),
            "the checker rejects a pv_q that reads q4_0's nibbles the wrong way round");
+    bad = *c;
+    bad.qk_rows_i8 = qk_rows_i8_first_scale;
+    tap_ok(!check_rows_i8(&bad, c, 5, 3, 128, ATTN_KVQ_Q8_0, why, sizeof(why)),
+           "the checker rejects a qk_rows_i8 that applies Q's first block's scale to every block");
+    bad.qk_rows_i8 = qk_rows_i8_nibbles_swapped;
+    tap_ok(!check_rows_i8(&bad, c, 5, 3, 64, ATTN_KVQ_Q4_0, why, sizeof(why)),
+           "the checker rejects a qk_rows_i8 that reads q4_0's nibbles the wrong way round");
     bad = *c;
     bad.pv16 = pv16_always_fp16;
     tap_ok(!check_rows16(&bad, c, 9, 3, 20, true, why, sizeof(why)),
@@ -1566,6 +1681,10 @@ typedef struct dec_ctx {
     int cols;
     float *st, *k, *q, *qt, *v, *o, *alpha;
     uint16_t *kh, *vh;
+    uint8_t *kq, *vq;   /* K and V in format fmt, rows of qrow bytes */
+    uint8_t *q8;        /* Q's rows in q8_0 */
+    attn_kvq fmt;
+    ptrdiff_t qrow;
 } dec_ctx;
 
 static void dec_qk_rows(const attn_kernels *kr, void *p)
@@ -1601,6 +1720,28 @@ static void dec_pv16(const attn_kernels *kr, void *p)
     dec_ctx *b = p;
     kr->pv16(b->o, DEC_D, b->st, 16 * ((b->cols + 15) / 16), b->vh, DEC_D, b->alpha, b->cols,
              DEC_KEYS, DEC_D, 1, 0);
+}
+
+static void dec_qk_rows_q(const attn_kernels *kr, void *p)
+{
+    dec_ctx *b = p;
+    kr->qk_rows_q(b->st, 16 * ((b->cols + 15) / 16), b->kq, b->qrow, b->q, DEC_D, DEC_KEYS,
+                  b->cols, DEC_D, b->fmt, 0.01f, 1);
+}
+
+static void dec_pv_q(const attn_kernels *kr, void *p)
+{
+    dec_ctx *b = p;
+    kr->pv_q(b->o, DEC_D, b->st, 16 * ((b->cols + 15) / 16), b->vq, b->qrow, b->alpha, b->cols,
+             DEC_KEYS, DEC_D, b->fmt, 0.01f, 1);
+}
+
+static void dec_qk_rows_i8(const attn_kernels *kr, void *p)
+{
+    dec_ctx *b = p;
+    kr->qk_rows_i8(b->st, 16 * ((b->cols + 15) / 16), b->kq, b->qrow, b->q8,
+                   (ptrdiff_t)attn_kvq_row_bytes(ATTN_KVQ_Q8_0, DEC_D), DEC_KEYS, b->cols, DEC_D,
+                   b->fmt, 0.01f, 1);
 }
 
 /* A quantized tile read back: DEC_KEYS rows of DEC_D values per format. */
@@ -1690,6 +1831,50 @@ static void bench_decode(void)
             }
         }
     }
+    /* the same from a quantized K or V, each format */
+    static const char *const fmts[ATTN_KVQ_COUNT] = { "q8_0", "q4_0", "fp8e4m3", "fp8e5m2" };
+    static const struct { const char *name; void (*fn)(const attn_kernels *, void *); }
+        kq[] = { { "qk_rows_q", dec_qk_rows_q }, { "pv_q", dec_pv_q },
+                 { "qk_rows_i8", dec_qk_rows_i8 } };
+    b.kq = attn_host_alloc((size_t)DEC_KEYS * DEC_D * 2);
+    b.vq = attn_host_alloc((size_t)DEC_KEYS * DEC_D * 2);
+    b.q8 = attn_host_alloc((size_t)64 * DEC_D * 2);
+    for (int i = 0; b.q8 && i < 64; i++)
+        attn_kvq_quantize_row(b.q8 + i * attn_kvq_row_bytes(ATTN_KVQ_Q8_0, DEC_D),
+                              b.q + (size_t)i * DEC_D, DEC_D, ATTN_KVQ_Q8_0, 1.0f);
+    printf("\nquantized K or V (qk_rows_i8: Q in q8_0 too), %d keys, d = %d:\n\n"
+           "%-12s %-8s %4s %-8s %12s %10s %9s\n", DEC_KEYS, DEC_D, "kernel", "format", "cols", "isa", "ns/call",
+           "GFLOP/s", "vs c");
+    for (int f = 0; b.kq && b.vq && f < ATTN_KVQ_COUNT; f++) {
+        b.fmt = (attn_kvq)f;
+        b.qrow = (ptrdiff_t)attn_kvq_row_bytes(b.fmt, DEC_D);
+        for (int r = 0; r < DEC_KEYS; r++) {
+            attn_kvq_quantize_row(b.kq + r * b.qrow, b.k + r * DEC_D, DEC_D, b.fmt, 0.01f);
+            attn_kvq_quantize_row(b.vq + r * b.qrow, b.v + r * DEC_D, DEC_D, b.fmt, 0.01f);
+        }
+        for (int cc = 0; cc < 2; cc++) {
+            b.cols = cc ? 16 : 4;
+            for (size_t kk = 0; kk < sizeof(kq) / sizeof(kq[0]); kk++) {
+                if (kq[kk].fn == dec_qk_rows_i8 && (f > ATTN_KVQ_Q4_0 || !b.q8))
+                    continue;   /* Q in q8_0 against q8_0 and q4_0 K only */
+                double tc = 0;
+                for (int isa = ATTN_ISA_C; isa < ATTN_ISA_COUNT; isa++) {
+                    const attn_kernels *kr = attn_kernels_for((attn_isa)isa);
+                    if (!kr)
+                        continue;
+                    const double t = best_seconds(kq[kk].fn, kr, &b);
+                    if (isa == ATTN_ISA_C)
+                        tc = t;
+                    printf("%-12s %-8s %4d %-8s %12.1f %10.1f %8.2fx\n", kq[kk].name, fmts[f],
+                           b.cols, attn_isa_name((attn_isa)isa), t * 1e9,
+                           2.0 * b.cols * DEC_KEYS * DEC_D / t * 1e-9, tc / t);
+                }
+            }
+        }
+    }
+    attn_host_free(b.kq);
+    attn_host_free(b.vq);
+    attn_host_free(b.q8);
     attn_host_free(buf);
 }
 
@@ -1709,7 +1894,7 @@ int main(int argc, char **argv)
     }
     const attn_kernels *c = attn_kernels_for(ATTN_ISA_C);
     const int isas = ATTN_ISA_COUNT - ATTN_ISA_C;
-    tap_plan(6 * (isas - 1) + 9 * isas + 19);
+    tap_plan(6 * (isas - 1) + 10 * isas + 21);
     test_planted(c);
     for (int isa = ATTN_ISA_C; isa < ATTN_ISA_COUNT; isa++) {
         const attn_kernels *kr = attn_kernels_for((attn_isa)isa);
@@ -1719,7 +1904,7 @@ int main(int argc, char **argv)
             tap_skip(why, "exp2_%s edge cases", name);
             tap_skip(why, "exp2_%s accuracy", name);
             tap_skip(why, "mods_%s", name);
-            for (int t = 0; t < 6; t++)
+            for (int t = 0; t < 7; t++)
                 tap_skip(why, "%s 16-bit or quantized kernel %d", name, t);
             if (isa != ATTN_ISA_C)
                 for (int t = 0; t < 6; t++)

@@ -81,7 +81,7 @@ result "$(echo "$repro" | grep -qF -- "--plugin $example" && sh -c "$repro --rep
 refused "--plugin $src/README.md: not a loadable shared library" --plugin "$src/README.md" --list
 refused "--plugin $noentry: no attnbench_plugin function: not an attnbench plugin" \
     --plugin "$noentry" --list
-refused "--plugin $newer: built against attnbench's ABI 2, this attnbench serves ABI 1" \
+refused "--plugin $newer: built against attnbench's ABI 3, this attnbench serves ABI 2" \
     --plugin "$newer" --list
 refused "--plugin $otherheader: its attn_backend is" --plugin "$otherheader" --list
 refused "--plugin $builtinname: the plugin's name 'naive' is a built-in backend's" \

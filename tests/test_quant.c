@@ -89,6 +89,49 @@ static void test_q8_0(void)
         tap_diag("%s", why);
 }
 
+/* Q in q8_0 (backend.h): the harness hands Q over as the fp32 values of
+ * its blocks, and a backend gets the blocks back by quantizing again. That
+ * must give blocks of the same values: over rows of every scale of value
+ * (fp16's subnormal scales, scales that round to 0, zero blocks, one value
+ * alone), the values read back, quantized again and read back are the
+ * same (a block whose scale rounds to 0 may keep other integers beside
+ * it: its values are 0 either way, -0 or +0, which no sum tells apart). */
+static void test_q8_0_again(void)
+{
+    char why[200] = "";
+    uint8_t y[4 * 34], y2[4 * 34];
+    float x[128], back[128], again[128];
+    bool ok = true;
+    uint64_t s = 0x9e3779b97f4a7c15ull;
+    for (int row = 0; ok && row < 20000; row++) {
+        /* 2^-36 .. 2^22: a block whose max|x| passes 127 times fp16's
+         * largest (65504) has an infinite scale, and reads back inf and NaN */
+        const float mag = ldexpf(1.0f, row % 59 - 36);
+        for (int i = 0; i < 128; i++) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            x[i] = mag * ((float)(s >> 40) / (float)(1u << 24) * 2.0f - 1.0f);
+        }
+        if (row % 7 == 1)
+            memset(x + 32, 0, 32 * sizeof(float));
+        if (row % 11 == 2)
+            for (int i = 64; i < 96; i++)
+                x[i] = i == 70 ? -mag : 0.0f;
+        attn_kvq_quantize_row(y, x, 128, ATTN_KVQ_Q8_0, 1.0f);
+        attn_kvq_dequantize_row(back, y, 128, ATTN_KVQ_Q8_0, 1.0f);
+        attn_kvq_quantize_row(y2, back, 128, ATTN_KVQ_Q8_0, 1.0f);
+        attn_kvq_dequantize_row(again, y2, 128, ATTN_KVQ_Q8_0, 1.0f);
+        for (int i = 0; ok && i < 128; i++)
+            if (again[i] != back[i]) {
+                snprintf(why, sizeof(why), "row %d (values to %.3g), value %d: %.9g quantized "
+                         "again reads back %.9g", row, (double)mag, i, back[i], again[i]);
+                ok = false;
+            }
+    }
+    if (!tap_ok(ok, "q8_0: quantizing the values read back gives them back (20000 rows of "
+                "every magnitude, zero blocks, lone values): Q in q8_0 goes over in fp32"))
+        tap_diag("%s", why);
+}
+
 static void test_q4_0(void)
 {
     char why[200] = "";
@@ -288,11 +331,34 @@ static void test_refusals(void)
     const attn_backend *blas = attn_backend_find("blas");
     st = blas ? attn_backend_supports(blas, &p, &cfg, why, sizeof(why)) : ATTN_EINVAL;
     tap_ok(st == ATTN_EUNSUPPORTED, "a backend without quantized caches SKIPS them: %s", why);
+
+    /* Q in q8_0: d_k in blocks of 32, the forward only, q8_0 alone of the
+     * quantized types; a backend whose dtypes lack q8_0 SKIPS it. */
+    p = (attn_problem){ .batch = 1, .heads = 2, .seq_q = 1, .seq_kv = 8, .d_k = 48, .d_v = 64,
+                        .scale = 0.1f, .dtype = ATTN_DTYPE_Q8_0 };
+    st = attn_backend_supports(tiled, &p, &cfg, why, sizeof(why));
+    tap_ok(st == ATTN_EINVAL && strstr(why, "multiple of 32"), "Q in q8_0 with dk = 48 is "
+           "refused: %s", why);
+    p.d_k = 64;
+    st = attn_backend_supports(tiled, &p, &cfg, why, sizeof(why));
+    tap_ok(st == ATTN_OK, "Q in q8_0 with fp32 K/V and dk = 64: tiled takes it");
+    p.pass = ATTN_PASS_BWD;
+    st = attn_backend_supports(naive, &p, &cfg, why, sizeof(why));
+    tap_ok(st == ATTN_EUNSUPPORTED && strstr(why, "backward"), "the backward with Q in q8_0 is "
+           "refused: %s", why);
+    p.pass = ATTN_PASS_FWD;
+    p.dtype = ATTN_DTYPE_Q4_0;
+    st = attn_backend_supports(naive, &p, &cfg, why, sizeof(why));
+    tap_ok(st == ATTN_EINVAL && strstr(why, "q8_0"), "Q in q4_0 is refused: %s", why);
+    p.dtype = ATTN_DTYPE_Q8_0;
+    st = blas ? attn_backend_supports(blas, &p, &cfg, why, sizeof(why)) : ATTN_EINVAL;
+    tap_ok(st == ATTN_EUNSUPPORTED, "a backend whose dtypes lack q8_0 SKIPS Q in q8_0: %s", why);
 }
 
 int main(void)
 {
     test_q8_0();
+    test_q8_0_again();
     test_q4_0();
     test_fp8();
     test_harness();

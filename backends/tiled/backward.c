@@ -58,7 +58,7 @@ tiled_bwd tiled_bwd_plan(const attn_problem *p, const attn_config *cfg)
     w.chunks = w.chunk_blocks ? (nkb + w.chunk_blocks - 1) / w.chunk_blocks : 1;
     const size_t dk = (size_t)p->d_k, dv = (size_t)p->d_v, bc = (size_t)w.bc,
                  br = (size_t)w.br, bcp = (size_t)w.bcp;
-    const bool q16 = p->dtype != ATTN_DTYPE_FP32, kv16 = p->kv_dtype != ATTN_DTYPE_FP32;
+    const bool q16 = attn_dtype_half(p->dtype), kv16 = p->kv_dtype != ATTN_DTYPE_FP32;
     const size_t f = sizeof(float);
     w.thread_bytes = round_up(dk * bcp * f, ALIGN) + round_up(dv * bcp * f, ALIGN) +
                      round_up(bc * dk * f, ALIGN) + round_up(bc * dv * f, ALIGN) +
@@ -135,7 +135,7 @@ static bwd_scratch thread_scratch(const tiled_state *s, int tid)
         TAKE(x.kw, bc * dk * f);
         TAKE(x.vw, bc * dv * f);
     }
-    if (p->dtype != ATTN_DTYPE_FP32)
+    if (attn_dtype_half(p->dtype))
         TAKE(x.qw, br * dk * f);
     TAKE(x.ones, (br > bc ? br : bc) * f);
     TAKE(x.beg, br * sizeof(int));

@@ -80,6 +80,9 @@ typedef struct tiled_plan {
     tiled_path path;
     bool dots;           /* Q.K^T as dot products along d (qk_rows*): cols <= DOTS_MAX */
     bool rows_dot;       /* dots on PATH_ROWS16 with bf16 Q and K on bf16 dot products */
+    bool i8_dot;         /* dots on PATH_QUANT with Q in q8_0 and a q8_0 or q4_0 K on
+                            the CPU's int8 dot products (qk_rows_i8): Q's rows
+                            quantized again, exactly, into its blocks */
     bool widen_k;        /* PATH_ROWS16 without dots: K widened to fp32 TILE_ROWS keys
                             at a time for qk (keys.c), V read in place by pv16 */
     bool stream;         /* one query block per batch item and K/V head (decoding):

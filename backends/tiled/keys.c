@@ -365,8 +365,18 @@ static void load_q(const tiled_state *s, const scratch *w, const block *k)
     const attn_problem *p = &s->h.p;
     const attn_kernels *kn = s->h.k;
     const int dk = p->d_k, brp = s->plan.brp, nc = s->plan.group * k->nq;
-    const bool q16 = p->dtype != ATTN_DTYPE_FP32, bf16 = p->dtype == ATTN_DTYPE_BF16;
+    const bool q16 = attn_dtype_half(p->dtype), bf16 = p->dtype == ATTN_DTYPE_BF16;
     const float qscale = s->qscale;
+    if (s->plan.i8_dot) {
+        /* Q's q8_0 blocks, from its fp32 values (exact: backend.h):
+         * qk_rows_i8 scales its sums. */
+        const size_t rb = attn_kvq_row_bytes(ATTN_KVQ_Q8_0, (size_t)dk);
+        for (int c = 0; c < nc; c++)
+            attn_kvq_quantize_row((uint8_t *)w->qr + (size_t)c * rb,
+                                  s->h.t.q + column_row(s, k, c) * dk, (size_t)dk, ATTN_KVQ_Q8_0,
+                                  1.0f);
+        return;
+    }
     if (s->plan.rows_dot) {
         /* bf16 rows as they are: qk_rows_bf16 scales its sums. */
         for (int c = 0; c < nc; c++)
@@ -619,6 +629,10 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
                                  s->qscale, x.pfk);
             else if (t->dots && t->path == PATH_ROWS16)
                 kn->qk_rows16(st, brp, x.kh, x.khs, wu->qr, dk, n, nc, dk, bf16, x.pfk);
+            else if (t->i8_dot)
+                kn->qk_rows_i8(st, brp, x.kq, kqs, (const uint8_t *)wu->qr,
+                               (ptrdiff_t)attn_kvq_row_bytes(ATTN_KVQ_Q8_0, (size_t)dk), n, nc, dk,
+                               fmt, s->qscale, x.pfk);
             else if (t->path == PATH_QUANT && t->dots)
                 kn->qk_rows_q(st, brp, x.kq, kqs, wu->qr, dk, n, nc, dk, fmt, x.ksc,
                               x.pfk);

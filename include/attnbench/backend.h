@@ -99,10 +99,14 @@ typedef enum attn_status {
 
 /* Storage types of the inputs. bf16: the upper half of an fp32 (8 bits of
  * precision); fp16: IEEE binary16 (11 bits), both rounded to nearest even.
- * The quantized ones are for K and V only (a KV cache): q8_0, q4_0 (blocks
- * of 32 values along d with an fp16 scale each), fp8e4m3 and fp8e5m2 (a
- * byte per value, with an fp32 scale per K/V head); docs/quantized.md
- * defines them. */
+ * The quantized ones are for K and V (a KV cache): q8_0, q4_0 (blocks of
+ * 32 values along d with an fp16 scale each), fp8e4m3 and fp8e5m2 (a byte
+ * per value, with an fp32 scale per K/V head); docs/quantized.md defines
+ * them. Q may be q8_0 too (llama.cpp rounds Q so for its q8_0 and q4_0 dot
+ * products): Q's values are then those of its q8_0 blocks along d_k, handed
+ * to the backends in fp32 (t->q), so that quantizing a row of t->q again
+ * gives its blocks back exactly (tests/test_quant.c); d_k a multiple of 32.
+ * A backend takes it where its dtypes mask names q8_0. */
 typedef enum attn_dtype {
     ATTN_DTYPE_FP32 = 0,
     ATTN_DTYPE_BF16,
@@ -161,10 +165,17 @@ static inline attn_kvq attn_dtype_kvq(attn_dtype d)
     return (attn_kvq)(d - ATTN_DTYPE_Q8_0);
 }
 
-/* Bytes per element of the element types (fp32, bf16, fp16). */
+/* Whether d is one of the 16-bit element types (bf16, fp16). */
+static inline bool attn_dtype_half(attn_dtype d)
+{
+    return d == ATTN_DTYPE_BF16 || d == ATTN_DTYPE_FP16;
+}
+
+/* Bytes per element of the element types (fp32, bf16, fp16), and of Q in
+ * q8_0 (handed over in fp32: 4). */
 static inline size_t attn_dtype_size(attn_dtype d)
 {
-    return d == ATTN_DTYPE_FP32 ? 4 : 2;
+    return attn_dtype_half(d) ? 2 : 4;
 }
 
 /* Bytes of a row of n values stored as d (the quantized types: with their
@@ -586,7 +597,7 @@ typedef struct attn_backend {
  * Both names are letters, digits, '_' and '-'. A plugin allocates its
  * workspace through cfg->alloc like any backend, and calls nothing of
  * attnbench's: everything it may use is in this header. */
-#define ATTN_ABI_VERSION 1u
+#define ATTN_ABI_VERSION 2u
 #define ATTN_PLUGIN_ENTRY "attnbench_plugin"
 
 typedef struct attn_plugin {

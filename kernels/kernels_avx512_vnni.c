@@ -10,15 +10,16 @@
  * times the sum of Q's four bytes of each lane is taken back by that
  * lane's starting value, so that every lane holds the exact sum of its
  * own four products (a correction in one lane per block would be
- * cancelled only after the rounding of the fp32 products). A vector holds two blocks of one key (q8_0: one block a
- * 256-bit half; q4_0: each block's low nibbles in one quarter, its high
- * ones in another, Q's bytes arranged to match), so its 16 lanes are
- * partial sums of two blocks: converted to fp32 (exact: at most 4 * 255 *
- * 128 in magnitude) and multiplied by the product of the two blocks'
- * scales (exact: 11 bits each) lane by lane, into one fp32 accumulator per
- * key and query, summed across lanes at the end by the tree of the fp32
- * kernels (sum16). The same terms as the C definition's, summed in
- * another order: fp32 rounding apart, the same scores. */
+ * cancelled only after the rounding of the fp32 products). A vector holds
+ * two blocks of one key (q8_0: one block a 256-bit half; q4_0: each
+ * block's low nibbles in one quarter, its high ones in another, Q's bytes
+ * arranged to match), so its 16 lanes are partial sums of two blocks:
+ * converted to fp32 (exact: at most 4 * 127 * 128 in magnitude) and
+ * multiplied by the product of the two blocks' scales (exact: 11 bits
+ * each) lane by lane, into one fp32 accumulator per key and query, summed
+ * across lanes at the end by the tree of the fp32 kernels (sum16). The
+ * same terms as the C definition's, summed in another order: fp32
+ * rounding apart, the same scores. */
 #include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
@@ -29,7 +30,8 @@
 /* Q's rows for a group of up to 4 queries, arranged once per call: per
  * query i and pair of blocks p, the 64 bytes vpdpbusd takes (qv), the
  * accumulator's starting value (init: each lane's offset correction) and
- * the scales of Q's blocks lane by lane (dq). At most MAX_PAIRS pairs (d <= 512); wider rows go to C's. */
+ * the scales of Q's blocks lane by lane (dq). At most MAX_PAIRS pairs
+ * (d <= 512); wider rows go to C's. */
 #define MAX_PAIRS 8
 
 typedef struct q_prep {
@@ -119,10 +121,11 @@ INLINE __m512i key_pair(const uint8_t *row, int p, int two, const int Q4, __m512
         const __m128i x0 = _mm_loadu_si128((const __m128i *)(b0 + 2));
         const __m128i x1 = two ? _mm_loadu_si128((const __m128i *)(b0 + 20)) : _mm_setzero_si128();
         *dk = key_scales(b0, two, 1);
+        /* [x0 x1 x0 x1], the upper half shifted down a nibble, masked */
         const __m256i y = _mm256_inserti128_si256(_mm256_castsi128_si256(x0), x1, 1);
-        const __m256i m = _mm256_set1_epi8(0x0f);
-        const __m256i lo = _mm256_and_si256(y, m), hi = _mm256_and_si256(_mm256_srli_epi16(y, 4), m);
-        return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+        const __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(y), y, 1);
+        return _mm512_and_si512(_mm512_mask_srli_epi16(z, (__mmask32)0xffff0000u, z, 4),
+                                _mm512_set1_epi8(0x0f));
     }
     const uint8_t *b0 = row + 2 * p * 34;
     const __m256i y0 = _mm256_loadu_si256((const __m256i *)(b0 + 2));
@@ -136,13 +139,15 @@ INLINE __m512i key_pair(const uint8_t *row, int p, int two, const int Q4, __m512
 /* NK keys (1..4) against NQ queries (1..4) of x: 16 accumulators, one per
  * (key, query), summed by sum16, scattered to S^T. */
 INLINE void keys4(float *restrict st, ptrdiff_t ss, const uint8_t *k, ptrdiff_t ks,
-                  const q_prep *x, int blocks, float scale, ptrdiff_t pf, const int NK,
-                  const int NQ, const int Q4)
+                  const q_prep *x, int blocks_rt, float scale, ptrdiff_t pf, const int NK,
+                  const int NQ, const int Q4, const int B)
 {
+    const int blocks = B ? B : blocks_rt;
     __m512 acc[16];
 #pragma GCC unroll 16
     for (int a = 0; a < 16; a++)
         acc[a] = _mm512_setzero_ps();
+#pragma GCC unroll 8
     for (int p = 0; 2 * p < blocks; p++) {
         const int two = 2 * p + 1 < blocks;
 #pragma GCC unroll 4
@@ -169,16 +174,16 @@ INLINE void keys4(float *restrict st, ptrdiff_t ss, const uint8_t *k, ptrdiff_t 
 
 #define KEYS4(NK) do {                                                                   \
         switch (nqq) {                                                                   \
-        case 1: keys4(s, ss, kj, ks, &x, blocks, scale, pf, NK, 1, Q4); break;           \
-        case 2: keys4(s, ss, kj, ks, &x, blocks, scale, pf, NK, 2, Q4); break;           \
-        case 3: keys4(s, ss, kj, ks, &x, blocks, scale, pf, NK, 3, Q4); break;           \
-        default: keys4(s, ss, kj, ks, &x, blocks, scale, pf, NK, 4, Q4); break;          \
+        case 1: keys4(s, ss, kj, ks, &x, blocks, scale, pf, NK, 1, Q4, B); break;        \
+        case 2: keys4(s, ss, kj, ks, &x, blocks, scale, pf, NK, 2, Q4, B); break;        \
+        case 3: keys4(s, ss, kj, ks, &x, blocks, scale, pf, NK, 3, Q4, B); break;        \
+        default: keys4(s, ss, kj, ks, &x, blocks, scale, pf, NK, 4, Q4, B); break;       \
         }                                                                                \
     } while (0)
 
 INLINE void rows_i8(float *restrict st, ptrdiff_t ss, const uint8_t *k, ptrdiff_t ks,
                     const uint8_t *q, ptrdiff_t qs, int nk, int nq, int dk, float scale,
-                    ptrdiff_t pf_rows, const int Q4)
+                    ptrdiff_t pf_rows, const int Q4, const int B)
 {
     const int blocks = dk / ATTN_QBLOCK;
     q_prep x;
@@ -204,7 +209,13 @@ static __attribute__((noinline)) void rows_q8_0(float *restrict st, ptrdiff_t ss
                                                 ptrdiff_t qs, int nk, int nq, int dk, float scale,
                                                 ptrdiff_t pf)
 {
-    rows_i8(st, ss, k, ks, q, qs, nk, nq, dk, scale, pf, 0);
+    /* the usual d as constants: the pairs unrolled */
+    switch (dk) {
+    case 64: rows_i8(st, ss, k, ks, q, qs, nk, nq, dk, scale, pf, 0, 2); break;
+    case 128: rows_i8(st, ss, k, ks, q, qs, nk, nq, dk, scale, pf, 0, 4); break;
+    case 256: rows_i8(st, ss, k, ks, q, qs, nk, nq, dk, scale, pf, 0, 8); break;
+    default: rows_i8(st, ss, k, ks, q, qs, nk, nq, dk, scale, pf, 0, 0); break;
+    }
 }
 
 static __attribute__((noinline)) void rows_q4_0(float *restrict st, ptrdiff_t ss,
@@ -212,7 +223,12 @@ static __attribute__((noinline)) void rows_q4_0(float *restrict st, ptrdiff_t ss
                                                 ptrdiff_t qs, int nk, int nq, int dk, float scale,
                                                 ptrdiff_t pf)
 {
-    rows_i8(st, ss, k, ks, q, qs, nk, nq, dk, scale, pf, 1);
+    switch (dk) {
+    case 64: rows_i8(st, ss, k, ks, q, qs, nk, nq, dk, scale, pf, 1, 2); break;
+    case 128: rows_i8(st, ss, k, ks, q, qs, nk, nq, dk, scale, pf, 1, 4); break;
+    case 256: rows_i8(st, ss, k, ks, q, qs, nk, nq, dk, scale, pf, 1, 8); break;
+    default: rows_i8(st, ss, k, ks, q, qs, nk, nq, dk, scale, pf, 1, 0); break;
+    }
 }
 
 static attn_qk_rows_i8_fn *c_version;

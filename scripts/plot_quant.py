@@ -1,6 +1,7 @@
 """The charts of results/quant from the files scripts/results-quant wrote:
 decode.png (time and GB/s against Nk, one line per K/V storage type, B = 1
-and 8) and accuracy.png (each format's error against its decoding time
+and 8; dashed, q8_0 and q4_0 with Q in q8_0 as well, from decode-q8.csv
+where the run has it) and accuracy.png (each format's error against its decoding time
 relative to bf16's: one point per format, Nk = 32K, B = 1, --fill normal).
 Each also as SVG.
 
@@ -29,7 +30,7 @@ def save(fig, legend, d, name):
     print(f"wrote {os.path.join(d, name)}.png, .svg")
 
 
-def decode_chart(d, rows, machine):
+def decode_chart(d, rows, machine, q8=()):
     batches = sorted({int(r["batch"]) for r in rows})
     fig, axes = plt.subplots(2, len(batches), figsize=(5.5 * len(batches), 8), squeeze=False)
     for col, b in enumerate(batches):
@@ -41,6 +42,12 @@ def decode_chart(d, rows, machine):
                              for r in rows if int(r["batch"]) == b and r["kv_dtype"] == kv)
                 if pts:
                     ax.plot(*zip(*pts), label=kv, **chartstyle.kv_kw(kv))
+            for kv in ("q8_0", "q4_0"):
+                pts = sorted((int(r["seq_kv"]), float(r[what]) * (1e3 if row == 0 else 1))
+                             for r in q8 if int(r["batch"]) == b and r["kv_dtype"] == kv)
+                if pts:
+                    ax.plot(*zip(*pts), label=f"{kv}, Q q8_0",
+                            **chartstyle.kv_kw(kv, linestyle="--", markerfacecolor="none"))
             ax.set_xscale("log", base=2)
             if row == 0:
                 ax.set_yscale("log")
@@ -70,7 +77,7 @@ def accuracy_chart(d, dec, acc, machine):
             e = dumped_error(d, "normal", nk, "bf16")
             err = e[0] if e else None
         else:
-            a = find(acc, fill="normal", seq_kv=nk, kv_dtype=kv)
+            a = find(acc, fill="normal", seq_kv=nk, kv_dtype=kv, dtype="fp32")
             err = float(a["quant_nmse"]) if a else None
         if r and err:
             x = float(r["real_median_s"]) / float(base["real_median_s"])
@@ -96,7 +103,9 @@ def main():
     dec = load(a.dir, "decode.csv")
     if not dec:
         csvload.die("plot_quant.py", f"{a.dir}/decode.csv: no PASSED row to draw")
-    decode_chart(a.dir, dec, a.machine)
+    q8 = load(a.dir, "decode-q8.csv") if os.path.exists(os.path.join(a.dir, "decode-q8.csv")) \
+        else []
+    decode_chart(a.dir, dec, a.machine, q8)
     accuracy_chart(a.dir, dec, load(a.dir, "accuracy.csv"), a.machine)
 
 

@@ -41,13 +41,21 @@ def find(rows, **want):
     return None
 
 
-def decode_table(rows):
-    print("\n### Decoding: Llama-3.1-8B (H = 32, Hkv = 8, d = 128), Nq = 1, Q fp32\n")
-    print("Time of each quantized cache against bf16 K/V in the same run, its GB/s (the "
-          "bytes it reads, at its stored width), % of its roofline, and the verdicts of "
-          f"the targets (time <= {TIME_TARGET['q8_0']}x bf16's for q8_0 and fp8, "
-          f"<= {TIME_TARGET['q4_0']}x for q4_0, and >= {ROOF_TARGET:.0f}% of the roofline; "
-          "targets at Nk = 32K and 128K).\n")
+def decode_table(rows, q="fp32"):
+    rows = [r for r in rows if r["dtype"] == q]
+    if q == "fp32":
+        print("\n### Decoding: Llama-3.1-8B (H = 32, Hkv = 8, d = 128), Nq = 1, Q fp32\n")
+        print("Time of each quantized cache against bf16 K/V in the same run, its GB/s (the "
+              "bytes it reads, at its stored width), % of its roofline, and the verdicts of "
+              f"the targets (time <= {TIME_TARGET['q8_0']}x bf16's for q8_0 and fp8, "
+              f"<= {TIME_TARGET['q4_0']}x for q4_0, and >= {ROOF_TARGET:.0f}% of the "
+              "roofline; targets at Nk = 32K and 128K).\n")
+    else:
+        print(f"\n### Decoding with Q in {q} (decode-q8.csv)\n")
+        print(f"The same shapes with Q rounded to {q} (llama.cpp's rounding of Q for its "
+              "q8_0 and q4_0 dot products; tiled computes Q.K^T in integers where the CPU "
+              "has AVX512_VNNI), against bf16 K/V with the same Q in the same run (which "
+              "takes the fp32 path: Q's rounded values in fp32). The targets as above.\n")
     print("| B | Nk | K/V | median | K/V bytes | GB/s | % roof | time / bf16 | target |")
     print("|---|---|---|---|---|---|---|---|---|")
     for b in sorted({int(r["batch"]) for r in rows}):
@@ -96,6 +104,8 @@ def dumped_error(d, fill, nk, kv):
 
 
 def accuracy_table(d, rows):
+    q8 = [r for r in rows if r["dtype"] == "q8_0"]
+    rows = [r for r in rows if r["dtype"] == "fp32"]
     print("\n### The error each format costs\n")
     print("The output against exact attention on K and V before quantization "
           "(`quant_nmse`, `quant_max_abs`: the double reference on the unquantized "
@@ -103,20 +113,24 @@ def accuracy_table(d, rows):
           "against the same backend's with fp32 K/V (whose own error, about 1e-13 in nmse, "
           "is far below). Llama-3.1-8B preset, B = 1, Nq = 1; `--fill extreme` puts "
           "integer Q and K in [-100, 100] (logits to about 1e4).\n")
-    print("| fill | Nk | K/V | nmse | max_abs |")
-    print("|---|---|---|---|---|")
+    print("Rows with Q in q8_0 measure against exact attention on Q, K and V all before "
+          "rounding: Q's share of the error is the difference to the row above them.\n")
+    print("| fill | Nk | Q | K/V | nmse | max_abs |")
+    print("|---|---|---|---|---|---|")
     for fill in ("normal", "extreme"):
         for nk in sorted({int(r["seq_kv"]) for r in rows}):
             for kv in ["bf16", "fp16"] + FORMATS:
                 if kv in ("bf16", "fp16"):
                     e = dumped_error(d, fill, nk, kv)
                     if e:
-                        print(f"| {fill} | {nk_label(nk)} | {kv} | {e[0]:.2e} | {e[1]:.2e} |")
+                        print(f"| {fill} | {nk_label(nk)} | fp32 | {kv} | {e[0]:.2e} | "
+                              f"{e[1]:.2e} |")
                     continue
-                r = find(rows, fill=fill, seq_kv=nk, kv_dtype=kv)
-                if r:
-                    print(f"| {fill} | {nk_label(nk)} | {kv} | {float(r['quant_nmse']):.2e} | "
-                          f"{float(r['quant_max_abs']):.2e} |")
+                for q, src in (("fp32", rows), ("q8_0", q8)):
+                    r = find(src, fill=fill, seq_kv=nk, kv_dtype=kv)
+                    if r:
+                        print(f"| {fill} | {nk_label(nk)} | {q} | {kv} | "
+                              f"{float(r['quant_nmse']):.2e} | {float(r['quant_max_abs']):.2e} |")
 
 
 def main():
@@ -127,6 +141,8 @@ def main():
     print("Written by `scripts/quant_tables.py` from this folder's CSVs, logs and dumps.\n")
     peaks(d)
     decode_table(load(d, "decode.csv"))
+    if os.path.exists(os.path.join(d, "decode-q8.csv")):
+        decode_table(load(d, "decode-q8.csv"), "q8_0")
     prefill_table(load(d, "prefill.csv"))
     accuracy_table(d, load(d, "accuracy.csv"))
 

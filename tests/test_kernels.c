@@ -1843,8 +1843,8 @@ static void bench_decode(void)
         attn_kvq_quantize_row(b.q8 + i * attn_kvq_row_bytes(ATTN_KVQ_Q8_0, DEC_D),
                               b.q + (size_t)i * DEC_D, DEC_D, ATTN_KVQ_Q8_0, 1.0f);
     printf("\nquantized K or V (qk_rows_i8: Q in q8_0 too), %d keys, d = %d:\n\n"
-           "%-12s %-8s %4s %-8s %12s %10s %9s\n", DEC_KEYS, DEC_D, "kernel", "format", "cols", "isa", "ns/call",
-           "GFLOP/s", "vs c");
+           "%-12s %-8s %4s %-8s %12s %10s %9s\n", DEC_KEYS, DEC_D, "kernel", "format", "cols", "isa",
+           "ns/call", "GFLOP/s", "vs c");
     for (int f = 0; b.kq && b.vq && f < ATTN_KVQ_COUNT; f++) {
         b.fmt = (attn_kvq)f;
         b.qrow = (ptrdiff_t)attn_kvq_row_bytes(b.fmt, DEC_D);

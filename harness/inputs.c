@@ -262,8 +262,8 @@ attn_status attn_inputs_make(attn_inputs *in, const attn_problem *p, const attn_
     if (bwd)
         in->dout = attn_host_alloc(sz.o * sizeof(float));
     attn_status st = ATTN_OK;
-    if (!in->q || (kv32 && (!in->k || (has_v && !in->v))) || (q16 && !in->q16) || (q8 && !in->q_raw) ||
-        (bwd && !in->dout) ||
+    if (!in->q || (kv32 && (!in->k || (has_v && !in->v))) || (q16 && !in->q16) ||
+        (q8 && !in->q_raw) || (bwd && !in->dout) ||
         (kv16 && (!in->k16 || (has_v && !in->v16))) || (p->mods.sinks && !in->sinks) ||
         (kvq && (!in->kq || (has_v && !in->vq))) || (paged && !in->pages) ||
         (scaled && (!in->kscale || (has_v && !in->vscale)))) {

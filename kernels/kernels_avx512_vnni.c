@@ -204,32 +204,30 @@ INLINE void rows_i8(float *restrict st, ptrdiff_t ss, const uint8_t *k, ptrdiff_
     }
 }
 
-static __attribute__((noinline)) void rows_q8_0(float *restrict st, ptrdiff_t ss,
-                                                const uint8_t *k, ptrdiff_t ks, const uint8_t *q,
-                                                ptrdiff_t qs, int nk, int nq, int dk, float scale,
-                                                ptrdiff_t pf)
+/* The usual d as constants of their own instances: the pairs unrolled. */
+INLINE void rows_d(float *restrict st, ptrdiff_t ss, const uint8_t *k, ptrdiff_t ks,
+                   const uint8_t *q, ptrdiff_t qs, int nk, int nq, int dk, float scale,
+                   ptrdiff_t pf, const int Q4)
 {
-    /* the usual d as constants: the pairs unrolled */
     switch (dk) {
-    case 64: rows_i8(st, ss, k, ks, q, qs, nk, nq, dk, scale, pf, 0, 2); break;
-    case 128: rows_i8(st, ss, k, ks, q, qs, nk, nq, dk, scale, pf, 0, 4); break;
-    case 256: rows_i8(st, ss, k, ks, q, qs, nk, nq, dk, scale, pf, 0, 8); break;
-    default: rows_i8(st, ss, k, ks, q, qs, nk, nq, dk, scale, pf, 0, 0); break;
+    case 64: rows_i8(st, ss, k, ks, q, qs, nk, nq, dk, scale, pf, Q4, 2); break;
+    case 128: rows_i8(st, ss, k, ks, q, qs, nk, nq, dk, scale, pf, Q4, 4); break;
+    case 256: rows_i8(st, ss, k, ks, q, qs, nk, nq, dk, scale, pf, Q4, 8); break;
+    default: rows_i8(st, ss, k, ks, q, qs, nk, nq, dk, scale, pf, Q4, 0); break;
     }
 }
 
-static __attribute__((noinline)) void rows_q4_0(float *restrict st, ptrdiff_t ss,
-                                                const uint8_t *k, ptrdiff_t ks, const uint8_t *q,
-                                                ptrdiff_t qs, int nk, int nq, int dk, float scale,
-                                                ptrdiff_t pf)
-{
-    switch (dk) {
-    case 64: rows_i8(st, ss, k, ks, q, qs, nk, nq, dk, scale, pf, 1, 2); break;
-    case 128: rows_i8(st, ss, k, ks, q, qs, nk, nq, dk, scale, pf, 1, 4); break;
-    case 256: rows_i8(st, ss, k, ks, q, qs, nk, nq, dk, scale, pf, 1, 8); break;
-    default: rows_i8(st, ss, k, ks, q, qs, nk, nq, dk, scale, pf, 1, 0); break;
+/* Each format's instances in a function of its own. */
+#define ROWS_FMT(NAME, Q4)                                                                     \
+    static __attribute__((noinline)) void NAME(float *restrict st, ptrdiff_t ss,              \
+                                               const uint8_t *k, ptrdiff_t ks,                 \
+                                               const uint8_t *q, ptrdiff_t qs, int nk, int nq, \
+                                               int dk, float scale, ptrdiff_t pf)              \
+    {                                                                                          \
+        rows_d(st, ss, k, ks, q, qs, nk, nq, dk, scale, pf, Q4);                               \
     }
-}
+ROWS_FMT(rows_q8_0, 0)
+ROWS_FMT(rows_q4_0, 1)
 
 static attn_qk_rows_i8_fn *c_version;
 

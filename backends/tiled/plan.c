@@ -193,6 +193,33 @@ static int heads_per_item(const attn_problem *p, const tiled_plan *t, bool token
  *    kernels_avx512.c's PF_KEYS for why short tiles stream better).
  * Neither they nor the chunks depend on the thread count, so neither does
  * the output. */
+/* The tile of K/V in pages of `page` tokens, from the size bc chosen. A
+ * tile never straddles two pages (keys.c also cuts a tile at its page's
+ * end), so it is a divisor of the page: decoding's, the first from bc to a
+ * third more (64 at 48), if any; else, and in prefill, the largest not
+ * above bc; a page shorter than that is the tile. The tile of decoding
+ * costs its softmax, and its accumulator's rescaling in P.V, once: on the
+ * 2-core Zen 5 EPYC, one thread decoding B = 1, Nk = 2K (in L3), H = 32,
+ * Hkv = 8, d = 128, bf16, 3 runs, pages of 64 and 256 took 198-203 us in
+ * tiles of 64 against 218-225 in tiles of 32, the contiguous cache 188-191
+ * in tiles of 64 and 195-197 in its tiles of 48. (Contiguous, from memory,
+ * 64 kept no such edge: B = 4, Nk = 32K, 18.5-18.8 ms at 48 against
+ * 19.3-19.5 at 64.) Tiles of several pages, short pages' keys run by run
+ * through the kernels (one call per page), were no faster than a page's:
+ * 16 tokens 252-264 us either way, the kernels' cost per call over 16
+ * keys being that of a tile; a page of one token, 1.30-1.40 ms against
+ * 1.42-1.43. */
+static int page_tile(int bc, int page, bool decoding)
+{
+    for (int n = bc; decoding && n <= bc + bc / 3 && n <= page; n++)
+        if (page % n == 0)
+            return n;
+    int n = page < bc ? page : bc;
+    while (page % n)
+        n--;
+    return n;
+}
+
 tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg, int page, bool tokens)
 {
     tiled_plan t;
@@ -218,15 +245,8 @@ tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg, int pa
         const long bc = l2_bytes() / 4 / per_key / 48 * 48;
         t.bc = bc < 48 ? 48 : bc > 192 ? 192 : (int)bc;
     }
-    /* K/V in pages: a tile never straddles two (keys.c also cuts a tile at
-     * its page's end), so the tile is the largest divisor of the page not
-     * above the size chosen; a page shorter than that is the tile. */
-    if (page > 0 && cfg->tile_kv <= 0) {
-        int bc = page < t.bc ? page : t.bc;
-        while (page % bc)
-            bc--;
-        t.bc = bc;
-    }
+    if (page > 0 && cfg->tile_kv <= 0)
+        t.bc = page_tile(t.bc, page, t.cols <= ROWS_MAX);
     t.brp = (int)round_up((size_t)t.cols, 16);
     t.stream = p->seq_q <= t.br;
     const bool kvq = attn_dtype_quantized(p->kv_dtype);

@@ -134,6 +134,8 @@ typedef struct tiled_layout {
     int qstep;                    /* rows of Q (O) between a head's consecutive queries */
     int kvstep;                   /* rows of K (V) between a K/V head's consecutive keys */
     int page;                     /* tokens per page, or 0 */
+    int shift;                    /* log2(page) where page is a power of two, else -1:
+                                     the key's page and slot by shifts, not divisions */
     const int32_t *pages;         /* the item's block table when paged, else NULL */
 } tiled_layout;
 

@@ -178,7 +178,9 @@ static void view(const tiled_state *s, int b, tiled_state *v)
     *v = *s;
     v->h.p = item_problem(p, b);
     v->plan = s->serve.plans[b];
+    const int pow2 = r->page > 0 && !(r->page & (r->page - 1));
     v->lay = (tiled_layout){ .qstep = (int)H, .kvstep = r->page ? 1 : (int)hkv, .page = r->page,
+                             .shift = pow2 ? __builtin_ctz((unsigned)r->page) : -1,
                              .pages = r->page ? t->pages + r->k0[b] : NULL };
     const size_t q0 = (size_t)r->q0[b] * H;
     v->h.t.q = t->q ? t->q + q0 * dk : NULL;

@@ -1209,8 +1209,17 @@ static void test_isa(const attn_kernels *kr, const attn_kernels *c)
             for (int kind = FIRST_BLOCK; ok && kind <= EXTREME; kind++)
                 for (int masked = 0; ok && masked < 2; masked++)
                     ok = check_softmax(kr, c, nk, nq, masked, (sm_kind)kind, why, sizeof(why));
+    /* decoding's tiles: few queries (AVX-512 takes up to 8 several keys a
+       vector), whole tiles of keys and their tails */
+    static const int dnk[] = { 16, 47, 48, 49, 64, 192 };
+    for (size_t x = 0; ok && x < sizeof(dnk) / sizeof(dnk[0]); x++)
+        for (int nq = 1; ok && nq <= 17; nq++)
+            for (int kind = FIRST_BLOCK; ok && kind <= EXTREME; kind++)
+                for (int masked = 0; ok && masked < 2; masked++)
+                    ok = check_softmax(kr, c, dnk[x], nq, masked, (sm_kind)kind, why,
+                                       sizeof(why));
     if (!tap_ok(ok, "softmax_%s matches softmax_c: masks, first and later blocks, "
-                "logits to 1.5e4, guarded", name))
+                "logits to 1.5e4, decoding's few queries, guarded", name))
         tap_diag("%s", why);
 
     ok = true;
@@ -1307,6 +1316,15 @@ static decl_pack_qt_fn(pack_qt_swaps_last)
             qt[c * qt_stride + nq - 1] = qt[c * qt_stride + nq - 2];
             qt[c * qt_stride + nq - 2] = x;
         }
+}
+
+/* ... and one that leaves a tile's last key out of l (a tail bug). */
+static decl_softmax_fn(softmax_drops_last)
+{
+    const attn_kernels *c = attn_kernels_for(ATTN_ISA_C);
+    c->softmax(st, st_stride, nk - 1, nq, end, m, l, alpha);
+    for (int i = 0; i < nq; i++)
+        st[(ptrdiff_t)(nk - 1) * st_stride + i] = 0.0f;
 }
 
 /* ... and a row softmax that leaves masked keys as they were. */
@@ -1478,6 +1496,9 @@ static void test_planted(const attn_kernels *c)
     bad.softmax = softmax_ignores_mask;
     tap_ok(!check_softmax(&bad, c, 9, 20, true, LATER_BLOCK, why, sizeof(why)),
            "the checker rejects a softmax that ignores the mask");
+    bad.softmax = softmax_drops_last;
+    tap_ok(!check_softmax(&bad, c, 49, 4, false, LATER_BLOCK, why, sizeof(why)),
+           "the checker rejects a softmax that leaves a decoding tile's last key out");
     bad = *c;
     bad.softmax_rows = softmax_rows_keeps_masked;
     tap_ok(!check_softmax_rows(&bad, c, 4, 30, true, why, sizeof(why)),
@@ -1722,6 +1743,16 @@ static void dec_pv16(const attn_kernels *kr, void *p)
              DEC_KEYS, DEC_D, 1, 0);
 }
 
+/* The online softmax of a decoding tile, in place (its statistics stay
+ * finite call after call: P in [0, 1] under m, l growing by at most the
+ * keys each time). */
+static void dec_softmax(const attn_kernels *kr, void *p)
+{
+    dec_ctx *b = p;
+    static float m[64], l[64], a[64];
+    kr->softmax(b->st, 16 * ((b->cols + 15) / 16), DEC_KEYS, b->cols, NULL, m, l, a);
+}
+
 static void dec_qk_rows_q(const attn_kernels *kr, void *p)
 {
     dec_ctx *b = p;
@@ -1793,9 +1824,10 @@ static void bench_decode(void)
 {
     static const struct { const char *name; void (*fn)(const attn_kernels *, void *); }
         ks[] = { { "qk_rows", dec_qk_rows }, { "qk_rows16", dec_qk_rows16 }, { "qk", dec_qk },
-                 { "pv", dec_pv }, { "pv16", dec_pv16 } };
+                 { "pv", dec_pv }, { "pv16", dec_pv16 }, { "softmax", dec_softmax } };
     printf("\ndecoding tiles: cols query rows (G heads x Nq) against %d keys, d = %d;\n"
-           "16-bit kernels on bf16 K or V; operands in L1 or L2.\n\n", DEC_KEYS, DEC_D);
+           "16-bit kernels on bf16 K or V; operands in L1 or L2 (softmax: the online\n"
+           "softmax step of the tile's scores, no GFLOP/s).\n\n", DEC_KEYS, DEC_D);
     printf("%-12s %4s %-8s %12s %10s %9s\n", "kernel", "cols", "isa", "ns/call", "GFLOP/s", "vs c");
     const size_t n = (size_t)DEC_KEYS * DEC_D + 64 * DEC_D;
     float *buf = attn_host_alloc(9 * n * sizeof(float));
@@ -1825,9 +1857,13 @@ static void bench_decode(void)
                 const double t = best_seconds(ks[kk].fn, kr, &b);
                 if (isa == ATTN_ISA_C)
                     tc = t;
-                printf("%-12s %4d %-8s %12.1f %10.1f %8.2fx\n", ks[kk].name, b.cols,
-                       attn_isa_name((attn_isa)isa), t * 1e9,
-                       2.0 * b.cols * DEC_KEYS * DEC_D / t * 1e-9, tc / t);
+                if (ks[kk].fn == dec_softmax)
+                    printf("%-12s %4d %-8s %12.1f %10s %8.2fx\n", ks[kk].name, b.cols,
+                           attn_isa_name((attn_isa)isa), t * 1e9, "-", tc / t);
+                else
+                    printf("%-12s %4d %-8s %12.1f %10.1f %8.2fx\n", ks[kk].name, b.cols,
+                           attn_isa_name((attn_isa)isa), t * 1e9,
+                           2.0 * b.cols * DEC_KEYS * DEC_D / t * 1e-9, tc / t);
             }
         }
     }
@@ -1894,7 +1930,7 @@ int main(int argc, char **argv)
     }
     const attn_kernels *c = attn_kernels_for(ATTN_ISA_C);
     const int isas = ATTN_ISA_COUNT - ATTN_ISA_C;
-    tap_plan(6 * (isas - 1) + 10 * isas + 21);
+    tap_plan(6 * (isas - 1) + 10 * isas + 22);
     test_planted(c);
     for (int isa = ATTN_ISA_C; isa < ATTN_ISA_COUNT; isa++) {
         const attn_kernels *kr = attn_kernels_for((attn_isa)isa);

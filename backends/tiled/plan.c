@@ -173,26 +173,6 @@ static int heads_per_item(const attn_problem *p, const tiled_plan *t, bool token
     return (hkv + groups - 1) / groups;
 }
 
-/* Tile sizes, unless the configuration sets them: 64 columns (one 64-lane
- * register tile of the AVX-512 Q.K^T kernel), that is Br = 64/G queries of
- * each of the G heads of a group (at least 1); Bc keys a multiple of 48
- * (whole 6-row register tiles and whole 16-lane vectors), at least 48:
- *  - prefill: the K and V tile in a quarter of L2, at most 192. The
- *    accumulator is loaded, rescaled and stored once per tile, so a longer
- *    tile spends less on it: in L2, on the 2-core EPYC, P.V ran at 108
- *    GFLOP/s a core with 48 keys, 112 with 96, 114 with 192 (peak 117).
- *    Whole runs (B = 1, H = 8, 2 threads, medians of 4 or 5 interleaved
- *    processes; N = 1K and 4K, d = 64 and 128, causal or not, and N = 256,
- *    d = 128) were 0.8-3.3% faster with 192 than with 96 at 7 of those 9
- *    shapes, and 0.1-0.2% slower at the other two (N = 4K: d = 64 causal,
- *    d = 128 not). With Br = 64 (or 32, 16, ...) dividing 192, the causal
- *    diagonal of a query block never straddles two tiles, so each block
- *    has one masked tile, not up to two;
- *  - decoding (tiles of at most ROWS_MAX columns): the score tile and the
- *    K and V rows it touches in half of L1 (48 at d = 128: see
- *    kernels_avx512.c's PF_KEYS for why short tiles stream better).
- * Neither they nor the chunks depend on the thread count, so neither does
- * the output. */
 /* The tile of K/V in pages of `page` tokens, from the size bc chosen. A
  * tile never straddles two pages (keys.c also cuts a tile at its page's
  * end), so it is a divisor of the page: decoding's, the first from bc to a
@@ -220,6 +200,26 @@ static int page_tile(int bc, int page, bool decoding)
     return n;
 }
 
+/* Tile sizes, unless the configuration sets them: 64 columns (one 64-lane
+ * register tile of the AVX-512 Q.K^T kernel), that is Br = 64/G queries of
+ * each of the G heads of a group (at least 1); Bc keys a multiple of 48
+ * (whole 6-row register tiles and whole 16-lane vectors), at least 48:
+ *  - prefill: the K and V tile in a quarter of L2, at most 192. The
+ *    accumulator is loaded, rescaled and stored once per tile, so a longer
+ *    tile spends less on it: in L2, on the 2-core EPYC, P.V ran at 108
+ *    GFLOP/s a core with 48 keys, 112 with 96, 114 with 192 (peak 117).
+ *    Whole runs (B = 1, H = 8, 2 threads, medians of 4 or 5 interleaved
+ *    processes; N = 1K and 4K, d = 64 and 128, causal or not, and N = 256,
+ *    d = 128) were 0.8-3.3% faster with 192 than with 96 at 7 of those 9
+ *    shapes, and 0.1-0.2% slower at the other two (N = 4K: d = 64 causal,
+ *    d = 128 not). With Br = 64 (or 32, 16, ...) dividing 192, the causal
+ *    diagonal of a query block never straddles two tiles, so each block
+ *    has one masked tile, not up to two;
+ *  - decoding (tiles of at most ROWS_MAX columns): the score tile and the
+ *    K and V rows it touches in half of L1 (48 at d = 128: see
+ *    kernels_avx512.c's PF_KEYS for why short tiles stream better).
+ * Neither they nor the chunks depend on the thread count, so neither does
+ * the output. */
 tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg, int page, bool tokens)
 {
     tiled_plan t;

@@ -1,5 +1,5 @@
 """TAP: scripts/plot.py on a small real sweep writes every chart as PNG and
-SVG; an empty CSV or one without attnbench's columns is a one-line error,
+SVG (and plot_models.py, plot_gpu.py and plot_serving.py theirs); an empty CSV or one without attnbench's columns is a one-line error,
 not a traceback.
 
     python3 test_plots.py ATTNBENCH PLOT_PY WORKDIR
@@ -111,7 +111,38 @@ def main():
        f"an absent baseline: {r.stderr.strip()}")
     models(bench, plot, work, header_only)
     gpu(bench, plot, work, header_only)
+    serving(bench, plot, work, header_only)
     done()
+
+
+def serving(bench, plot, work, header_only):
+    """results/serving's chart (plot_serving.py) on a small paged run: a
+    panel per batch size, the contiguous cache's line; a folder whose CSV
+    has no row is one line."""
+    scripts = os.path.dirname(plot)
+    sdir = os.path.join(work, "serving")
+    os.makedirs(sdir)
+    r = subprocess.run([bench, "--backend=tiled", "--batch", "1,2", "--seq", "1", "--seq-kv",
+                        "256", "--page", "0,16,64", "--heads", "4", "--kv-heads", "2", "--dk",
+                        "32", "--reps", "2", "--min-time", "0.005", "--csv",
+                        os.path.join(sdir, "paged-1.csv")], capture_output=True)
+    ok(r.returncode == 0, f"a paged run, B = 1 and 2, pages of 16 and 64: exit {r.returncode}")
+    r = subprocess.run([sys.executable, os.path.join(scripts, "plot_serving.py"), sdir,
+                        "--machine", "test"], capture_output=True, text=True)
+    svg = os.path.join(sdir, "pages.svg")
+    body = open(svg).read() if os.path.exists(svg) else ""
+    why = check_png(os.path.join(sdir, "pages.png"))
+    ok(r.returncode == 0 and why is None and "B = 2" in body and "contiguous, median" in body,
+       f"plot_serving.py: pages.png and pages.svg, a panel per B, the contiguous line "
+       f"({why or 'valid png'}; exit {r.returncode} {r.stderr.strip()[-200:]})")
+    edir = os.path.join(work, "serving-empty")
+    os.makedirs(edir)
+    shutil.copy(header_only, os.path.join(edir, "paged-1.csv"))
+    r = subprocess.run([sys.executable, os.path.join(scripts, "plot_serving.py"), edir],
+                       capture_output=True, text=True)
+    ok(r.returncode == 1 and "Traceback" not in r.stderr and
+       len(r.stderr.strip().splitlines()) == 1,
+       f"plot_serving.py on a CSV without rows: one line ({r.stderr.strip()})")
 
 
 def gpu(bench, plot, work, header_only):

@@ -640,7 +640,8 @@ INLINE void softmax_narrow(float *restrict st, ptrdiff_t ss, int nk, int nq, flo
     }
     for (int j = whole; j < nk; j += K) {
         const int n = nk - j < K ? nk - j : K;
-        mx0 = _mm512_mask_max_ps(mx0, all & lanes(n * W), mx0, keys_load(st + j * ss, ss, n, tq, W));
+        const __m512 x = keys_load(st + j * ss, ss, n, tq, W);
+        mx0 = _mm512_mask_max_ps(mx0, all & lanes(n * W), mx0, x);
     }
     const __m512 mold = W == 4 ? _mm512_broadcast_f32x4(_mm_maskz_loadu_ps((__mmask8)tq, m))
                                : _mm512_broadcast_f32x8(_mm256_maskz_loadu_ps((__mmask8)tq, m));

@@ -1,6 +1,7 @@
 """TAP: scripts/plot.py on a small real sweep writes every chart as PNG and
-SVG (and plot_models.py, plot_gpu.py and plot_serving.py theirs); an empty CSV or one without attnbench's columns is a one-line error,
-not a traceback.
+SVG (and plot_models.py, plot_gpu.py and plot_serving.py theirs); an empty
+CSV or one without attnbench's columns is a one-line error, not a
+traceback.
 
     python3 test_plots.py ATTNBENCH PLOT_PY WORKDIR
     python3 test_plots.py --skip REASON

@@ -3,12 +3,22 @@
  * reports all three.
  *
  * With 16 ymm registers the tiles are 6 x 16: 12 accumulators, 2 vector
- * loads and one broadcast per step. Tails use maskload/maskstore lanes. */
+ * loads and one broadcast per step. Tails use maskload/maskstore lanes.
+ * Decoding's kernels read K and V in their storage (rows_of.h: fp32,
+ * 16-bit, quantized), widened or read back in registers 8 values at a
+ * time, and prefetch the rows ahead as the AVX-512 ones do, with hint T0:
+ * on the 2-core Zen 3 EPYC (H = 32, Hkv = 8, d = 128, Nk = 32K, 2
+ * threads, 5 interleaved runs) fp32 took 15.4 ms against 16.4 with T2,
+ * bf16 10.9 against 12.6. Before these kernels the AVX2 table ran C's
+ * for 16-bit and quantized K/V: bf16 decoding took 114 ms there, 0.18x
+ * the fp32 time, and q8_0 586 ms. */
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "kernels.h"
+#include "rows_of.h"
 
 #define ROWS 6
 #define VECS 2   /* ymm per tile row: 16 floats */
@@ -35,9 +45,132 @@ INLINE void store(float *p, __m256i mask, int full, __m256 x)
         _mm256_maskstore_ps(p, mask, x);
 }
 
+/* Storage of decoding's K and V rows (rows_of.h), 8 values at a time. */
+
+/* Bytes [0, n) of p in a zeroed vector (n <= 16): the tail of a row, where
+ * AVX2 has no masked loads narrower than 32 bits. */
+INLINE __m128i tail_bytes(const void *p, int n)
+{
+    uint8_t t[16] = { 0 };
+    memcpy(t, p, (size_t)n);
+    return _mm_loadu_si128((const __m128i *)t);
+}
+
+/* bf16: the bits shifted into the upper half; fp16: vcvtph2ps (F16C). */
+INLINE __m256 widen(__m128i h, const int ST)
+{
+    return ST == ST_BF16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16))
+                         : _mm256_cvtph_ps(h);
+}
+
+/* 8 fp8 codes (the low 8 bytes of b) read back without the scale: e5m2
+ * its value (the code as the upper byte of an fp16), e4m3 its value times
+ * 2^-8 (its sign on top and its 7 magnitude bits below fp16's exponent's
+ * top bit: an fp16, exactly, subnormals too; fp8_mult has the factor
+ * back); NONAN: an e4m3 NaN code read as a finite value (the caller sets
+ * the NaN results), else an fp16 NaN. */
+INLINE __m256 fp8_raw(__m128i b, const int E4, const int NONAN)
+{
+    if (!E4)
+        return _mm256_cvtph_ps(_mm_slli_epi16(_mm_cvtepu8_epi16(b), 8));
+    const __m128i w = _mm_and_si128(_mm_slli_epi16(_mm_cvtepi8_epi16(b), 7),
+                                    _mm_set1_epi16((short)0xbf80));
+    if (NONAN)
+        return _mm256_cvtph_ps(w);
+    const __m128i nan = _mm_cvtepi8_epi16(_mm_cmpeq_epi8(_mm_or_si128(b, _mm_set1_epi8((char)0x80)),
+                                                         _mm_set1_epi8((char)0xff)));
+    return _mm256_cvtph_ps(_mm_blendv_epi8(w, _mm_set1_epi16(0x7e00), nan));
+}
+
+/* The e4m3 NaN codes (magnitude 0x7f) among bytes [c, c + 32) of a row, one
+ * bit each (none past d). */
+#define FP8_NAN_SPAN 32
+INLINE uint64_t fp8_nan_bits(const uint8_t *row, int c, int d)
+{
+    __m256i b;
+    if (d - c >= 32) {
+        b = _mm256_loadu_si256((const __m256i *)(row + c));
+    } else {
+        uint8_t t[32] = { 0 };
+        memcpy(t, row + c, (size_t)(d - c));
+        b = _mm256_loadu_si256((const __m256i *)t);
+    }
+    return (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(
+        _mm256_or_si256(b, _mm256_set1_epi8((char)0x80)), _mm256_set1_epi8((char)0xff)));
+}
+
+/* Whether bytes [0, d) of a row hold an e4m3 NaN code. */
+INLINE int fp8_nan_row(const uint8_t *row, int d)
+{
+    uint64_t any = 0;
+    for (int c = 0; c < d; c += 32)
+        any |= fp8_nan_bits(row, c, d);
+    return any != 0;
+}
+
+/* Values c0 + h .. c0 + h + 7 of a quantized row (c0 a multiple of 32, h
+ * a multiple of 8 below 32; for fp8, only the n = d - c0 - h < 8 values
+ * left where !full, the lanes past them zero), read back: q8_0 and q4_0
+ * the eighth h / 8 of block c0 / 32; e4m3 without its NaN codes (the
+ * decoding kernels, its only readers, set the NaN results after). */
+INLINE __m256 load_quant(const uint8_t *row, int c0, int h, int n, int full, float scale,
+                         const int ST)
+{
+    if (ST == ST_E4M3 || ST == ST_E5M2) {
+        const __m128i b = full ? _mm_loadl_epi64((const __m128i *)(row + c0 + h))
+                               : tail_bytes(row + c0 + h, n);
+        const int e4 = ST == ST_E4M3;
+        return _mm256_mul_ps(fp8_raw(b, e4, 1), _mm256_set1_ps(fp8_mult(scale, e4)));
+    }
+    const uint8_t *blk = row + (c0 >> 5) * (ST == ST_Q8_0 ? 34 : 18);
+    short s;
+    memcpy(&s, blk, sizeof(s));
+    const __m256 d = _mm256_cvtph_ps(_mm_set1_epi16(s));
+    __m256i q;
+    if (ST == ST_Q8_0) {
+        q = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 2 + h)));
+    } else {
+        /* byte i holds value i in its low nibble, value i + 16 in its high one */
+        const __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 2 + (h & 15))));
+        q = _mm256_sub_epi32(_mm256_and_si256(_mm256_srl_epi32(b, _mm_cvtsi32_si128((h & 16) >> 2)),
+                                              _mm256_set1_epi32(0xf)),
+                             _mm256_set1_epi32(8));
+    }
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(q), d);
+}
+
+/* 8 values of row r of x from column c0 + h (c0 a multiple of 32, h a
+ * multiple of 8 below 32), stored as ST says, widened to fp32; where
+ * !full only the n < 8 values left (t: their lanes), the others zero. */
+INLINE __m256 row_load(const rows_of *x, ptrdiff_t r, int c0, int h, __m256i t, int n, int full,
+                       const int ST)
+{
+    if (ST_QUANT(ST))
+        return load_quant(x->q + r * x->stride, c0, h, n, full, x->scale, ST);
+    const ptrdiff_t at = r * x->stride + c0 + h;
+    if (ST == ST_F32)
+        return load(x->f + at, t, full);
+    return widen(full ? _mm_loadu_si128((const __m128i *)(x->h + at))
+                      : tail_bytes(x->h + at, 2 * n), ST);
+}
+
+/* Whether the vector of values c0 + h .. c0 + h + 7 (c0 a multiple of 32,
+ * h of 8) starts a new 64-byte line's worth of its row (fp32: every 16
+ * values; 16-bit, q8_0: every 32, a block; q4_0, fp8: every 64): where
+ * decoding's kernels prefetch, one prefetch per line of the stream. */
+INLINE int pf_here(int c0, const int h, const int ST)
+{
+    if (ST == ST_F32)
+        return !(h & 15);
+    if (ST == ST_F16 || ST == ST_BF16 || ST == ST_Q8_0)
+        return !h;
+    return !h && !(c0 & 63);
+}
+
 INLINE void qk_tile(float *restrict st, ptrdiff_t ss, const float *restrict k, ptrdiff_t ks,
                     const float *restrict qt, ptrdiff_t qs, int dk,
-                    const int R, const int NV, const int FULL, __m256i tail)
+                    const int R, const int NV, const int FULL, __m256i tail, const int PF,
+                    ptrdiff_t ahead)
 {
     __m256 acc[ROWS][VECS];
 #pragma GCC unroll 8
@@ -47,6 +180,13 @@ INLINE void qk_tile(float *restrict st, ptrdiff_t ss, const float *restrict k, p
             acc[r][v] = _mm256_setzero_ps();
     for (int c = 0; c < dk; c++) {
         __m256 b[VECS];
+        if (PF && !(c & 15))   /* decoding: one line of each row, `ahead` bytes on */
+#pragma GCC unroll 8
+            for (int r = 0; r < R; r++)
+                _mm_prefetch((const char *)((uintptr_t)k + (uintptr_t)((r * ks + c) *
+                                                                     (ptrdiff_t)sizeof(float) +
+                                                                     ahead)),
+                             _MM_HINT_T0);
 #pragma GCC unroll 2
         for (int v = 0; v < NV; v++)
             b[v] = load(qt + c * qs + 8 * v, tail, v < NV - 1 || FULL);
@@ -65,15 +205,24 @@ INLINE void qk_tile(float *restrict st, ptrdiff_t ss, const float *restrict k, p
             store(st + r * ss + 8 * v, tail, v < NV - 1 || FULL, acc[r][v]);
 }
 
+#define QK_TILE_PF(R, PF) do {                                                             \
+        if (nv == 2 && full) qk_tile(s, ss, kr, ks, q, qs, dk, R, 2, 1, tail, PF, pf); \
+        else if (nv == 2)    qk_tile(s, ss, kr, ks, q, qs, dk, R, 2, 0, tail, PF, pf); \
+        else                 qk_tile(s, ss, kr, ks, q, qs, dk, R, 1, 0, tail, PF, pf); \
+    } while (0)
 #define QK_TILE(R) do {                                                        \
-        if (nv == 2 && full) qk_tile(s, ss, kr, ks, q, qs, dk, R, 2, 1, tail); \
-        else if (nv == 2)    qk_tile(s, ss, kr, ks, q, qs, dk, R, 2, 0, tail); \
-        else                 qk_tile(s, ss, kr, ks, q, qs, dk, R, 1, 0, tail); \
+        if (pf && i0 == 0)                                                     \
+            QK_TILE_PF(R, 1);                                                  \
+        else                                                                   \
+            QK_TILE_PF(R, 0);                                                  \
     } while (0)
 
+/* pf: K streams from memory once (decoding): the first 16 columns'
+ * register tiles prefetch the rows PF_KEYS ahead of their own, a line of
+ * each row every 16 steps, in among their FMAs (kernels_avx512.c's qk
+ * says why not a burst per tile). */
 static decl_qk_fn(qk_avx2)
 {
-    (void)pf;   /* no prefetching here: the tiled backend prefetches decoding's tiles */
     const ptrdiff_t ss = st_stride, ks = k_stride, qs = qt_stride;
     for (int i0 = 0; i0 < nq; i0 += 8 * VECS) {
         const int w = nq - i0 < 8 * VECS ? nq - i0 : 8 * VECS;
@@ -166,8 +315,112 @@ INLINE void softmax_strip(float *restrict st, ptrdiff_t ss, int nk, const int *r
     store(alpha, t, full, a);
 }
 
+/* Decoding's narrow tiles (nq <= 4 queries, no mask): a strip would use nq
+ * of a vector's 8 lanes for each key, and store them through vmaskmovps,
+ * which AMD's cores run slowly (the whole step took 310 ns over 48 keys
+ * at 4 columns, 168 at 8, in bench_kernels on the Zen 3 EPYC). Here a
+ * vector holds 2 keys' 4 lanes, loaded and stored as two halves, the
+ * stores plain ones of nq lanes. The max and P are the strip's; l is
+ * summed in another order. */
+INLINE __m128 q4_load(const float *p, __m128i tq, const int FULL)
+{
+    return FULL ? _mm_loadu_ps(p) : _mm_maskload_ps(p, tq);
+}
+
+/* Lanes [0, nq) of x to p (nq in 1..4). */
+INLINE void q4_store(float *p, int nq, __m128 x)
+{
+    if (nq >= 4) {
+        _mm_storeu_ps(p, x);
+        return;
+    }
+    if (nq >= 2)
+        _mm_storel_pi((__m64 *)p, x);
+    if (nq == 3)
+        _mm_store_ss(p + 2, _mm_movehl_ps(x, x));
+    if (nq == 1)
+        _mm_store_ss(p, x);
+}
+
+INLINE __m256 keys2_load(const float *st, ptrdiff_t ss, __m128i tq, const int FULL)
+{
+    return _mm256_set_m128(q4_load(st + ss, tq, FULL), q4_load(st, tq, FULL));
+}
+
+INLINE void keys2_store(float *st, ptrdiff_t ss, int nq, __m256 p)
+{
+    q4_store(st, nq, _mm256_castps256_ps128(p));
+    q4_store(st + ss, nq, _mm256_extractf128_ps(p, 1));
+}
+
+INLINE __m128 halves_max(__m256 x)
+{
+    return _mm_max_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+}
+
+INLINE void softmax_narrow(float *restrict st, ptrdiff_t ss, int nk, int nq, float *restrict m,
+                           float *restrict l, float *restrict alpha, const int FULL)
+{
+    const __m128i tq = _mm_cmpgt_epi32(_mm_set1_epi32(nq), _mm_setr_epi32(0, 1, 2, 3));
+    const __m256 ninf = _mm256_set1_ps(-INFINITY);
+    /* Pairs of keys two at a time (two running maxima and sums: one would
+     * wait on the latency every pair), then a pair, then an odd last key. */
+    __m256 mx0 = ninf, mx1 = ninf;
+    int j = 0;
+    for (; j + 4 <= nk; j += 4) {
+        mx0 = _mm256_max_ps(keys2_load(st + j * ss, ss, tq, FULL), mx0);
+        mx1 = _mm256_max_ps(keys2_load(st + (j + 2) * ss, ss, tq, FULL), mx1);
+    }
+    if (j + 2 <= nk)
+        mx0 = _mm256_max_ps(keys2_load(st + j * ss, ss, tq, FULL), mx0);
+    __m128 mx = halves_max(_mm256_max_ps(mx0, mx1));
+    if (nk & 1)
+        mx = _mm_max_ps(q4_load(st + (nk - 1) * ss, tq, FULL), mx);
+    const __m128 mold = q4_load(m, tq, FULL);
+    const __m128 mnew = _mm_max_ps(mx, mold);
+    const __m128 muse = _mm_andnot_ps(_mm_cmpeq_ps(mnew, _mm_set1_ps(-INFINITY)), mnew);
+    const __m256 mu = _mm256_set_m128(muse, muse);
+    const __m128 a = _mm256_castps256_ps128(
+        exp2_ps(_mm256_castps128_ps256(_mm_sub_ps(mold, muse))));
+    __m256 sum0 = _mm256_setzero_ps(), sum1 = _mm256_setzero_ps();
+    for (j = 0; j + 4 <= nk; j += 4) {
+        float *s0 = st + j * ss, *s1 = s0 + 2 * ss;
+        const __m256 p0 = exp2_ps(_mm256_sub_ps(keys2_load(s0, ss, tq, FULL), mu));
+        const __m256 p1 = exp2_ps(_mm256_sub_ps(keys2_load(s1, ss, tq, FULL), mu));
+        keys2_store(s0, ss, nq, p0);
+        keys2_store(s1, ss, nq, p1);
+        sum0 = _mm256_add_ps(sum0, p0);
+        sum1 = _mm256_add_ps(sum1, p1);
+    }
+    if (j + 2 <= nk) {
+        const __m256 p = exp2_ps(_mm256_sub_ps(keys2_load(st + j * ss, ss, tq, FULL), mu));
+        keys2_store(st + j * ss, ss, nq, p);
+        sum0 = _mm256_add_ps(sum0, p);
+    }
+    const __m256 sum = _mm256_add_ps(sum0, sum1);
+    __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(sum), _mm256_extractf128_ps(sum, 1));
+    if (nk & 1) {
+        float *s = st + (nk - 1) * ss;
+        const __m128 p = _mm256_castps256_ps128(
+            exp2_ps(_mm256_castps128_ps256(_mm_sub_ps(q4_load(s, tq, FULL), muse))));
+        q4_store(s, nq, p);
+        s4 = _mm_add_ps(s4, p);
+    }
+    q4_store(m, nq, mnew);
+    q4_store(l, nq, _mm_fmadd_ps(q4_load(l, tq, FULL), a, s4));
+    q4_store(alpha, nq, a);
+}
+
 static decl_softmax_fn(softmax_avx2)
 {
+    if (!end && nq == 4) {
+        softmax_narrow(st, st_stride, nk, nq, m, l, alpha, 1);
+        return;
+    }
+    if (!end && nq < 4) {
+        softmax_narrow(st, st_stride, nk, nq, m, l, alpha, 0);
+        return;
+    }
     for (int i = 0; i < nq; i += 8) {
         const int full = nq - i >= 8;
         const __m256i t = lanes(nq - i);
@@ -182,9 +435,12 @@ static decl_softmax_fn(softmax_avx2)
     }
 }
 
+/* V's rows v are stored as ST says; the tile is their columns c0 .. c0 +
+ * 8 NV - 1, the last vector's n columns (tail: their lanes) unless FULL. */
 INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, ptrdiff_t ps,
-                    const float *restrict v, ptrdiff_t vs, const float *restrict alpha, int nk,
-                    const int R, const int NV, const int FULL, __m256i tail, const int TR)
+                    rows_of v, int c0, const float *restrict alpha, int nk, const int R,
+                    const int NV, const int FULL, __m256i tail, int n, const int TR, const int ST,
+                    ptrdiff_t pf)
 {
     __m256 acc[ROWS][VECS];
 #pragma GCC unroll 8
@@ -197,8 +453,12 @@ INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, p
     for (int j = 0; j < nk; j++) {
         __m256 b[VECS];
 #pragma GCC unroll 2
-        for (int c = 0; c < NV; c++)
-            b[c] = load(v + j * vs + 8 * c, tail, c < NV - 1 || FULL);
+        for (int c = 0; c < NV; c++) {
+            const int x = c0 + 8 * c;
+            if (pf && pf_here(x & ~31, x & 31, ST))   /* V streams from memory (decoding) */
+                _mm_prefetch(row_addr(&v, j, x, pf, ST), _MM_HINT_T0);
+            b[c] = row_load(&v, j, x & ~31, x & 31, tail, n, c < NV - 1 || FULL, ST);
+        }
 #pragma GCC unroll 8
         for (int r = 0; r < R; r++) {
             /* TR: the weights not transposed (pv_t), row r's at pt[r][j] */
@@ -215,23 +475,26 @@ INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, p
             store(o + r * os + 8 * c, tail, c < NV - 1 || FULL, acc[r][c]);
 }
 
-#define PV_TILE(R) do {                                                               \
-        if (nv == 2 && full) pv_tile(out, os, p, ps, vc, vs, a, nk, R, 2, 1, tail, TR);  \
-        else if (nv == 2)    pv_tile(out, os, p, ps, vc, vs, a, nk, R, 2, 0, tail, TR);  \
-        else                 pv_tile(out, os, p, ps, vc, vs, a, nk, R, 1, 0, tail, TR);  \
+/* pf: V streams from memory (decoding): the first row group prefetches it,
+ * PF_KEYS rows ahead, and the others find it in cache. */
+#define PV_TILE(R) do {                                                                         \
+        const ptrdiff_t f = i == 0 ? pf : 0;                                                    \
+        if (nv == 2 && full) pv_tile(out, os, p, ps, v, c0, a, nk, R, 2, 1, tail, n, TR, ST, f); \
+        else if (nv == 2)    pv_tile(out, os, p, ps, v, c0, a, nk, R, 2, 0, tail, n, TR, ST, f); \
+        else                 pv_tile(out, os, p, ps, v, c0, a, nk, R, 1, 0, tail, n, TR, ST, f); \
     } while (0)
 
 INLINE void pv_any(float *restrict o, ptrdiff_t o_stride, const float *restrict pt,
-                   ptrdiff_t pt_stride, const float *restrict v, ptrdiff_t v_stride,
-                   const float *restrict alpha, int nq, int nk, int dv, const int TR)
+                   ptrdiff_t pt_stride, rows_of v, const float *restrict alpha, int nq, int nk,
+                   int dv, ptrdiff_t pf, const int ST, const int TR)
 {
-    const ptrdiff_t os = o_stride, ps = pt_stride, vs = v_stride;
+    const ptrdiff_t os = o_stride, ps = pt_stride;
     for (int c0 = 0; c0 < dv; c0 += 8 * VECS) {
         const int w = dv - c0 < 8 * VECS ? dv - c0 : 8 * VECS;
         const int nv = (w + 7) / 8;
         const int full = w == 8 * VECS;
-        const __m256i tail = lanes(w - 8 * (nv - 1));
-        const float *vc = v + c0;
+        const int n = w - 8 * (nv - 1);
+        const __m256i tail = lanes(n);
         int i = 0;
         for (; i + ROWS <= nq; i += ROWS) {
             float *out = o + i * os + c0;
@@ -253,13 +516,14 @@ INLINE void pv_any(float *restrict o, ptrdiff_t o_stride, const float *restrict 
 
 static decl_pv_fn(pv_avx2)
 {
-    (void)pf;
-    pv_any(o, o_stride, pt, pt_stride, v, v_stride, alpha, nq, nk, dv, 0);
+    pv_any(o, o_stride, pt, pt_stride, (rows_of){ .f = v, .stride = v_stride }, alpha, nq, nk, dv,
+           pf, ST_F32, 0);
 }
 
 static decl_pv_t_fn(pv_t_avx2)
 {
-    pv_any(o, o_stride, p, p_stride, v, v_stride, alpha, nq, nk, dv, 1);
+    pv_any(o, o_stride, p, p_stride, (rows_of){ .f = v, .stride = v_stride }, alpha, nq, nk, dv,
+           0, ST_F32, 1);
 }
 
 static float hmax(__m256 x)
@@ -315,36 +579,91 @@ static decl_softmax_rows_fn(softmax_rows_avx2)
     }
 }
 
-/* One score as a dot product along d: two 8-lane accumulators, a masked
- * tail, then a horizontal sum. */
-static decl_qk_rows_fn(qk_rows_avx2)
+/* One vector of the horizontal sums of 8 accumulators: lane a holds the
+ * sum of a[a]'s lanes. */
+INLINE __m256 sum8(const __m256 a[8])
 {
-    (void)pf;   /* no prefetching here, as in qk */
-    const int full = dk / 8 * 8;
-    const __m256i tail = lanes(dk - full);
-    for (int j = 0; j < nk; j++) {
-        const float *kr = k + j * k_stride;
-        for (int i = 0; i < nq; i++) {
-            const float *qr = q + i * q_stride;
-            __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-            int c = 0;
-            for (; c + 16 <= full; c += 16) {
-                a0 = _mm256_fmadd_ps(_mm256_loadu_ps(kr + c), _mm256_loadu_ps(qr + c), a0);
-                a1 = _mm256_fmadd_ps(_mm256_loadu_ps(kr + c + 8), _mm256_loadu_ps(qr + c + 8), a1);
+    const __m256 t0 = _mm256_hadd_ps(a[0], a[1]), t1 = _mm256_hadd_ps(a[2], a[3]);
+    const __m256 t2 = _mm256_hadd_ps(a[4], a[5]), t3 = _mm256_hadd_ps(a[6], a[7]);
+    const __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
+    return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+}
+
+/* Decoding's scores as dot products along d, NK keys x NQ queries at a
+ * time (constants of each instance, NK NQ <= 8), so that each row of K is
+ * loaded (and widened or read back) once for up to 4 queries and each
+ * query's vector serves NK keys: one accumulator per (key, query), summed
+ * by one tree at the end. K's rows k are stored as ST says. */
+INLINE void qk_keys(float *restrict st, ptrdiff_t ss, rows_of k, const float *restrict q,
+                    ptrdiff_t qs, int dk, const int NK, const int NQ, ptrdiff_t pf, const int ST)
+{
+    __m256 acc[8];
+#pragma GCC unroll 8
+    for (int a = 0; a < 8; a++)
+        acc[a] = _mm256_setzero_ps();
+    /* 32 values a step (a block of q8_0 or q4_0), in four eighths */
+    for (int c0 = 0; c0 < dk; c0 += 32)
+#pragma GCC unroll 4
+        for (int h = 0; h < 32; h += 8) {
+            const int c = c0 + h;
+            if (c >= dk)
+                break;
+            const int n = dk - c, full = n >= 8;
+            const __m256i t = lanes(n);
+            __m256 qv[4];
+#pragma GCC unroll 4
+            for (int i = 0; i < NQ; i++)
+                qv[i] = load(q + i * qs + c, t, full);
+#pragma GCC unroll 8
+            for (int r = 0; r < NK; r++) {
+                if (pf && pf_here(c0, h, ST))
+                    _mm_prefetch(row_addr(&k, r, c, pf, ST), _MM_HINT_T0);
+                const __m256 kv = row_load(&k, r, c0, h, t, n, full, ST);
+#pragma GCC unroll 4
+                for (int i = 0; i < NQ; i++)
+                    acc[r * NQ + i] = _mm256_fmadd_ps(kv, qv[i], acc[r * NQ + i]);
             }
-            if (c < full)
-                a0 = _mm256_fmadd_ps(_mm256_loadu_ps(kr + c), _mm256_loadu_ps(qr + c), a0);
-            if (full < dk)
-                a1 = _mm256_fmadd_ps(_mm256_maskload_ps(kr + full, tail),
-                                     _mm256_maskload_ps(qr + full, tail), a1);
-            const __m256 a = _mm256_add_ps(a0, a1);
-            __m128 x = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-            x = _mm_add_ps(x, _mm_movehl_ps(x, x));
-            x = _mm_add_ss(x, _mm_movehdup_ps(x));
-            st[j * st_stride + i] = _mm_cvtss_f32(x);
+        }
+    float sums[8];
+    _mm256_storeu_ps(sums, sum8(acc));
+#pragma GCC unroll 8
+    for (int r = 0; r < NK; r++)
+#pragma GCC unroll 4
+        for (int i = 0; i < NQ; i++)
+            st[r * ss + i] = sums[r * NQ + i];
+}
+
+/* Keys a block for NQ queries: 8 accumulators (4 x 2 keys, ... 1 x 8). */
+#define KEYS_OF(NQ) ((NQ) == 1 ? 8 : (NQ) == 2 ? 4 : 2)
+
+INLINE void qk_rows_nq(float *restrict st, ptrdiff_t ss, rows_of k, const float *restrict q,
+                       ptrdiff_t qs, int nk, int dk, const int NQ, ptrdiff_t pf, const int ST)
+{
+    int j = 0;
+    for (; j + KEYS_OF(NQ) <= nk; j += KEYS_OF(NQ))
+        qk_keys(st + j * ss, ss, rows_from(k, j, ST), q, qs, dk, KEYS_OF(NQ), NQ, pf, ST);
+    for (; j < nk; j++)
+        qk_keys(st + j * ss, ss, rows_from(k, j, ST), q, qs, dk, 1, NQ, pf, ST);
+}
+
+INLINE void qk_rows_any(float *restrict st, ptrdiff_t ss, rows_of k, const float *restrict q,
+                        ptrdiff_t qs, int nk, int nq, int dk, ptrdiff_t pf_rows, const int ST)
+{
+    for (int i = 0; i < nq; i += 4) {
+        /* the first pass over the keys prefetches the rows ahead (PF_KEYS) */
+        const ptrdiff_t pf = i == 0 ? pf_rows : 0;
+        const float *qi = q + i * qs;
+        switch (nq - i < 4 ? nq - i : 4) {
+        case 1: qk_rows_nq(st + i, ss, k, qi, qs, nk, dk, 1, pf, ST); break;
+        case 2: qk_rows_nq(st + i, ss, k, qi, qs, nk, dk, 2, pf, ST); break;
+        case 3: qk_rows_nq(st + i, ss, k, qi, qs, nk, dk, 3, pf, ST); break;
+        default: qk_rows_nq(st + i, ss, k, qi, qs, nk, dk, 4, pf, ST); break;
         }
     }
 }
+
+#define ROWS_ISA avx2
+#include "rows_entry.h"
 
 /* 16-bit rows widened 8 at a time: bf16 by a shift into the upper half,
  * fp16 by vcvtph2ps (F16C); the tail of a row through a small buffer. */
@@ -353,6 +672,13 @@ static decl_cvt_rows_fn(cvt_rows_avx2)
     for (int r = 0; r < rows; r++) {
         const uint16_t *s = src + r * src_stride;
         float *d = dst + r * dst_stride;
+        /* the row as far ahead as decoding's kernels fetch theirs (2
+         * PF_KEYS rows of 16 bits): the widened K of decoding tiles wider
+         * than DOTS_MAX streams from memory through here */
+        for (int c = 0; c < cols; c += 32)
+            _mm_prefetch((const char *)((uintptr_t)(s + c) +
+                                        (uintptr_t)(2 * PF_KEYS * src_stride * 2)),
+                         _MM_HINT_T0);
         int c = 0;
         for (; c + 8 <= cols; c += 8) {
             const __m128i h = _mm_loadu_si128((const __m128i *)(s + c));
@@ -374,6 +700,63 @@ static decl_cvt_rows_fn(cvt_rows_avx2)
     }
 }
 
+/* Quantized rows (quant.h's formats), 8 values a vector: q8_0 and q4_0
+ * the int8 (or nibble - 8) widened to int32, converted (exactly) and
+ * multiplied by the block's scale; fp8 as fp8_raw reads it (e4m3's NaN
+ * codes blended in where the row has any), times the scale (e4m3: times
+ * 2^8). Each is the C definition's value bit for bit (a NaN may differ in
+ * its payload). The bytes the same distance ahead as PF_KEYS rows of fp32
+ * are prefetched a line at a time, as cvt_rows does. */
+static decl_dequant_rows_fn(dequant_rows_avx2)
+{
+    const ptrdiff_t ahead = (ptrdiff_t)2 * PF_KEYS * src_stride;
+    const ptrdiff_t row_bytes = (ptrdiff_t)attn_kvq_row_bytes(fmt, (size_t)cols);
+    const __m256 sc = _mm256_set1_ps(fp8_mult(scale, fmt == ATTN_KVQ_FP8E4M3));
+    for (int r = 0; r < rows; r++) {
+        const uint8_t *s = src + r * src_stride;
+        float *d = dst + r * dst_stride;
+        for (ptrdiff_t x = 0; x < row_bytes; x += 64)
+            _mm_prefetch((const char *)((uintptr_t)s + (uintptr_t)(x + ahead)), _MM_HINT_T0);
+        if (fmt == ATTN_KVQ_Q8_0 || fmt == ATTN_KVQ_Q4_0) {
+            const int q8 = fmt == ATTN_KVQ_Q8_0, bytes = q8 ? 34 : 18;
+            for (int b = 0; b < cols / ATTN_QBLOCK; b++) {
+                const uint8_t *blk = s + b * bytes;
+                short h;
+                memcpy(&h, blk, sizeof(h));
+                const __m256 dv = _mm256_cvtph_ps(_mm_set1_epi16(h));
+                __m256i x[4];
+                if (q8) {
+                    for (int v = 0; v < 4; v++)
+                        x[v] = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 2 + 8 * v)));
+                } else {
+                    const __m256i lo4 = _mm256_set1_epi32(0xf), eight = _mm256_set1_epi32(8);
+                    for (int v = 0; v < 2; v++) {
+                        const __m256i n = _mm256_cvtepu8_epi32(
+                            _mm_loadl_epi64((const __m128i *)(blk + 2 + 8 * v)));
+                        x[v] = _mm256_sub_epi32(_mm256_and_si256(n, lo4), eight);
+                        x[v + 2] = _mm256_sub_epi32(_mm256_srli_epi32(n, 4), eight);
+                    }
+                }
+                for (int v = 0; v < 4; v++)
+                    _mm256_storeu_ps(d + b * ATTN_QBLOCK + 8 * v,
+                                     _mm256_mul_ps(_mm256_cvtepi32_ps(x[v]), dv));
+            }
+            continue;
+        }
+        const int e4 = fmt == ATTN_KVQ_FP8E4M3;
+        const int nonan = e4 && !fp8_nan_row(s, cols);
+        int c = 0;
+        for (; c + 8 <= cols; c += 8) {
+            const __m128i b = _mm_loadl_epi64((const __m128i *)(s + c));
+            const __m256 x = e4 ? nonan ? fp8_raw(b, 1, 1) : fp8_raw(b, 1, 0) : fp8_raw(b, 0, 0);
+            _mm256_storeu_ps(d + c, _mm256_mul_ps(x, sc));
+        }
+        if (c < cols)
+            _mm256_maskstore_ps(d + c, lanes(cols - c),
+                                _mm256_mul_ps(fp8_raw(tail_bytes(s + c, cols - c), e4, 0), sc));
+    }
+}
+
 void attn_kernels_init_avx2(attn_kernels *k)
 {
     k->isa = ATTN_ISA_AVX2;
@@ -385,4 +768,11 @@ void attn_kernels_init_avx2(attn_kernels *k)
     k->softmax_rows = softmax_rows_avx2;
     k->exp2 = exp2_avx2;
     k->cvt_rows = cvt_rows_avx2;
+    k->dequant_rows = dequant_rows_avx2;
+    k->qk_rows16 = qk_rows16_avx2;
+    k->pv16 = pv16_avx2;
+    k->qk_rows_q = qk_rows_q_avx2;
+    k->pv_q = pv_q_avx2;
+    k->prefetches = 1;
+    k->pf_keys = PF_KEYS;
 }

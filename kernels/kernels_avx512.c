@@ -13,6 +13,7 @@
 #include "half.h"
 #include "kernels.h"
 #include "kernels_avx512.h"
+#include "rows_of.h"
 
 #define ROWS 6   /* broadcast rows per register tile */
 #define VECS 4   /* zmm per tile row: 64 floats */
@@ -186,24 +187,6 @@ static decl_pack_qt_fn(pack_qt_avx512)
     }
 }
 
-/* Storage of the K or V rows a kernel reads (a constant of each instance):
- * fp32, 16-bit widened to fp32 in registers as it is loaded, or a
- * quantized cache (quant.h) read back to fp32 in registers, bit for bit
- * as its definition reads it (dequant_rows has the arithmetic). */
-enum { ST_F32 = 0, ST_F16, ST_BF16, ST_Q8_0, ST_Q4_0, ST_E4M3, ST_E5M2 };
-
-#define ST_QUANT(ST) ((ST) >= ST_Q8_0)
-
-/* Rows of K or V as a kernel reads them: f (fp32), h (16-bit) or q
- * (quantized bytes), stride elements (bytes for q) apart; scale: fp8's. */
-typedef struct rows_of {
-    const float *f;
-    const uint16_t *h;
-    const uint8_t *q;
-    ptrdiff_t stride;
-    float scale;
-} rows_of;
-
 INLINE __m512 widen(__m256i h, const int ST)
 {
     return ST == ST_BF16 ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16))
@@ -232,7 +215,8 @@ INLINE __m512 fp8_raw(__m128i b, const int E4, const int NONAN)
 
 /* The e4m3 NaN codes (magnitude 0x7f) among bytes [c, c + 64) of a row,
  * one bit each (none past d). */
-INLINE __mmask64 fp8_nan_mask(const uint8_t *row, int c, int d)
+#define FP8_NAN_SPAN 64
+INLINE uint64_t fp8_nan_bits(const uint8_t *row, int c, int d)
 {
     const __mmask64 t = d - c >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (d - c)) - 1;
     const __m512i b = _mm512_maskz_loadu_epi8(t, row + c);
@@ -240,23 +224,13 @@ INLINE __mmask64 fp8_nan_mask(const uint8_t *row, int c, int d)
                                   _mm512_set1_epi8((char)0xff));
 }
 
-/* Whether bytes [0, d) of rows [0, n) (stride apart) hold an e4m3 NaN code. */
-INLINE int fp8_nan_rows(const uint8_t *q, ptrdiff_t stride, int n, int d)
+/* Whether bytes [0, d) of a row hold an e4m3 NaN code. */
+INLINE int fp8_nan_row(const uint8_t *row, int d)
 {
-    __mmask64 any = 0;
-    for (int r = 0; r < n; r++)
-        for (int c = 0; c < d; c += 64)
-            any |= fp8_nan_mask(q + r * stride, c, d);
+    uint64_t any = 0;
+    for (int c = 0; c < d; c += 64)
+        any |= fp8_nan_bits(row, c, d);
     return any != 0;
-}
-
-/* What fp8_raw's values are multiplied by: the scale (e4m3: times 2^8).
- * The product is the C definition's value times the scale, rounded once:
- * 2^8 scale is exact for every scale attn_fp8_scale gives (at most
- * FLT_MAX / 448). */
-INLINE float fp8_mult(float scale, const int E4)
-{
-    return E4 ? scale * 0x1p8f : scale;
 }
 
 /* 16 codes times the scale (m: fp8_mult's). */
@@ -275,7 +249,7 @@ INLINE __m512 load_quant(const uint8_t *row, int c0, const int h, __mmask16 t, i
         const __m128i b = full ? _mm_loadu_si128((const __m128i *)(row + c0 + h))
                                : _mm_maskz_loadu_epi8(t, row + c0 + h);
         /* e4m3 without its NaN blend: the decoding kernels, the only
-         * readers, set the NaN results after (qk_rows_q_avx512). */
+         * readers, set the NaN results after (qk_rows_q, rows_entry.h). */
         const int e4 = ST == ST_E4M3;
         return fp8_vec(b, e4, 1, _mm512_set1_ps(fp8_mult(scale, e4)));
     }
@@ -307,22 +281,6 @@ INLINE __m512 row_load(const rows_of *x, ptrdiff_t r, int c0, const int h, __mma
         return full ? _mm512_loadu_ps(x->f + at) : _mm512_maskz_loadu_ps(t, x->f + at);
     return widen(full ? _mm256_loadu_si256((const __m256i *)(x->h + at))
                       : _mm256_maskz_loadu_epi16(t, x->h + at), ST);
-}
-
-/* The address of value c of row r, plus `ahead` bytes, for prefetches
- * (past the end of the array it is no pointer C allows, but a prefetch may
- * name any); for a quantized row, of its block (fp8: its byte). */
-INLINE const char *row_addr(const rows_of *x, ptrdiff_t r, int c, ptrdiff_t ahead, const int ST)
-{
-    if (ST_QUANT(ST)) {
-        const ptrdiff_t off = ST == ST_Q8_0   ? (c >> 5) * 34
-                              : ST == ST_Q4_0 ? (c >> 5) * 18
-                                              : c;
-        return (const char *)((uintptr_t)x->q + (uintptr_t)(r * x->stride + off + ahead));
-    }
-    const ptrdiff_t at = r * x->stride + c;
-    return ST == ST_F32 ? (const char *)((uintptr_t)x->f + (uintptr_t)(at * 4 + ahead))
-                        : (const char *)((uintptr_t)x->h + (uintptr_t)(at * 2 + ahead));
 }
 
 /* 4 keys x 4 queries at a time, so each row of K is loaded (and for
@@ -383,18 +341,6 @@ INLINE void qk_keys4(float *restrict st, ptrdiff_t ss, rows_of k, const float *r
         }                                                                              \
     } while (0)
 
-/* Rows from row j of x on. */
-INLINE rows_of rows_from(rows_of x, ptrdiff_t j, const int ST)
-{
-    if (ST_QUANT(ST))
-        x.q += j * x.stride;
-    else if (ST == ST_F32)
-        x.f += j * x.stride;
-    else
-        x.h += j * x.stride;
-    return x;
-}
-
 INLINE void qk_rows_any(float *restrict st, ptrdiff_t ss, rows_of k, const float *restrict q,
                         ptrdiff_t qs, int nk, int nq, int dk, ptrdiff_t pf_rows, const int ST)
 {
@@ -413,59 +359,6 @@ INLINE void qk_rows_any(float *restrict st, ptrdiff_t ss, rows_of k, const float
             }
         }
     }
-}
-
-static decl_qk_rows_fn(qk_rows_avx512)
-{
-    qk_rows_any(st, st_stride, (rows_of){ .f = k, .stride = k_stride }, q, q_stride, nk, nq, dk,
-                pf, ST_F32);
-}
-
-static decl_qk_rows16_fn(qk_rows16_avx512)
-{
-    const rows_of kr = { .h = k, .stride = k_stride };
-    if (bf16)
-        qk_rows_any(st, st_stride, kr, q, q_stride, nk, nq, dk, pf, ST_BF16);
-    else
-        qk_rows_any(st, st_stride, kr, q, q_stride, nk, nq, dk, pf, ST_F16);
-}
-
-/* Each format's instances in a function of its own, so that one format's
- * code is compiled (and laid out) the same whatever the others add. */
-typedef void qk_rows_q_inst(float *restrict, ptrdiff_t, rows_of, const float *restrict, ptrdiff_t,
-                            int, int, int, ptrdiff_t);
-#define QK_ROWS_Q(NAME, ST)                                                                  \
-    static __attribute__((noinline)) void NAME(float *restrict st, ptrdiff_t ss, rows_of k,  \
-                                               const float *restrict q, ptrdiff_t qs, int nk, \
-                                               int nq, int dk, ptrdiff_t pf)                  \
-    {                                                                                        \
-        qk_rows_any(st, ss, k, q, qs, nk, nq, dk, pf, ST);                                   \
-    }
-QK_ROWS_Q(qk_rows_q8_0, ST_Q8_0)
-QK_ROWS_Q(qk_rows_q4_0, ST_Q4_0)
-QK_ROWS_Q(qk_rows_e4m3, ST_E4M3)
-QK_ROWS_Q(qk_rows_e5m2, ST_E5M2)
-
-static decl_qk_rows_q_fn(qk_rows_q_avx512)
-{
-    const rows_of kr = { .q = k, .stride = k_stride, .scale = scale };
-    qk_rows_q_inst *f = fmt == ATTN_KVQ_Q8_0      ? qk_rows_q8_0
-                        : fmt == ATTN_KVQ_Q4_0    ? qk_rows_q4_0
-                        : fmt == ATTN_KVQ_FP8E5M2 ? qk_rows_e5m2
-                                                  : qk_rows_e4m3;
-    f(st, st_stride, kr, q, q_stride, nk, nq, dk, pf);
-    if (fmt != ATTN_KVQ_FP8E4M3)
-        return;
-    /* e4m3 was read back without its NaN blend (three instructions per 16
-     * values); a key whose row holds a NaN code has every score NaN (q
-     * times NaN is NaN, whatever q), so those rows are set after, from a
-     * search of the rows the kernel has just brought into cache (one
-     * compare per 64 bytes; before the kernel, the same search waited on
-     * memory: a fifth of the run). */
-    for (int j = 0; j < nk; j++)
-        if (fp8_nan_rows(k + j * k_stride, 0, 1, dk))
-            for (int i = 0; i < nq; i++)
-                st[j * st_stride + i] = NAN;
 }
 
 /* 2^x as in kernels_c.c, in 9 instructions: VREDUCEPS gives f = x - floor(x)
@@ -895,51 +788,8 @@ static decl_pv_t_fn(pv_t_avx512)
            0, ST_F32, 1);
 }
 
-static decl_pv16_fn(pv16_avx512)
-{
-    const rows_of vr = { .h = v, .stride = v_stride };
-    if (bf16)
-        pv_any(o, o_stride, pt, pt_stride, vr, alpha, nq, nk, dv, pf, ST_BF16, 0);
-    else
-        pv_any(o, o_stride, pt, pt_stride, vr, alpha, nq, nk, dv, pf, ST_F16, 0);
-}
-
-typedef void pv_q_inst(float *restrict, ptrdiff_t, const float *restrict, ptrdiff_t, rows_of,
-                       const float *restrict, int, int, int, ptrdiff_t);
-#define PV_Q(NAME, ST)                                                                        \
-    static __attribute__((noinline)) void NAME(float *restrict o, ptrdiff_t os,                \
-                                               const float *restrict pt, ptrdiff_t ps,          \
-                                               rows_of v, const float *restrict alpha, int nq,  \
-                                               int nk, int dv, ptrdiff_t pf)                    \
-    {                                                                                          \
-        pv_any(o, os, pt, ps, v, alpha, nq, nk, dv, pf, ST, 0);                                \
-    }
-PV_Q(pv_q8_0, ST_Q8_0)
-PV_Q(pv_q4_0, ST_Q4_0)
-PV_Q(pv_e4m3, ST_E4M3)
-PV_Q(pv_e5m2, ST_E5M2)
-
-static decl_pv_q_fn(pv_q_avx512)
-{
-    const rows_of vr = { .q = v, .stride = v_stride, .scale = scale };
-    pv_q_inst *f = fmt == ATTN_KVQ_Q8_0      ? pv_q8_0
-                   : fmt == ATTN_KVQ_Q4_0    ? pv_q4_0
-                   : fmt == ATTN_KVQ_FP8E5M2 ? pv_e5m2
-                                             : pv_e4m3;
-    f(o, o_stride, pt, pt_stride, vr, alpha, nq, nk, dv, pf);
-    if (fmt != ATTN_KVQ_FP8E4M3)
-        return;
-    /* As qk_rows_q_avx512: a NaN code in column c of any row makes column c
-     * of every output row NaN (a weight times NaN is NaN, 0 included). */
-    for (int c = 0; c < dv; c += 64) {
-        __mmask64 m = 0;
-        for (int j = 0; j < nk; j++)
-            m |= fp8_nan_mask(v + j * v_stride, c, dv);
-        for (; m; m &= m - 1)
-            for (int r = 0; r < nq; r++)
-                o[r * o_stride + c + __builtin_ctzll(m)] = NAN;
-    }
-}
+#define ROWS_ISA avx512
+#include "rows_entry.h"
 
 /* Four accumulators in each pass, so no pass waits on one dependency chain. */
 static decl_softmax_rows_fn(softmax_rows_avx512)
@@ -1047,7 +897,7 @@ static decl_dequant_rows_fn(dequant_rows_avx512)
             continue;
         }
         const int e4 = fmt == ATTN_KVQ_FP8E4M3;
-        const int nonan = e4 && !fp8_nan_rows(s, 0, 1, cols);
+        const int nonan = e4 && !fp8_nan_row(s, cols);
         int c = 0;
         for (; c + 16 <= cols; c += 16) {
             const __m128i b = _mm_loadu_si128((const __m128i *)(s + c));

@@ -72,17 +72,4 @@ INLINE void scatter_4x4(float *st, ptrdiff_t ss, __m512 sums, const int NK, cons
         _mm_mask_storeu_ps(st + 3 * ss, q, _mm512_extractf32x4_ps(rows, 3));
 }
 
-/* Keys stream from memory once in decoding: the row PF_KEYS ahead of the
- * one in hand (twice as many 16-bit rows, four times quantized: about the
- * same bytes; attn_kernels.pf_keys, from which the tiled backend gives the
- * kernels their pf, through the block table in pages) is prefetched
- * towards L2, one prefetch per cache line, so that misses stay in flight
- * while the arithmetic runs (a prefetch never faults: rows past the end of
- * K are harmless). Measured on the 2-core
- * EPYC VM, decoding H = 32, Hkv = 8 and 32, d = 128, Nk = 32K, 48-key
- * tiles: this with the tiled backend's prefetch of the next tile moved
- * 31-48 GB/s, either alone 18-33, against 25-34 with 192-key tiles (hint
- * T0 was slower still: L1's miss buffers bound it). */
-#define PF_KEYS 192
-
 #endif

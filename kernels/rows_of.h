@@ -1,0 +1,80 @@
+/* The K or V rows a decoding kernel reads, in their storage (fp32, 16-bit
+ * or a quantized cache), as the SIMD kernel files describe them to their
+ * inlined templates. Plain C: included by each ISA's file. */
+#ifndef ATTN_ROWS_OF_H
+#define ATTN_ROWS_OF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Storage of the K or V rows a kernel reads (a constant of each instance):
+ * fp32, 16-bit widened to fp32 in registers as it is loaded, or a
+ * quantized cache (quant.h) read back to fp32 in registers, bit for bit
+ * as its definition reads it (each file's dequant_rows has the
+ * arithmetic). */
+enum { ST_F32 = 0, ST_F16, ST_BF16, ST_Q8_0, ST_Q4_0, ST_E4M3, ST_E5M2 };
+
+#define ST_QUANT(ST) ((ST) >= ST_Q8_0)
+
+/* Rows of K or V as a kernel reads them: f (fp32), h (16-bit) or q
+ * (quantized bytes), stride elements (bytes for q) apart; scale: fp8's. */
+typedef struct rows_of {
+    const float *f;
+    const uint16_t *h;
+    const uint8_t *q;
+    ptrdiff_t stride;
+    float scale;
+} rows_of;
+
+/* Rows from row j of x on. */
+static inline rows_of rows_from(rows_of x, ptrdiff_t j, const int ST)
+{
+    if (ST_QUANT(ST))
+        x.q += j * x.stride;
+    else if (ST == ST_F32)
+        x.f += j * x.stride;
+    else
+        x.h += j * x.stride;
+    return x;
+}
+
+/* What the fp8 kernels multiply their e4m3 values, read back times 2^-8
+ * through fp16 (exactly, subnormals too), by: the scale times 2^8. The
+ * product is the C definition's value times the scale, rounded once:
+ * 2^8 scale is exact for every scale attn_fp8_scale gives (at most
+ * FLT_MAX / 448). e5m2 is read back as its value: the scale itself. */
+static inline float fp8_mult(float scale, const int E4)
+{
+    return E4 ? scale * 0x1p8f : scale;
+}
+
+/* The address of value c of row r, plus `ahead` bytes, for prefetches
+ * (past the end of the array it is no pointer C allows, but a prefetch may
+ * name any); for a quantized row, of its block (fp8: its byte). */
+static inline const char *row_addr(const rows_of *x, ptrdiff_t r, int c, ptrdiff_t ahead, const int ST)
+{
+    if (ST_QUANT(ST)) {
+        const ptrdiff_t off = ST == ST_Q8_0   ? (c >> 5) * 34
+                              : ST == ST_Q4_0 ? (c >> 5) * 18
+                                              : c;
+        return (const char *)((uintptr_t)x->q + (uintptr_t)(r * x->stride + off + ahead));
+    }
+    const ptrdiff_t at = r * x->stride + c;
+    return ST == ST_F32 ? (const char *)((uintptr_t)x->f + (uintptr_t)(at * 4 + ahead))
+                        : (const char *)((uintptr_t)x->h + (uintptr_t)(at * 2 + ahead));
+}
+
+/* Keys stream from memory once in decoding: the row PF_KEYS ahead of the
+ * one in hand (twice as many 16-bit rows, four times quantized: about the
+ * same bytes; attn_kernels.pf_keys, from which the tiled backend gives the
+ * kernels their pf, through the block table in pages) is prefetched
+ * towards L2, one prefetch per cache line, so that misses stay in flight
+ * while the arithmetic runs (a prefetch never faults: rows past the end of
+ * K are harmless). Measured on the 2-core
+ * EPYC VM, decoding H = 32, Hkv = 8 and 32, d = 128, Nk = 32K, 48-key
+ * tiles: this with the tiled backend's prefetch of the next tile moved
+ * 31-48 GB/s, either alone 18-33, against 25-34 with 192-key tiles (hint
+ * T0 was slower still: L1's miss buffers bound it). */
+#define PF_KEYS 192
+
+#endif

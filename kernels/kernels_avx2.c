@@ -45,6 +45,32 @@ INLINE void store(float *p, __m256i mask, int full, __m256 x)
         _mm256_maskstore_ps(p, mask, x);
 }
 
+/* Lanes [0, n) of x to p (n in 1..8) by plain stores: vmaskmovps is slow
+ * to store on AMD's cores (about 12 cycles on Zen 3), which matters where
+ * every row of a narrow decoding tile is stored through it. */
+INLINE void store_n(float *p, int n, __m256 x)
+{
+    if (n >= 8) {
+        _mm256_storeu_ps(p, x);
+        return;
+    }
+    __m128 h = _mm256_castps256_ps128(x);
+    if (n >= 4) {
+        _mm_storeu_ps(p, h);
+        h = _mm256_extractf128_ps(x, 1);
+        p += 4;
+        n -= 4;
+    }
+    if (n >= 2) {
+        _mm_storel_pi((__m64 *)p, h);
+        h = _mm_movehl_ps(h, h);
+        p += 2;
+        n -= 2;
+    }
+    if (n)
+        _mm_store_ss(p, h);
+}
+
 /* Storage of decoding's K and V rows (rows_of.h), 8 values at a time. */
 
 /* Bytes [0, n) of p in a zeroed vector (n <= 16): the tail of a row, where
@@ -281,7 +307,7 @@ static decl_exp2_fn(exp2_avx2)
 
 INLINE void softmax_strip(float *restrict st, ptrdiff_t ss, int nk, const int *restrict end,
                           float *restrict m, float *restrict l, float *restrict alpha,
-                          __m256i t, const int full, const int masked)
+                          __m256i t, int n, const int full, const int masked)
 {
     const __m256i e = masked ? (full ? _mm256_loadu_si256((const __m256i *)end)
                                      : _mm256_maskload_epi32(end, t))
@@ -307,12 +333,12 @@ INLINE void softmax_strip(float *restrict st, ptrdiff_t ss, int nk, const int *r
         __m256 p = exp2_ps(_mm256_sub_ps(load(s, t, full), muse));
         if (masked)
             p = _mm256_and_ps(p, _mm256_castsi256_ps(_mm256_cmpgt_epi32(e, _mm256_set1_epi32(j))));
-        store(s, t, full, p);
+        store_n(s, n, p);
         sum = _mm256_add_ps(sum, p);
     }
-    store(m, t, full, mnew);
-    store(l, t, full, sum);
-    store(alpha, t, full, a);
+    store_n(m, n, mnew);
+    store_n(l, n, sum);
+    store_n(alpha, n, a);
 }
 
 /* Decoding's narrow tiles (nq <= 4 queries, no mask): a strip would use nq
@@ -425,13 +451,13 @@ static decl_softmax_fn(softmax_avx2)
         const int full = nq - i >= 8;
         const __m256i t = lanes(nq - i);
         if (end && full)
-            softmax_strip(st + i, st_stride, nk, end + i, m + i, l + i, alpha + i, t, 1, 1);
+            softmax_strip(st + i, st_stride, nk, end + i, m + i, l + i, alpha + i, t, nq - i < 8 ? nq - i : 8, 1, 1);
         else if (end)
-            softmax_strip(st + i, st_stride, nk, end + i, m + i, l + i, alpha + i, t, 0, 1);
+            softmax_strip(st + i, st_stride, nk, end + i, m + i, l + i, alpha + i, t, nq - i < 8 ? nq - i : 8, 0, 1);
         else if (full)
-            softmax_strip(st + i, st_stride, nk, NULL, m + i, l + i, alpha + i, t, 1, 0);
+            softmax_strip(st + i, st_stride, nk, NULL, m + i, l + i, alpha + i, t, nq - i < 8 ? nq - i : 8, 1, 0);
         else
-            softmax_strip(st + i, st_stride, nk, NULL, m + i, l + i, alpha + i, t, 0, 0);
+            softmax_strip(st + i, st_stride, nk, NULL, m + i, l + i, alpha + i, t, nq - i < 8 ? nq - i : 8, 0, 0);
     }
 }
 
@@ -524,6 +550,100 @@ static decl_pv_t_fn(pv_t_avx2)
 {
     pv_any(o, o_stride, p, p_stride, (rows_of){ .f = v, .stride = v_stride }, alpha, nq, nk, dv,
            0, ST_F32, 1);
+}
+
+/* tanh(y) for the softcap, as every version computes it: sign(y) (1 - e) /
+ * (1 + e) with e = 2^(-2 log2(e) |y|), on exp2_ps. */
+INLINE __m256 tanh_ps(__m256 y)
+{
+    const __m256 one = _mm256_set1_ps(1.0f), sign = _mm256_set1_ps(-0.0f);
+    const __m256 e = exp2_ps(_mm256_mul_ps(_mm256_set1_ps((float)(-2.0 * ATTN_LOG2E)),
+                                           _mm256_andnot_ps(sign, y)));
+    const __m256 th = _mm256_div_ps(_mm256_sub_ps(one, e), _mm256_add_ps(one, e));
+    return _mm256_or_ps(th, _mm256_and_ps(y, sign));
+}
+
+/* The score modifiers (kernels.h), 8 queries a vector. */
+static decl_mods_fn(mods_avx2)
+{
+    const __m256 vcap = _mm256_set1_ps(cap), inv = _mm256_set1_ps(cap > 0 ? 1.0f / cap : 0.0f);
+    const __m256 ninf = _mm256_set1_ps(-INFINITY), sign = _mm256_set1_ps(-0.0f);
+    for (int i = 0; i < nq; i += 8) {
+        const int n = nq - i < 8 ? nq - i : 8, full = n == 8;
+        const __m256i t = lanes(n);
+        const __m256 sl = slope ? load(slope + i, t, full) : _mm256_setzero_ps();
+        const __m256 ps = slope ? load(pos + i, t, full) : _mm256_setzero_ps();
+        const __m256i bg = beg ? (full ? _mm256_loadu_si256((const __m256i *)(beg + i))
+                                       : _mm256_maskload_epi32(beg + i, t))
+                               : _mm256_setzero_si256();
+        for (int j = 0; j < nk; j++) {
+            float *s = st + j * st_stride + i;
+            __m256 x = load(s, t, full);
+            if (cap > 0)
+                x = _mm256_mul_ps(vcap, tanh_ps(_mm256_mul_ps(x, inv)));
+            if (slope) {
+                const __m256 d = _mm256_andnot_ps(
+                    sign, _mm256_sub_ps(ps, _mm256_set1_ps((float)(j0 + j))));
+                x = _mm256_fnmadd_ps(sl, d, x);
+            }
+            if (beg)
+                x = _mm256_blendv_ps(x, ninf, _mm256_castsi256_ps(_mm256_cmpgt_epi32(
+                                                  bg, _mm256_set1_epi32(j0 + j))));
+            store_n(s, n, x);
+        }
+    }
+}
+
+/* One row of bwd_ds, 8 keys at a time; MODS (a constant) says whether a
+ * cap or a slope is there at all. */
+INLINE void bwd_ds_row(float *restrict s, float *restrict dp, int nk, int j0, float lse,
+                       float dd, int beg, int end, float cap, float slope, float at, float scale,
+                       const int MODS)
+{
+    const __m256 vl = _mm256_set1_ps(lse), vd = _mm256_set1_ps(dd), vs = _mm256_set1_ps(scale);
+    const __m256 vcap = _mm256_set1_ps(cap), inv = _mm256_set1_ps(cap > 0 ? 1.0f / cap : 0.0f);
+    const __m256 one = _mm256_set1_ps(1.0f), sign = _mm256_set1_ps(-0.0f);
+    const __m256i step = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (int j = 0; j < nk; j += 8) {
+        const int n = nk - j < 8 ? nk - j : 8;
+        const __m256i key = _mm256_add_epi32(_mm256_set1_epi32(j0 + j), step);
+        const __m256i t = _mm256_and_si256(
+            lanes(n), _mm256_and_si256(_mm256_cmpgt_epi32(key, _mm256_set1_epi32(beg - 1)),
+                                       _mm256_cmpgt_epi32(_mm256_set1_epi32(end), key)));
+        __m256 x = _mm256_maskload_ps(s + j, t), d = one;
+        if (MODS && cap > 0) {
+            const __m256 th = tanh_ps(_mm256_mul_ps(x, inv));
+            x = _mm256_mul_ps(vcap, th);
+            d = _mm256_fnmadd_ps(th, th, one);
+        }
+        if (MODS && slope != 0.0f) {
+            const __m256 dist = _mm256_andnot_ps(
+                sign, _mm256_sub_ps(_mm256_set1_ps(at), _mm256_cvtepi32_ps(key)));
+            x = _mm256_fnmadd_ps(_mm256_set1_ps(slope), dist, x);
+        }
+        const __m256 vis = _mm256_castsi256_ps(t);
+        const __m256 p = _mm256_and_ps(vis, exp2_ps(_mm256_sub_ps(x, vl)));
+        __m256 g = _mm256_mul_ps(_mm256_mul_ps(vs, p),
+                                 _mm256_sub_ps(_mm256_maskload_ps(dp + j, t), vd));
+        if (MODS)
+            g = _mm256_mul_ps(g, d);
+        store_n(s + j, n, p);
+        store_n(dp + j, n, _mm256_and_ps(vis, g));
+    }
+}
+
+static decl_bwd_ds_fn(bwd_ds_avx2)
+{
+    const int mods = cap > 0 || slope != 0.0f;
+    for (int r = 0; r < nq; r++) {
+        const int b = beg ? beg[r] : j0, e = end ? end[r] : j0 + nk;
+        if (mods)
+            bwd_ds_row(s + r * stride, dp + r * stride, nk, j0, lse[r], dd[r], b, e, cap, slope,
+                       (float)(pos0 + r), scale, 1);
+        else
+            bwd_ds_row(s + r * stride, dp + r * stride, nk, j0, lse[r], dd[r], b, e, cap, slope,
+                       (float)(pos0 + r), scale, 0);
+    }
 }
 
 static float hmax(__m256 x)
@@ -763,6 +883,8 @@ void attn_kernels_init_avx2(attn_kernels *k)
     k->qk = qk_avx2;
     k->qk_rows = qk_rows_avx2;
     k->softmax = softmax_avx2;
+    k->mods = mods_avx2;
+    k->bwd_ds = bwd_ds_avx2;
     k->pv = pv_avx2;
     k->pv_t = pv_t_avx2;
     k->softmax_rows = softmax_rows_avx2;

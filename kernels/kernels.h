@@ -257,7 +257,8 @@ typedef struct attn_kernels {
     int prefetches;     /* its qk, pv, pv16, pv_q and the qk_rows kernels honor pf,
                            and its cvt_rows and dequant_rows always prefetch: the
                            rows ahead of those they read, a line at a time among
-                           their arithmetic (kernels_avx512.c); where not, the
+                           their arithmetic (the AVX-512 and AVX2 tables;
+                           kernels/rows_of.h, PF_KEYS); where not (C), the
                            tiled backend prefetches each next key tile of
                            decoding */
     int pf_keys;        /* how far ahead decoding prefetches for them (pf): this

@@ -14,13 +14,14 @@
  * themselves: the next tile's K and V rows towards L2 while this one is
  * computed. Decoding reads each row once, and the hardware prefetchers
  * alone leave that stream well below the memory bandwidth
- * (kernels_avx512.c has the numbers, with its own prefetch further ahead).
+ * (kernels/rows_of.h, PF_KEYS, has the numbers, with the kernels' own
+ * prefetch further ahead).
  * Wider decoding tiles are compute-bound, and there a burst of a whole
  * tile's prefetches stalls the arithmetic it should hide behind: the few
  * misses a core keeps in flight fill, and the rest wait in line before any
  * FMA behind them (internal.h, DOTS_MAX, has the numbers); the AVX-512
- * kernels prefetch those tiles a row at a time instead (their pf, and
- * attn_kernels.prefetches). Prefill tiles go without: a whole tile's
+ * and AVX2 kernels prefetch those tiles a row at a time instead (their pf,
+ * and attn_kernels.prefetches). Prefill tiles go without: a whole tile's
  * prefetches at once (1536 at 192 keys, d = 64) held 1.6% of the samples
  * of a causal N = 1K run on one thread, and without them whole runs were
  * as fast or faster (B = 1, H = 8, 2 threads, medians of interleaved

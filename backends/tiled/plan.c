@@ -217,7 +217,7 @@ static int page_tile(int bc, int page, bool decoding)
  *    has one masked tile, not up to two;
  *  - decoding (tiles of at most ROWS_MAX columns): the score tile and the
  *    K and V rows it touches in half of L1 (48 at d = 128: see
- *    kernels_avx512.c's PF_KEYS for why short tiles stream better).
+ *    kernels/rows_of.h's PF_KEYS for why short tiles stream better).
  * Neither they nor the chunks depend on the thread count, so neither does
  * the output. */
 tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg, int page, bool tokens)

@@ -157,7 +157,8 @@ INLINE __m256 load_quant(const uint8_t *row, int c0, int h, int n, int full, flo
         q = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 2 + h)));
     } else {
         /* byte i holds value i in its low nibble, value i + 16 in its high one */
-        const __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 2 + (h & 15))));
+        const __m256i b =
+            _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 2 + (h & 15))));
         q = _mm256_sub_epi32(_mm256_and_si256(_mm256_srl_epi32(b, _mm_cvtsi32_si128((h & 16) >> 2)),
                                               _mm256_set1_epi32(0xf)),
                              _mm256_set1_epi32(8));
@@ -449,15 +450,16 @@ static decl_softmax_fn(softmax_avx2)
     }
     for (int i = 0; i < nq; i += 8) {
         const int full = nq - i >= 8;
-        const __m256i t = lanes(nq - i);
+        const int n = nq - i < 8 ? nq - i : 8;
+        const __m256i t = lanes(n);
         if (end && full)
-            softmax_strip(st + i, st_stride, nk, end + i, m + i, l + i, alpha + i, t, nq - i < 8 ? nq - i : 8, 1, 1);
+            softmax_strip(st + i, st_stride, nk, end + i, m + i, l + i, alpha + i, t, n, 1, 1);
         else if (end)
-            softmax_strip(st + i, st_stride, nk, end + i, m + i, l + i, alpha + i, t, nq - i < 8 ? nq - i : 8, 0, 1);
+            softmax_strip(st + i, st_stride, nk, end + i, m + i, l + i, alpha + i, t, n, 0, 1);
         else if (full)
-            softmax_strip(st + i, st_stride, nk, NULL, m + i, l + i, alpha + i, t, nq - i < 8 ? nq - i : 8, 1, 0);
+            softmax_strip(st + i, st_stride, nk, NULL, m + i, l + i, alpha + i, t, n, 1, 0);
         else
-            softmax_strip(st + i, st_stride, nk, NULL, m + i, l + i, alpha + i, t, nq - i < 8 ? nq - i : 8, 0, 0);
+            softmax_strip(st + i, st_stride, nk, NULL, m + i, l + i, alpha + i, t, n, 0, 0);
     }
 }
 
@@ -706,7 +708,8 @@ INLINE __m256 sum8(const __m256 a[8])
     const __m256 t0 = _mm256_hadd_ps(a[0], a[1]), t1 = _mm256_hadd_ps(a[2], a[3]);
     const __m256 t2 = _mm256_hadd_ps(a[4], a[5]), t3 = _mm256_hadd_ps(a[6], a[7]);
     const __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
-    return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+    return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20),
+                         _mm256_permute2f128_ps(u0, u1, 0x31));
 }
 
 /* Decoding's scores as dot products along d, NK keys x NQ queries at a
@@ -847,7 +850,8 @@ static decl_dequant_rows_fn(dequant_rows_avx2)
                 __m256i x[4];
                 if (q8) {
                     for (int v = 0; v < 4; v++)
-                        x[v] = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 2 + 8 * v)));
+                        x[v] = _mm256_cvtepi8_epi32(
+                            _mm_loadl_epi64((const __m128i *)(blk + 2 + 8 * v)));
                 } else {
                     const __m256i lo4 = _mm256_set1_epi32(0xf), eight = _mm256_set1_epi32(8);
                     for (int v = 0; v < 2; v++) {

@@ -51,7 +51,8 @@ static inline float fp8_mult(float scale, const int E4)
 /* The address of value c of row r, plus `ahead` bytes, for prefetches
  * (past the end of the array it is no pointer C allows, but a prefetch may
  * name any); for a quantized row, of its block (fp8: its byte). */
-static inline const char *row_addr(const rows_of *x, ptrdiff_t r, int c, ptrdiff_t ahead, const int ST)
+static inline const char *row_addr(const rows_of *x, ptrdiff_t r, int c, ptrdiff_t ahead,
+                                   const int ST)
 {
     if (ST_QUANT(ST)) {
         const ptrdiff_t off = ST == ST_Q8_0   ? (c >> 5) * 34

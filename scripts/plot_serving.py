@@ -1,7 +1,9 @@
-"""The chart of results/serving from the files scripts/results-serving wrote:
-pages.png (paged decoding's time per run against the page size, one panel
-per batch size: each round a dot, the median over the rounds a line, the
-contiguous cache's median and the 1.05x target as horizontal lines). Also
+"""The charts of results/serving from the files scripts/results-serving
+wrote: pages.png (paged decoding's time per run against the page size, one
+panel per batch size: each round a dot, the median over the rounds a line,
+the contiguous cache's median and the 1.05x target as horizontal lines) and,
+where its batch-*.csv are there, batch.png (decoding's throughput and % of
+the roofline against the batch size, a line per layout of the cache). Also
 as SVG.
 
     python3 scripts/plot_serving.py results/serving [--machine TEXT]
@@ -16,7 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 import chartstyle  # noqa: E402
 import csvload  # noqa: E402
-from serving_tables import PAGE_TARGET, pick, rows_of  # noqa: E402
+from serving_tables import PAGE_TARGET, layout, pick, rows_of  # noqa: E402
 
 PROG = "plot_serving.py"
 
@@ -59,6 +61,52 @@ def pages_chart(d, rows, machine):
     print(f"wrote {os.path.join(d, 'pages')}.png, .svg")
 
 
+def batch_chart(d, rows, machine):
+    pages = sorted({r["page"] for r in rows}, key=lambda p: int(p or 0))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    looks = [dict(color="#d62728", marker="s"), dict(color="#1f77b4", marker="o"),
+             dict(color="#2ca02c", marker="^"), dict(color="#7f7f7f", marker="D")]
+    for page, look in zip(pages, looks):
+        sel = pick(rows, page=page)
+        bs = sorted({int(r["batch"]) for r in sel})
+        for ax, col in zip(axes, ("tokens_per_s", "pct_roofline")):
+            # % of the roofline is blank where no peak was measured
+            vals = {b: [float(r[col]) for r in pick(sel, batch=b) if r[col]] for b in bs}
+            has = [b for b in bs if vals[b]]
+            for b in has:
+                ax.plot([b] * len(vals[b]), vals[b], linestyle="none", marker="o",
+                        markersize=3, color="#999999", label="a round")
+            if has:
+                ax.plot(has, [statistics.median(vals[b]) for b in has],
+                        label=f"{layout(page)}, median", linestyle="-", markersize=5, **look)
+    allb = sorted({int(r["batch"]) for r in rows})
+    for ax, ylabel in zip(axes, ("tokens/s (requests/s)", "% of the roofline")):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(allb)
+        ax.set_xticklabels([str(b) for b in allb])
+        ax.set_xlabel("batch size B (requests)")
+        ax.set_ylabel(ylabel)
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].set_yscale("log")
+    axes[1].set_ylim(0, 100)
+    if not axes[1].lines:
+        axes[1].text(0.5, 0.5, "no peak measured (attnbench --peak):\n% of the roofline unknown",
+                     ha="center", va="center", transform=axes[1].transAxes)
+    axes[0].set_title("throughput")
+    axes[1].set_title("% of the roofline (bandwidth probed beside each case)")
+    legend = chartstyle.legend_outside(fig, axes)
+    nk = ", ".join(str(n) for n in sorted({int(r["seq_kv"]) for r in rows}))
+    fig.suptitle("tiled decoding against the batch size, Llama-3.1-8B (H=32, Hkv=8, d=128), "
+                 f"bf16, Nq=1, Nk={nk} per request\n{machine}", fontsize=10)
+    fig.tight_layout()
+    extra = [legend] if legend else []
+    for ext in ("png", "svg"):
+        fig.savefig(os.path.join(d, f"batch.{ext}"), dpi=130, bbox_inches="tight",
+                    bbox_extra_artists=extra)
+    plt.close(fig)
+    print(f"wrote {os.path.join(d, 'batch')}.png, .svg")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dir")
@@ -69,6 +117,9 @@ def main():
     if not any(r["page"] for r in rows):
         csvload.die(PROG, f"{a.dir}/paged-*.csv: no PASSED paged row to draw")
     pages_chart(a.dir, rows, a.machine)
+    batch = rows_of(a.dir, "batch-*.csv")
+    if batch:
+        batch_chart(a.dir, batch, a.machine)
 
 
 if __name__ == "__main__":

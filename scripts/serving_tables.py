@@ -1,9 +1,11 @@
 """The tables of results/serving from its CSVs and peak logs, as Markdown on
 stdout: the machine's ceilings, paged decoding against the contiguous
-cache, a ragged decode batch against its roofline, and a ragged prefill
-batch against a dense one of the same FLOPs, each figure the median of the
-rounds (one process each, interleaved), with the targets' verdicts. Every
-figure of results/serving/README.md is here.
+cache, decoding's throughput against the batch size, a ragged decode batch
+against its roofline, a ragged prefill batch against a dense one of the
+same FLOPs, and a mixed batch (a prefill chunk among decode tokens) beside
+its two phases run alone, each figure the median of the rounds (one
+process each, interleaved), with the targets' verdicts. Every figure of
+results/serving/README.md is here.
 
     python3 scripts/serving_tables.py results/serving
     python3 scripts/serving_tables.py results/serving --dense-seq prefill-1.csv
@@ -95,13 +97,41 @@ def paged(d):
                 if base and this:
                     ratios.append(float(this[0]["real_median_s"]) /
                                   float(base[0]["real_median_s"]))
-                    norms.append(float(base[0]["pct_roofline"]) /
-                                 float(this[0]["pct_roofline"]))
+                    if base[0]["pct_roofline"] and this[0]["pct_roofline"]:
+                        norms.append(float(base[0]["pct_roofline"]) /
+                                     float(this[0]["pct_roofline"]))
             ratio = statistics.median(ratios) if ratios else float("nan")
             norm = statistics.median(norms) if norms else float("nan")
             tgt = verdict(ratio <= PAGE_TARGET) if page in ("16", "64", "256") else "-"
             print(f"| {b} | {page or 'contiguous'} | {t * 1e3:.2f} ms | {median(sel, 'gbs'):.1f} | "
                   f"{median(sel, 'pct_roofline'):.0f} | {ratio:.2f}x | {norm:.2f}x | {tgt} |")
+    print()
+
+
+def layout(page):
+    return "contiguous" if page in ("", "0") else f"pages of {page}"
+
+
+def batches(d):
+    rows = rows_of(d, "batch-*.csv")
+    if not rows:
+        return
+    nk = sorted({int(r["seq_kv"]) for r in rows})
+    print("### Decoding throughput against the batch size\n")
+    print(f"Nq = 1, every request Nk = {', '.join(str(n) for n in nk)}; tokens/s is requests/s "
+          "(one token for each request). Medians of the rounds; no target.\n")
+    print("| K/V | B | median | tokens/s | GB/s | % roofline | tokens/s vs the smallest B |")
+    print("|---|---|---|---|---|---|---|")
+    for page in sorted({r["page"] for r in rows}, key=lambda p: int(p or 0)):
+        sel = pick(rows, page=page)
+        bs = sorted({int(r["batch"]) for r in sel})
+        one = median(pick(sel, batch=bs[0]), "tokens_per_s")
+        for b in bs:
+            sb = pick(sel, batch=b)
+            tps = median(sb, "tokens_per_s")
+            print(f"| {layout(page)} | {b} | {median(sb, 'real_median_s') * 1e3:.2f} ms | "
+                  f"{tps:.0f} | {median(sb, 'gbs'):.1f} | {median(sb, 'pct_roofline'):.0f} | "
+                  f"{tps / one:.2f}x |")
     print()
 
 
@@ -145,6 +175,30 @@ def prefill(d):
     print()
 
 
+def mixed(d):
+    parts = (("mixed batch", rows_of(d, "mixed-[0-9]*.csv")),
+             ("its prefill chunk alone", rows_of(d, "mixed-prefill-*.csv")),
+             ("its decode tokens alone", rows_of(d, "mixed-decode-*.csv")))
+    if not all(rows for _, rows in parts):
+        return
+    m, pre, dec = (rows for _, rows in parts)
+    print("### A mixed batch: a prefill chunk among decode tokens\n")
+    print(f"The batch ({m[0]['lens'].count(',') + 1} requests, {layout(m[0]['page'])}, causal) "
+          "runs as one case; its prefill chunk and its decode tokens also run alone, "
+          "as batches of their own, for the time split by phase. Medians of the rounds; "
+          "'share' is each phase's part of the two run alone; no target.\n")
+    print("| batch | requests | query tokens | median | tokens/s | GFLOP/s | GB/s | share |")
+    print("|---|---|---|---|---|---|---|---|")
+    tp, td = median(pre, "real_median_s"), median(dec, "real_median_s")
+    for (name, sel), share in zip(parts, ("-", f"{tp / (tp + td):.0%}", f"{td / (tp + td):.0%}")):
+        print(f"| {name} | {sel[0]['batch']} | {sel[0]['tokens']} | "
+              f"{median(sel, 'real_median_s') * 1e3:.1f} ms | {median(sel, 'tokens_per_s'):.0f} | "
+              f"{median(sel, 'gflops'):.1f} | {median(sel, 'gbs'):.2f} | {share} |")
+    tm = median(m, "real_median_s")
+    print(f"\nThe mixed batch took {tm / (tp + td):.2f}x the sum of its phases run alone "
+          f"({tm * 1e3:.1f} ms against {tp * 1e3:.1f} + {td * 1e3:.1f} ms).\n")
+
+
 def main():
     args = sys.argv[1:]
     if len(args) == 3 and args[1] == "--dense-seq":
@@ -157,8 +211,10 @@ def main():
     peaks(d)
     print()
     paged(d)
+    batches(d)
     decode(d)
     prefill(d)
+    mixed(d)
 
 
 if __name__ == "__main__":

@@ -117,9 +117,10 @@ def main():
 
 
 def serving(bench, plot, work, header_only):
-    """results/serving's chart (plot_serving.py) on a small paged run: a
-    panel per batch size, the contiguous cache's line; a folder whose CSV
-    has no row is one line."""
+    """results/serving's charts (plot_serving.py) on a small paged run: a
+    panel per batch size, the contiguous cache's line; throughput against
+    the batch size, a line per layout; a folder whose CSV has no row is one
+    line."""
     scripts = os.path.dirname(plot)
     sdir = os.path.join(work, "serving")
     os.makedirs(sdir)
@@ -128,6 +129,12 @@ def serving(bench, plot, work, header_only):
                         "32", "--reps", "2", "--min-time", "0.005", "--csv",
                         os.path.join(sdir, "paged-1.csv")], capture_output=True)
     ok(r.returncode == 0, f"a paged run, B = 1 and 2, pages of 16 and 64: exit {r.returncode}")
+    r = subprocess.run([bench, "--backend=tiled", "--batch", "1,2,4", "--seq", "1", "--seq-kv",
+                        "128", "--page", "0,16", "--heads", "4", "--kv-heads", "2", "--dk",
+                        "32", "--reps", "2", "--min-time", "0.005", "--csv",
+                        os.path.join(sdir, "batch-1.csv")], capture_output=True)
+    ok(r.returncode == 0, f"a decode batch sweep, B = 1, 2, 4, contiguous and pages of 16: "
+       f"exit {r.returncode}")
     r = subprocess.run([sys.executable, os.path.join(scripts, "plot_serving.py"), sdir,
                         "--machine", "test"], capture_output=True, text=True)
     svg = os.path.join(sdir, "pages.svg")
@@ -136,6 +143,13 @@ def serving(bench, plot, work, header_only):
     ok(r.returncode == 0 and why is None and "B = 2" in body and "contiguous, median" in body,
        f"plot_serving.py: pages.png and pages.svg, a panel per B, the contiguous line "
        f"({why or 'valid png'}; exit {r.returncode} {r.stderr.strip()[-200:]})")
+    svg = os.path.join(sdir, "batch.svg")
+    body = open(svg).read() if os.path.exists(svg) else ""
+    why = check_png(os.path.join(sdir, "batch.png"))
+    ok(r.returncode == 0 and why is None and "pages of 16, median" in body and
+       "contiguous, median" in body and "batch size B" in body,
+       f"plot_serving.py: batch.png and batch.svg, throughput against B, a line per layout "
+       f"({why or 'valid png'})")
     edir = os.path.join(work, "serving-empty")
     os.makedirs(edir)
     shutil.copy(header_only, os.path.join(edir, "paged-1.csv"))

@@ -87,7 +87,7 @@ def batch_chart(d, rows, machine):
         ax.set_xlabel("batch size B (requests)")
         ax.set_ylabel(ylabel)
         ax.grid(True, which="both", alpha=0.3)
-    axes[0].set_yscale("log")
+    axes[0].set_ylim(bottom=0)   # linear from 0: how flat it is is the point
     axes[1].set_ylim(0, 100)
     if not axes[1].lines:
         axes[1].text(0.5, 0.5, "no peak measured (attnbench --peak):\n% of the roofline unknown",

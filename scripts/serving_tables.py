@@ -80,9 +80,12 @@ def paged(d):
           "the rounds; 'vs contiguous' is the median of each round's ratio (the two cases "
           "of a round ran in one process, minutes apart at most). The target is at most "
           f"{PAGE_TARGET:.2f}x for pages of 16, 64 and 256.\n")
-    print("The bandwidth measured beside each case (`--bw-probe`) moved by up to half between "
-          "cases here: 'normalized' is the median of each round's ratio of % roofline "
-          "(contiguous over paged), the time ratio with each case's bandwidth taken out.\n")
+    probes = [float(r["probe_gbs"]) for r in rows if r["probe_gbs"]]
+    moved = (f"was {min(probes):.1f} to {max(probes):.1f} GB/s from one case to another here"
+             if probes else "was not measured here")
+    print(f"The bandwidth measured beside each case (`--bw-probe`) {moved}: 'normalized' is the "
+          "median of each round's ratio of % roofline (contiguous over paged), the time ratio "
+          "with each case's bandwidth taken out.\n")
     print("| B | page | median | GB/s | % roofline | vs contiguous | normalized | target |")
     print("|---|---|---|---|---|---|---|---|")
     for b in sorted({int(r["batch"]) for r in rows}):

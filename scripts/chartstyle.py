@@ -159,3 +159,15 @@ def outdir(path, prog):
     except OSError as e:
         print(f"{prog}: --out {path}: cannot be written: {e.strerror or e}", file=sys.stderr)
         sys.exit(1)
+
+
+def save(fig, legend, d, name):
+    """fig as d/name.png and .svg (the legend outside the axes kept in the
+    frame), then closed; one line says so."""
+    import matplotlib.pyplot as plt
+    extra = [legend] if legend else []
+    for ext in ("png", "svg"):
+        fig.savefig(os.path.join(d, f"{name}.{ext}"), dpi=130, bbox_inches="tight",
+                    bbox_extra_artists=extra)
+    plt.close(fig)
+    print(f"wrote {os.path.join(d, name)}.png, .svg")

@@ -21,15 +21,6 @@ from quant_tables import FORMATS, dumped_error, find, load  # noqa: E402
 KV = ["bf16"] + FORMATS
 
 
-def save(fig, legend, d, name):
-    extra = [legend] if legend else []
-    for ext in ("png", "svg"):
-        fig.savefig(os.path.join(d, f"{name}.{ext}"), dpi=130, bbox_inches="tight",
-                    bbox_extra_artists=extra)
-    plt.close(fig)
-    print(f"wrote {os.path.join(d, name)}.png, .svg")
-
-
 def decode_chart(d, rows, machine, q8=()):
     batches = sorted({int(r["batch"]) for r in rows})
     fig, axes = plt.subplots(2, len(batches), figsize=(5.5 * len(batches), 8), squeeze=False)
@@ -58,7 +49,7 @@ def decode_chart(d, rows, machine, q8=()):
     fig.suptitle("tiled decoding from bf16 and quantized K/V, Llama-3.1-8B (H=32, Hkv=8, "
                  f"d=128), Nq=1\n{machine}", fontsize=10)
     fig.tight_layout()
-    save(fig, chartstyle.legend_outside(fig, axes.ravel()), d, "decode")
+    chartstyle.save(fig, chartstyle.legend_outside(fig, axes.ravel()), d, "decode")
 
 
 def accuracy_chart(d, dec, acc, machine):
@@ -91,7 +82,7 @@ def accuracy_chart(d, dec, acc, machine):
     ax.set_title(f"what each K/V format costs and buys\n{machine}", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
-    save(fig, None, d, "accuracy")
+    chartstyle.save(fig, None, d, "accuracy")
 
 
 def main():

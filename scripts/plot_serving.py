@@ -9,7 +9,6 @@ as SVG.
     python3 scripts/plot_serving.py results/serving [--machine TEXT]
 """
 import argparse
-import os
 import statistics
 
 import matplotlib
@@ -53,12 +52,7 @@ def pages_chart(d, rows, machine):
     fig.suptitle("tiled paged decoding, Llama-3.1-8B (H=32, Hkv=8, d=128), bf16, Nq=1, "
                  f"Nk=32K\n{machine}", fontsize=10)
     fig.tight_layout()
-    extra = [legend] if legend else []
-    for ext in ("png", "svg"):
-        fig.savefig(os.path.join(d, f"pages.{ext}"), dpi=130, bbox_inches="tight",
-                    bbox_extra_artists=extra)
-    plt.close(fig)
-    print(f"wrote {os.path.join(d, 'pages')}.png, .svg")
+    chartstyle.save(fig, legend, d, "pages")
 
 
 def batch_chart(d, rows, machine):
@@ -99,12 +93,7 @@ def batch_chart(d, rows, machine):
     fig.suptitle("tiled decoding against the batch size, Llama-3.1-8B (H=32, Hkv=8, d=128), "
                  f"bf16, Nq=1, Nk={nk} per request\n{machine}", fontsize=10)
     fig.tight_layout()
-    extra = [legend] if legend else []
-    for ext in ("png", "svg"):
-        fig.savefig(os.path.join(d, f"batch.{ext}"), dpi=130, bbox_inches="tight",
-                    bbox_extra_artists=extra)
-    plt.close(fig)
-    print(f"wrote {os.path.join(d, 'batch')}.png, .svg")
+    chartstyle.save(fig, legend, d, "batch")
 
 
 def main():

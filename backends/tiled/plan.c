@@ -188,7 +188,16 @@ static int heads_per_item(const attn_problem *p, const tiled_plan *t, bool token
  * through the kernels (one call per page), were no faster than a page's:
  * 16 tokens 252-264 us either way, the kernels' cost per call over 16
  * keys being that of a tile; a page of one token, 1.30-1.40 ms against
- * 1.42-1.43. */
+ * 1.42-1.43. Nor was a P.V that read a tile's rows across its pages in one
+ * call (AVX2: a loop per page, then a pointer per key's row; Q.K^T page by
+ * page, one softmax a tile), though on the 2-core Zen 3 EPYC the second
+ * took 4 columns of 48 bf16 keys in L1 in 720 ns against 785 for three
+ * calls of 16 (634 for one of 48 contiguous keys). Llama-3.1-8B, bf16,
+ * B = 1, medians of the ratio to the contiguous cache in the same process:
+ * one thread, Nk = 2K in L3, 15 interleaved rounds, pages of 16 took 1.26x
+ * against 1.22x in tiles of a page; from memory (Nk = 32K, 2 threads,
+ * three runs of 7-9 rounds) 1.20-1.32x against 1.12-1.13x, and 1.16x with
+ * the next tile's prefetch cut to its first page. */
 static int page_tile(int bc, int page, bool decoding)
 {
     for (int n = bc; decoding && n <= bc + bc / 3 && n <= page; n++)

@@ -5,10 +5,15 @@ _count = 0
 
 
 def ok(cond, msg):
-    """Prints one test line; returns cond."""
+    """Prints one test line, msg's first line; the rest of msg (a program's
+    output, say) as diagnostics, so that no line of it reads as TAP; returns
+    cond."""
     global _count
     _count += 1
-    print(f"{'ok' if cond else 'not ok'} {_count} - {msg}", flush=True)
+    first, _, rest = str(msg).partition("\n")
+    print(f"{'ok' if cond else 'not ok'} {_count} - {first}", flush=True)
+    if rest:
+        diag(rest)
     return cond
 
 

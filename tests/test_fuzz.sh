@@ -1,6 +1,6 @@
 #!/bin/sh
 # TAP: libFuzzer on one of the program's parsers for a bounded time
-# (ATTN_FUZZ_SECONDS, default 30) from its committed corpus tests/fuzz/TARGET/,
+# (ATTN_FUZZ_SECONDS, default 10) from its committed corpus tests/fuzz/TARGET/,
 # whose crash-* files are inputs past runs found (each also a regression case
 # of the parser's own test). Targets: npy (the .npy reader, tests/fuzz_npy.c),
 # cli (the command line, attnbench's and attnbench arch's, tests/fuzz_cli.c), csv (the --resume reader,
@@ -11,7 +11,7 @@ src=$1
 build=$2
 mode=${3:-plain}
 target=${4:-npy}
-seconds=${ATTN_FUZZ_SECONDS:-30}
+seconds=${ATTN_FUZZ_SECONDS:-10}
 case $target in
 npy) what="the .npy reader"; files="harness/npy.c" ;;
 cli) what="the command line parser"

@@ -26,6 +26,13 @@ void attn_vk_plant(int bug)
     atomic_store(&attn_vk_planted, bug);
 }
 
+atomic_ullong attn_vk_binding_cap;
+
+void attn_vk_cap_binding(uint64_t bytes)
+{
+    atomic_store(&attn_vk_binding_cap, (unsigned long long)bytes);
+}
+
 unsigned long attn_vk_validation_errors(void)
 {
     return atomic_load(&validation_errors);

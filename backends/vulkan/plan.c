@@ -98,7 +98,9 @@ attn_status attn_vk_plan(const attn_problem *p, bool fused, uint32_t *br, uint32
                         uint32_t *wg_out, int *chunk, char *why, size_t len)
 {
     const VkPhysicalDeviceLimits *lim = &attn_vk_g.props.limits;
-    const uint64_t range = lim->maxStorageBufferRange;
+    const uint64_t cap = atomic_load(&attn_vk_binding_cap);
+    const uint64_t range = cap && cap < lim->maxStorageBufferRange ? cap
+                                                                 : lim->maxStorageBufferRange;
     static const char *const names[] = { "Q", "K", "V", "O" };
     for (int i = B_Q; i <= B_O; i++) {
         const uint64_t bytes = (uint64_t)attn_vk_bytes(p, i);

@@ -27,6 +27,11 @@ enum {
 };
 void attn_vk_plant(int bug);
 
+/* For tests: plan as if the device's maxStorageBufferRange were at most
+ * `bytes` (0: the device's own), so that vulkan-3pass chunks the heads of a
+ * small shape just as it chunks a large one on the real limit. */
+void attn_vk_cap_binding(uint64_t bytes);
+
 
 /* How the backend would run p on the default device, computed as in
  * prepare but without the loop-limit refusal, so tests can stand on either

@@ -41,6 +41,8 @@ typedef struct vk_global {
 extern vk_global attn_vk_g;
 /* The bug planted by attn_vk_plant (ATTN_VK_PLANT_*). */
 extern atomic_int attn_vk_planted;
+/* attn_vk_cap_binding's bytes (0: none). */
+extern atomic_ullong attn_vk_binding_cap;
 
 const char *attn_vk_result_str(VkResult r);
 attn_status attn_vk_status(VkResult r);

@@ -653,6 +653,11 @@ void attn_vk_plant(int bug)
     (void)bug;
 }
 
+void attn_vk_cap_binding(uint64_t bytes)
+{
+    (void)bytes;
+}
+
 attn_status attn_vk_plan_info(const attn_problem *p, bool fused, attn_vk_plan_t *out,
                               char *why, size_t len)
 {

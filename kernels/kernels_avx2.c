@@ -11,7 +11,17 @@
  * threads, 5 interleaved runs) fp32 took 15.4 ms against 16.4 with T2,
  * bf16 10.9 against 12.6. Before these kernels the AVX2 table ran C's
  * for 16-bit and quantized K/V: bf16 decoding took 114 ms there, 0.18x
- * the fp32 time, and q8_0 586 ms. */
+ * the fp32 time, and q8_0 586 ms.
+ *
+ * Tried there and not kept: bf16 rows read 16 values a load, the even ones
+ * shifted into place and the odd ones masked (the queries permuted to
+ * match), took qk_rows16's 48 keys x 4 queries in L1 from 713-742 ns to
+ * 871-880 and left pv16 within the noise; P.V over blocks of 8 keys (each
+ * block's rows read whole rather than the tile one 16-column strip at a
+ * time) took a tile streamed from memory (one thread, best of 30, five
+ * runs) 2050-2650 ns against 2540-2740, yet whole decodes no less time
+ * (bf16, Nk = 32K, 10-12 interleaved rounds: medians 10.7 ms against 10.3
+ * on 2 threads, 13.9 against 14.7 on one). */
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>

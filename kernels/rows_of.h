@@ -75,7 +75,8 @@ static inline const char *row_addr(const rows_of *x, ptrdiff_t r, int c, ptrdiff
  * EPYC VM, decoding H = 32, Hkv = 8 and 32, d = 128, Nk = 32K, 48-key
  * tiles: this with the tiled backend's prefetch of the next tile moved
  * 31-48 GB/s, either alone 18-33, against 25-34 with 192-key tiles (hint
- * T0 was slower still: L1's miss buffers bound it). */
+ * T0 was slower still: L1's miss buffers bound it). The AVX2 table's
+ * distance is a quarter of this (kernels_avx2.c, PF_KEYS_AVX2). */
 #define PF_KEYS 192
 
 #endif

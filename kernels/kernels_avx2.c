@@ -21,7 +21,17 @@
  * time) took a tile streamed from memory (one thread, best of 30, five
  * runs) 2050-2650 ns against 2540-2740, yet whole decodes no less time
  * (bf16, Nk = 32K, 10-12 interleaved rounds: medians 10.7 ms against 10.3
- * on 2 threads, 13.9 against 14.7 on one). */
+ * on 2 threads, 13.9 against 14.7 on one).
+ *
+ * The quantized caches' scales stay out of the inner loops (the arithmetic
+ * in docs/quantized.md): 48 keys x 4 queries of d = 128 in L1 there,
+ * medians of 300 batches, old and new alternating in one process, three
+ * runs: fp8e5m2 qk_rows_q 1028 -> 957-996 ns, pv_q 932 -> 812; fp8e4m3
+ * 1330 -> 1135 and 1141 -> 1001-1029 (with its NaN search); pv_q q8_0
+ * 966 -> 772, q4_0 1114 -> 915. Not kept: q4_0's (n - 8) d as one FMA,
+ * n d - 8 d (bit for bit the same value), took qk_rows_q 1055 -> 1100 ns
+ * and pv_q 1140 -> 1215: the subtraction it saves runs on an integer
+ * pipe, the multiply it adds on an FMA one. */
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
@@ -156,35 +166,59 @@ INLINE int fp8_nan_row(const uint8_t *row, int d)
     return any != 0;
 }
 
+/* Whether any of rows rows, stride bytes apart, holds an e4m3 NaN code in
+ * bytes [0, d): the largest of the codes with their sign bit set is 0xff
+ * only if one is. Two instructions per 32 bytes where fp8_nan_row takes
+ * five: the decoding kernels ask this of every tile, and search row by
+ * row only where it says yes. */
+INLINE int fp8_nan_rows(const uint8_t *x, ptrdiff_t stride, int rows, int d)
+{
+    const __m256i top = _mm256_set1_epi8((char)0x80);
+    __m256i mx = top;
+    for (int r = 0; r < rows; r++) {
+        const uint8_t *row = x + r * stride;
+        int c = 0;
+        for (; c + 32 <= d; c += 32)
+            mx = _mm256_max_epu8(mx, _mm256_or_si256(
+                                         _mm256_loadu_si256((const __m256i *)(row + c)), top));
+        if (c < d) {
+            uint8_t t[32] = { 0 };
+            memcpy(t, row + c, (size_t)(d - c));
+            mx = _mm256_max_epu8(mx, _mm256_or_si256(_mm256_loadu_si256((const __m256i *)t),
+                                                     top));
+        }
+    }
+    return _mm256_movemask_epi8(_mm256_cmpeq_epi8(mx, _mm256_set1_epi8((char)0xff))) != 0;
+}
+
 /* Values c0 + h .. c0 + h + 7 of a quantized row (c0 a multiple of 32, h
  * a multiple of 8 below 32; for fp8, only the n = d - c0 - h < 8 values
  * left where !full, the lanes past them zero), read back: q8_0 and q4_0
- * the eighth h / 8 of block c0 / 32; e4m3 without its NaN codes (the
- * decoding kernels, its only readers, set the NaN results after). */
-INLINE __m256 load_quant(const uint8_t *row, int c0, int h, int n, int full, float scale,
-                         const int ST)
+ * the eighth h / 8 of block c0 / 32, times its scale; fp8 as fp8_raw
+ * reads it, not yet times fp8_mult (the head's one factor: the decoding
+ * kernels, its only readers, apply it to their sums), e4m3 without its
+ * NaN codes (they set the NaN results after). */
+INLINE __m256 load_quant(const uint8_t *row, int c0, int h, int n, int full, const int ST)
 {
-    if (ST == ST_E4M3 || ST == ST_E5M2) {
+    if (ST_FP8(ST)) {
         const __m128i b = full ? _mm_loadl_epi64((const __m128i *)(row + c0 + h))
                                : tail_bytes(row + c0 + h, n);
-        const int e4 = ST == ST_E4M3;
-        return _mm256_mul_ps(fp8_raw(b, e4, 1), _mm256_set1_ps(fp8_mult(scale, e4)));
+        return fp8_raw(b, ST == ST_E4M3, 1);
     }
     const uint8_t *blk = row + (c0 >> 5) * (ST == ST_Q8_0 ? 34 : 18);
     short s;
     memcpy(&s, blk, sizeof(s));
     const __m256 d = _mm256_cvtph_ps(_mm_set1_epi16(s));
-    __m256i q;
-    if (ST == ST_Q8_0) {
-        q = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 2 + h)));
-    } else {
-        /* byte i holds value i in its low nibble, value i + 16 in its high one */
-        const __m256i b =
-            _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 2 + (h & 15))));
-        q = _mm256_sub_epi32(_mm256_and_si256(_mm256_srl_epi32(b, _mm_cvtsi32_si128((h & 16) >> 2)),
-                                              _mm256_set1_epi32(0xf)),
-                             _mm256_set1_epi32(8));
-    }
+    if (ST == ST_Q8_0)
+        return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                                 _mm_loadl_epi64((const __m128i *)(blk + 2 + h)))), d);
+    /* byte i holds value i in its low nibble, value i + 16 in its high one */
+    const __m256i b =
+        _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 2 + (h & 15))));
+    const __m256i q = _mm256_sub_epi32(
+        _mm256_and_si256(_mm256_srl_epi32(b, _mm_cvtsi32_si128((h & 16) >> 2)),
+                         _mm256_set1_epi32(0xf)),
+        _mm256_set1_epi32(8));
     return _mm256_mul_ps(_mm256_cvtepi32_ps(q), d);
 }
 
@@ -195,7 +229,7 @@ INLINE __m256 row_load(const rows_of *x, ptrdiff_t r, int c0, int h, __m256i t, 
                        const int ST)
 {
     if (ST_QUANT(ST))
-        return load_quant(x->q + r * x->stride, c0, h, n, full, x->scale, ST);
+        return load_quant(x->q + r * x->stride, c0, h, n, full, ST);
     const ptrdiff_t at = r * x->stride + c0 + h;
     if (ST == ST_F32)
         return load(x->f + at, t, full);
@@ -486,7 +520,10 @@ static decl_softmax_fn(softmax_avx2)
 }
 
 /* V's rows v are stored as ST says; the tile is their columns c0 .. c0 +
- * 8 NV - 1, the last vector's n columns (tail: their lanes) unless FULL. */
+ * 8 NV - 1, the last vector's n columns (tail: their lanes) unless FULL.
+ * fp8's rows are summed as read back without the head's factor, which
+ * the sums take once at the end (o = alpha o + fp8_mult P.V): one
+ * multiply a tile instead of one a vector of V. */
 INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, ptrdiff_t ps,
                     rows_of v, int c0, const float *restrict alpha, int nk, const int R,
                     const int NV, const int FULL, __m256i tail, int n, const int TR, const int ST,
@@ -498,8 +535,11 @@ INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, p
         const __m256 a = _mm256_broadcast_ss(alpha + r);
 #pragma GCC unroll 2
         for (int c = 0; c < NV; c++)
-            acc[r][c] = _mm256_mul_ps(a, load(o + r * os + 8 * c, tail, c < NV - 1 || FULL));
+            acc[r][c] = ST_FP8(ST) ? _mm256_setzero_ps()
+                                   : _mm256_mul_ps(a, load(o + r * os + 8 * c, tail,
+                                                           c < NV - 1 || FULL));
     }
+    const float mult = ST_FP8(ST) ? fp8_mult(v.scale, ST == ST_E4M3) : 1.0f;
     for (int j = 0; j < nk; j++, v = rows_from(v, 1, ST)) {
         __m256 b[VECS];
         if (PF)   /* V streams from memory (decoding): this strip starts a line */
@@ -521,8 +561,15 @@ INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, p
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 2
-        for (int c = 0; c < NV; c++)
-            store(o + r * os + 8 * c, tail, c < NV - 1 || FULL, acc[r][c]);
+        for (int c = 0; c < NV; c++) {
+            float *to = o + r * os + 8 * c;
+            const int f = c < NV - 1 || FULL;
+            if (ST_FP8(ST))
+                acc[r][c] = _mm256_fmadd_ps(acc[r][c], _mm256_set1_ps(mult),
+                                            _mm256_mul_ps(_mm256_broadcast_ss(alpha + r),
+                                                          load(to, tail, f)));
+            store(to, tail, f, acc[r][c]);
+        }
 }
 
 /* pf: V streams from memory (decoding): the first row group prefetches it,
@@ -547,11 +594,125 @@ INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, p
             PV_TILE_PF(R, 0);                                              \
     } while (0)
 
+/* q8_0 and q4_0 V: values c0 + h .. c0 + h + 7 of a row (c0 a multiple of
+ * 16, h 0 or 8) as the integers they hold (q4_0: nibble - 8), in fp32,
+ * exactly; the block's scale is pvq_tile's weights'. */
+INLINE __m256 qint(const uint8_t *row, int c0, const int h, const int ST)
+{
+    const uint8_t *blk = row + (c0 >> 5) * (ST == ST_Q8_0 ? 34 : 18) + 2;
+    if (ST == ST_Q8_0)
+        return _mm256_cvtepi32_ps(
+            _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(blk + (c0 & 31) + h))));
+    /* byte i holds value i in its low nibble, value i + 16 in its high one */
+    const __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(blk + h)));
+    const __m256i n = (c0 & 16) ? _mm256_srli_epi32(b, 4) : b;
+    return _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_and_si256(n, _mm256_set1_epi32(0xf)),
+                                               _mm256_set1_epi32(8)));
+}
+
+/* P.V over q8_0 or q4_0 rows v, R <= ROWS rows of the output, columns c0
+ * .. c0 + 15 (one half of a block): w holds each key's weights of these
+ * rows already times the block's scale (w[j ws + r], pvq_any), so that a
+ * vector of V costs its load and conversion, and no multiply. alpha NULL:
+ * the rows are not rescaled (a later chunk of keys). */
+INLINE void pvq_tile(float *restrict o, ptrdiff_t os, const float *restrict w, ptrdiff_t ws,
+                     rows_of v, int c0, const float *restrict alpha, int nk, const int R,
+                     const int ST, const int PF, ptrdiff_t pf)
+{
+    __m256 acc[ROWS][2];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 2
+        for (int c = 0; c < 2; c++) {
+            const __m256 x = _mm256_loadu_ps(o + r * os + 8 * c);
+            acc[r][c] = alpha ? _mm256_mul_ps(_mm256_broadcast_ss(alpha + r), x) : x;
+        }
+    for (int j = 0; j < nk; j++, v = rows_from(v, 1, ST), w += ws) {
+        if (PF)   /* V streams from memory (decoding): this strip starts a line */
+            _mm_prefetch(row_addr(&v, 0, c0, pf, ST), _MM_HINT_T0);
+        const __m256 b0 = qint(v.q, c0, 0, ST), b1 = qint(v.q, c0, 8, ST);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) {
+            const __m256 p = _mm256_broadcast_ss(w + r);
+            acc[r][0] = _mm256_fmadd_ps(p, b0, acc[r][0]);
+            acc[r][1] = _mm256_fmadd_ps(p, b1, acc[r][1]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 2
+        for (int c = 0; c < 2; c++)
+            _mm256_storeu_ps(o + r * os + 8 * c, acc[r][c]);
+}
+
+/* Floats of pvq_any's weights: keys x blocks x 4 or 8 rows. */
+#define PVQ_W 3072
+
+#define PVQ_TILE(R) do {                                                                  \
+        if (pf && i == 0 && pf_here(c0 & ~31, c0 & 31, ST))                               \
+            pvq_tile(o + i * os + c0, os, w + (c0 >> 5) * wr, ws, rows_from(v, j0, ST),   \
+                     c0, a, kc, R, ST, 1, pf);                                            \
+        else                                                                              \
+            pvq_tile(o + i * os + c0, os, w + (c0 >> 5) * wr, ws, rows_from(v, j0, ST),   \
+                     c0, a, kc, R, ST, 0, pf);                                            \
+    } while (0)
+
+/* pv_any for q8_0 and q4_0 V (dv a multiple of 32, the formats' rule):
+ * for each group of up to ROWS rows and each chunk of keys, the weights
+ * P[j][r] times the scale of each block of row j, once, then pvq_tile
+ * per 16 columns. The products are rounded once more than pv_tile's
+ * (p d, then times the integer: pv_tile's d times the integer is exact),
+ * one unit of fp32's rounding per term (the header has its speed). */
+INLINE void pvq_any(float *restrict o, ptrdiff_t os, const float *restrict pt, ptrdiff_t ps,
+                    rows_of v, const float *restrict alpha, int nq, int nk, int dv, ptrdiff_t pf,
+                    const int ST)
+{
+    float w[PVQ_W] __attribute__((aligned(32)));
+    const int nb = dv / 32;
+    for (int i = 0; i < nq; i += ROWS) {
+        const int rows = nq - i < ROWS ? nq - i : ROWS, wr = rows <= 4 ? 4 : 8;
+        const ptrdiff_t ws = (ptrdiff_t)nb * wr;
+        const int kmax = PVQ_W / (int)ws;
+        const __m256i t = lanes(rows);
+        for (int j0 = 0; j0 < nk; j0 += kmax) {
+            const int kc = nk - j0 < kmax ? nk - j0 : kmax;
+            for (int j = 0; j < kc; j++) {
+                const __m256 p = _mm256_maskload_ps(pt + (ptrdiff_t)(j0 + j) * ps + i, t);
+                const uint8_t *row = v.q + (ptrdiff_t)(j0 + j) * v.stride;
+                for (int b = 0; b < nb; b++) {
+                    short h;
+                    memcpy(&h, row + b * (ST == ST_Q8_0 ? 34 : 18), sizeof(h));
+                    const __m256 x = _mm256_mul_ps(p, _mm256_cvtph_ps(_mm_set1_epi16(h)));
+                    float *to = w + j * ws + b * wr;
+                    if (wr == 4)
+                        _mm_store_ps(to, _mm256_castps256_ps128(x));
+                    else
+                        _mm256_store_ps(to, x);
+                }
+            }
+            const float *a = j0 == 0 ? alpha + i : NULL;
+            for (int c0 = 0; c0 < dv; c0 += 16)
+                switch (rows) {
+                case 1: PVQ_TILE(1); break;
+                case 2: PVQ_TILE(2); break;
+                case 3: PVQ_TILE(3); break;
+                case 4: PVQ_TILE(4); break;
+                case 5: PVQ_TILE(5); break;
+                default: PVQ_TILE(6); break;
+                }
+        }
+    }
+}
+
 INLINE void pv_any(float *restrict o, ptrdiff_t o_stride, const float *restrict pt,
                    ptrdiff_t pt_stride, rows_of v, const float *restrict alpha, int nq, int nk,
                    int dv, ptrdiff_t pf, const int ST, const int TR)
 {
     const ptrdiff_t os = o_stride, ps = pt_stride;
+    if ((ST == ST_Q8_0 || ST == ST_Q4_0) && !TR && dv / 32 * 8 <= PVQ_W) {
+        pvq_any(o, os, pt, ps, v, alpha, nq, nk, dv, pf, ST);
+        return;
+    }
     for (int c0 = 0; c0 < dv; c0 += 8 * VECS) {
         const int w = dv - c0 < 8 * VECS ? dv - c0 : 8 * VECS;
         const int nv = (w + 7) / 8;
@@ -783,7 +944,9 @@ INLINE void qk_keys(float *restrict st, ptrdiff_t ss, rows_of k, const float *re
             }
         }
     float sums[8];
-    _mm256_storeu_ps(sums, sum8(acc));
+    /* fp8: the head's factor, once for the sums (load_quant) */
+    const __m256 mult = _mm256_set1_ps(ST_FP8(ST) ? fp8_mult(k.scale, ST == ST_E4M3) : 1.0f);
+    _mm256_storeu_ps(sums, ST_FP8(ST) ? _mm256_mul_ps(sum8(acc), mult) : sum8(acc));
 #pragma GCC unroll 8
     for (int r = 0; r < NK; r++)
 #pragma GCC unroll 4

@@ -233,6 +233,16 @@ INLINE int fp8_nan_row(const uint8_t *row, int d)
     return any != 0;
 }
 
+/* Whether any of rows rows, stride bytes apart, holds an e4m3 NaN code in
+ * bytes [0, d). */
+INLINE int fp8_nan_rows(const uint8_t *x, ptrdiff_t stride, int rows, int d)
+{
+    for (int r = 0; r < rows; r++)
+        if (fp8_nan_row(x + r * stride, d))
+            return 1;
+    return 0;
+}
+
 /* 16 codes times the scale (m: fp8_mult's). */
 INLINE __m512 fp8_vec(__m128i b, const int E4, const int NONAN, __m512 m)
 {

@@ -15,6 +15,7 @@
 enum { ST_F32 = 0, ST_F16, ST_BF16, ST_Q8_0, ST_Q4_0, ST_E4M3, ST_E5M2 };
 
 #define ST_QUANT(ST) ((ST) >= ST_Q8_0)
+#define ST_FP8(ST) ((ST) == ST_E4M3 || (ST) == ST_E5M2)
 
 /* Rows of K or V as a kernel reads them: f (fp32), h (16-bit) or q
  * (quantized bytes), stride elements (bytes for q) apart; scale: fp8's. */

@@ -1041,6 +1041,10 @@ static void test_bf16(const attn_kernels *kr, const attn_kernels *c)
                 for (int d = 1; ok && attn_kvq_head_scaled((attn_kvq)f) && d <= 40; d += 13)
                     ok = check_rows_q(kr, c, nk, nq, d, (attn_kvq)f, why, sizeof(why));
             }
+    /* a wide row: AVX2's block-scaled P.V takes its keys in several chunks */
+    for (int f = 0; ok && f < ATTN_KVQ_COUNT; f++)
+        for (int nq = 3; ok && nq <= 7; nq += 4)
+            ok = check_rows_q(kr, c, 35, nq, 1024, (attn_kvq)f, why, sizeof(why));
     if (!tap_ok(ok, "qk_rows_q_%s and pv_q_%s (a quantized K, V read back as loaded) match C's "
                 "and the double sums, every format, tails, fp8 NaN codes, guarded", name, name))
         tap_diag("%s", why);

@@ -31,7 +31,12 @@
  * 966 -> 772, q4_0 1114 -> 915. Not kept: q4_0's (n - 8) d as one FMA,
  * n d - 8 d (bit for bit the same value), took qk_rows_q 1055 -> 1100 ns
  * and pv_q 1140 -> 1215: the subtraction it saves runs on an integer
- * pipe, the multiply it adds on an FMA one. */
+ * pipe, the multiply it adds on an FMA one. Nor, for qk_rows and
+ * qk_rows16, Q's vectors held in registers (an empty asm on each, so that
+ * GCC cannot fold their loads into the FMAs again for the second key):
+ * bf16 715 -> 763 ns, fp32 652 -> 682, q4_0 1444 -> 1863; nor bf16
+ * widened by vbroadcasti128 and vpshufb instead of vpmovzxwd and vpslld
+ * (1-2%, inside the noise). */
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>

@@ -36,7 +36,10 @@
  * GCC cannot fold their loads into the FMAs again for the second key):
  * bf16 715 -> 763 ns, fp32 652 -> 682, q4_0 1444 -> 1863; nor bf16
  * widened by vbroadcasti128 and vpshufb instead of vpmovzxwd and vpslld
- * (1-2%, inside the noise). */
+ * (1-2%, inside the noise); nor q4_0's high nibbles as the byte
+ * sign-extended, its top bit flipped and shifted right arithmetically (n
+ * - 8, one instruction fewer): qk_rows_q 1460-1489 -> 1585-1595 ns, a
+ * byte's two nibbles no longer sharing one widening load. */
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>

@@ -264,6 +264,10 @@ typedef struct attn_kernels {
     int pf_keys;        /* how far ahead decoding prefetches for them (pf): this
                            many keys of fp32 rows, twice as many of 16-bit, four
                            times quantized (0 where they do not prefetch) */
+    int fetch_v;        /* the tiled backend requests each narrow decoding tile's
+                           V rows towards L1 as Q.K^T starts on it (the AVX2
+                           table, where it was measured: backends/tiled/keys.c,
+                           fetch_v) */
     int bf16_dot;       /* its bf16 kernels run on the CPU's bf16 dot products
                            (AVX512_BF16); where not, they are C's, the definition,
                            and the tiled backend converts bf16 to fp32 instead */

@@ -1125,4 +1125,5 @@ void attn_kernels_init_avx2(attn_kernels *k)
     k->pv_q = pv_q_avx2;
     k->prefetches = 1;
     k->pf_keys = PF_KEYS_AVX2;
+    k->fetch_v = 1;
 }

@@ -446,4 +446,5 @@ void attn_kernels_init_c(attn_kernels *k)
     k->int8_dot = 0;
     k->prefetches = 0;
     k->pf_keys = 0;
+    k->fetch_v = 0;
 }

@@ -149,7 +149,13 @@ static void prefetch_keys(const tiled_state *s, size_t g, int j, int n, int top,
  * (Nk 1K-32K, 6 runs) packed 283 -> 287, in pages of 16 243 -> 233.
  * Quantized caches go without: q8_0, bound by its arithmetic, took 7.3 ms
  * with it against 6.7. Neither prefetching V two tiles ahead instead of
- * one nor K moved these figures. */
+ * one nor K moved these figures. Not kept (6 interleaved runs, Hkv = 8):
+ * the next tile's K requested the same way as P.V starts, fp32 13.9 ms
+ * against 13.6, bf16 9.3 against 7.9; tiles of 16, 24 or 32 keys instead
+ * of 48 (inside the noise); and with this, the kernels' own prefetches
+ * left to the hardware prefetchers, fp32 19.5 against 15.2, bf16 9.5
+ * against 8.0 (perf puts much of qk_rows' time on its prefetches: a core
+ * keeps only so many misses in flight, and the stream is bound by that). */
 static void fetch_v(const tiled_state *s, size_t g, int j, int n, const unsigned char *vbase,
                     size_t vw)
 {

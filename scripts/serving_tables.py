@@ -78,7 +78,8 @@ def paged(d):
     print(f"### Paged decoding against the contiguous cache ({len(paths)} rounds)\n")
     print("Nq = 1, Nk = 32K; contiguous is the dense cache. Each figure is the median over "
           "the rounds; 'vs contiguous' is the median of each round's ratio (the two cases "
-          "of a round ran in one process, minutes apart at most). The target is at most "
+          "of a round ran in one process, minutes apart at most, the layouts in an order "
+          "rotated by one from each round to the next). The target is at most "
           f"{PAGE_TARGET:.2f}x for pages of 16, 64 and 256.\n")
     probes = [float(r["probe_gbs"]) for r in rows if r["probe_gbs"]]
     moved = (f"was {min(probes):.1f} to {max(probes):.1f} GB/s from one case to another here"

@@ -39,7 +39,13 @@
  * (1-2%, inside the noise); nor q4_0's high nibbles as the byte
  * sign-extended, its top bit flipped and shifted right arithmetically (n
  * - 8, one instruction fewer): qk_rows_q 1460-1489 -> 1585-1595 ns, a
- * byte's two nibbles no longer sharing one widening load. */
+ * byte's two nibbles no longer sharing one widening load. Nor P.V of 4
+ * rows reading fp32 V row by row, two keys a step, with the accumulators
+ * in O rather than in registers (a stand-alone loop of that shape read V
+ * from memory faster than 16-column strips do): fp32 decoding (H = 32,
+ * Hkv = 8, Nk = 32K, 2 threads, two runs of 6 interleaved rounds) took
+ * 12.27 and 12.29 ms against 12.60 and 12.67, a gain inside the noise,
+ * for a path the 16-bit and quantized V would each need again. */
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
@@ -60,7 +66,10 @@
  * 14.0 against 14.4, q4_0 (compute-bound) 8.5 against 8.4; 16 keys ahead
  * against PF_KEYS, 14 runs: bf16 8.1 against 9.1, fp32 15.0 against 15.3.
  * Pages of 16 (Llama-3.1-8B, bf16, B = 1, 6 runs) took 8.1 ms against 10.3,
- * the contiguous cache 7.8 both ways. */
+ * the contiguous cache 7.8 both ways. Not kept: 16-bit rows 32 ahead
+ * rather than twice 48 (that Llama shape, bf16, Nk = 32K, 8 interleaved
+ * runs): the contiguous cache 7.03 ms against 7.22, but pages of 16 8.26
+ * against 7.93 and pages of 64 8.45 against 7.88. */
 #define PF_KEYS_AVX2 48
 
 #define INLINE static inline __attribute__((always_inline))

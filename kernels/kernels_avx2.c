@@ -45,7 +45,17 @@
  * from memory faster than 16-column strips do): fp32 decoding (H = 32,
  * Hkv = 8, Nk = 32K, 2 threads, two runs of 6 interleaved rounds) took
  * 12.27 and 12.29 ms against 12.60 and 12.67, a gain inside the noise,
- * for a path the 16-bit and quantized V would each need again. */
+ * for a path the 16-bit and quantized V would each need again. Nor P.V
+ * of 1 to 4 rows in strips of 24 to 48 columns (12 accumulators for 3 or
+ * 4 rows, where 16 columns give 8, each waiting on its FMA's latency
+ * every key): bench_kernels' 4 columns, two runs, old and new in turn,
+ * pv 556 and 610 ns against 632 and 567, pv16 640 and 648 against 621
+ * and 634, 8 columns (6 rows, then 2 in 32 columns) 1279 and 1339 against
+ * 1562 and 1841; decoding (H = 32, Hkv = 8, Nk = 32K, 2 threads, medians
+ * of 6 interleaved rounds) fp32 12.46 ms against 12.68, bf16 7.18 against
+ * 7.01. A run of bench_kernels just before those had put the same 4
+ * columns at 937 ns (pv) and 1172 (pv16): only kernels timed in turn in
+ * one sitting compare. */
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>

@@ -99,7 +99,7 @@ static int key_run(const tiled_state *s, int j0)
  * keys are rounded up to whole pages, the same slots of a later page.
  * Whole pages alone put the kernels a page ahead in pages longer than
  * the distance, more than L1 holds: Llama-3.1-8B, bf16, Nk = 32K, pages of
- * 256 (tiles of 64: 128 keys ahead rather than 256), 2 threads, medians
+ * 256 (then in tiles of 64: 128 keys ahead rather than 256), 2 threads, medians
  * of 6 interleaved runs on the 2-core Zen 3 EPYC: B = 1 10.96 ms against
  * 11.56, B = 4 31.1 against 33.1, B = 16 116.8 against 124.1. */
 static ptrdiff_t pf_rows(const tiled_state *s, size_t g, int j0, size_t r0)

@@ -229,8 +229,8 @@ static int page_tile(int bc, int page, bool decoding)
  *    kernels/rows_of.h's PF_KEYS for why short tiles stream better);
  *    tiles of dot products (DOTS_MAX columns or fewer), which have no
  *    6-key register tile to fill, in multiples of 16 keys, at least 32
- *    (32 at d = 128, where 32 KB of L1 holds 31 keys' rows of bf16 and 15
- *    of fp32). On the 2-core Zen 3 EPYC (L1 32 KB; H = 32, Hkv = 8,
+ *    (32 at d = 128, where half of a 32 KB L1 holds the rows of 31 bf16
+ *    keys, 15 fp32). On the 2-core Zen 3 EPYC (L1 32 KB; H = 32, Hkv = 8,
  *    d = 128, Nk = 32K, 2 threads, medians of 6 interleaved rounds, tiles
  *    of 32 set by --tile against the 48 of this rule's multiples of 48):
  *    bf16 6.34 ms against 6.85, fp16 6.27 against 6.44, fp32 11.74
@@ -238,7 +238,7 @@ static int page_tile(int bc, int page, bool decoding)
  *    5.82 against 5.77; Llama-3.1-8B, bf16, B = 16 (3 rounds) 99.3
  *    against 107.2, pages of 64 110.7 against 127.2 (their tile 64 before,
  *    32 now), pages of 256 107.3 against 108.9. Not measured on the
- *    AVX-512 CPUs, where this rule gave 48 too.
+ *    AVX-512 CPUs, where the multiples of 48 gave 48 too.
  * Neither they nor the chunks depend on the thread count, so neither does
  * the output. */
 tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg, int page, bool tokens)

@@ -259,14 +259,10 @@ tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg, int pa
             (p->mods.v_from_k ? 0 : (long)attn_dtype_row_bytes(p->kv_dtype, (size_t)p->d_v)) +
             (attn_dtype_quantized(p->kv_dtype) ? (long)(p->d_k + p->d_v) * (long)sizeof(float)
                                                : 0);
-        const long fit = l1d_bytes() / 2 / per_key;
-        if (t.cols <= DOTS_MAX) {
-            const long bc = fit / 16 * 16;
-            t.bc = bc < 32 ? 32 : bc > 192 ? 192 : (int)bc;
-        } else {
-            const long bc = fit / 48 * 48;
-            t.bc = bc < 48 ? 48 : bc > 192 ? 192 : (int)bc;
-        }
+        const bool dots = t.cols <= DOTS_MAX;
+        const long step = dots ? 16 : 48, least = dots ? 32 : 48;
+        const long bc = l1d_bytes() / 2 / per_key / step * step;
+        t.bc = bc < least ? (int)least : bc > 192 ? 192 : (int)bc;
     } else {
         const long per_key = (long)(p->d_k + p->d_v) * (long)sizeof(float);
         const long bc = l2_bytes() / 4 / per_key / 48 * 48;

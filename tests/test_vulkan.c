@@ -17,7 +17,7 @@
 #include "util.h"
 #include "vulkan/vk.h"
 
-#define NCHECKS 16
+#define NCHECKS 25
 
 static void bail(const char *what)
 {
@@ -122,7 +122,7 @@ static void loop_limit(void)
     attn_problem p = { 1, 1, 1, 1, 4, 4, 1.0f, false, NULL };
     attn_vk_plan_t plan;
     char why[512] = "";
-    if (attn_vk_plan_info(&p, true, &plan, why, sizeof(why)) != ATTN_OK) {
+    if (attn_vk_plan_info(&p, true, 0, &plan, why, sizeof(why)) != ATTN_OK) {
         for (int i = 0; i < 3; i++)
             tap_skip(why, "vulkan: loop-limit check %d of 3", i + 1);
         return;
@@ -138,7 +138,7 @@ static void loop_limit(void)
     int lo = 1, hi = 1 << 24;
     while (hi - lo > 1) {
         p.seq_kv = lo + (hi - lo) / 2;
-        attn_vk_plan_info(&p, true, &plan, why, sizeof(why));
+        attn_vk_plan_info(&p, true, 0, &plan, why, sizeof(why));
         if (plan.loop_iterations <= plan.loop_limit)
             lo = p.seq_kv;
         else
@@ -146,7 +146,7 @@ static void loop_limit(void)
     }
     const int at = lo;
     p.seq_kv = at;
-    attn_vk_plan_info(&p, true, &plan, why, sizeof(why));
+    attn_vk_plan_info(&p, true, 0, &plan, why, sizeof(why));
     double got;
     attn_status st;
     bool ok = last_key_counts(be, at, &got, &st);
@@ -162,12 +162,16 @@ static void loop_limit(void)
                 "vulkan: Nk = %d (one tile more) is refused, naming the limit", at + 1))
         tap_diag("%s: %s", attn_status_str(st), why);
 
-    /* Planted: the guard off. The invocation's loops stop one tile early. */
+    /* Planted: the guard off, one whole key tile more. The model counts
+     * whole tiles; lavapipe may still finish the first keys of the next
+     * one, never all of it: the invocation's loops stop before its last
+     * key. */
     attn_vk_plant(ATTN_VK_PLANT_NO_LOOP_GUARD);
-    ok = last_key_counts(be, at + 1, &got, &st);
+    ok = last_key_counts(be, at + (int)plan.keys, &got, &st);
     attn_vk_plant(ATTN_VK_PLANT_NONE);
     if (!tap_ok(!ok && st == ATTN_OK && got == 0.0,
-                "vulkan: run past the limit anyway, the last key tile is silently lost (O = 0)"))
+                "vulkan: Nk = %d (one whole tile of %u keys more) run anyway: its last key "
+                "is silently lost (O = 0)", at + (int)plan.keys, plan.keys))
         tap_diag("%s; O = %.9g (the model of the limit is wrong if this passed)",
                  attn_status_str(st), got);
 }
@@ -179,7 +183,7 @@ static void threepass_loops(void)
     attn_vk_plan_t plan;
     char why[512] = "";
     attn_problem p = { 1, 1, 1, 65535 * 16, 4, 4, 1.0f, false, NULL };
-    const attn_status st = attn_vk_plan_info(&p, false, &plan, why, sizeof(why));
+    const attn_status st = attn_vk_plan_info(&p, false, 0, &plan, why, sizeof(why));
     if (st == ATTN_EUNAVAILABLE) {
         tap_skip(why, "vulkan-3pass: loops within the limit at the largest Nk");
         return;
@@ -201,7 +205,7 @@ static void chunked(void)
     const attn_problem big = { 1, 12, 2048, 2048, 2, 2, 0.7f, true, NULL };
     attn_vk_plan_t plan;
     char why[512] = "";
-    if (attn_vk_plan_info(&big, false, &plan, why, sizeof(why)) != ATTN_OK) {
+    if (attn_vk_plan_info(&big, false, 0, &plan, why, sizeof(why)) != ATTN_OK) {
         tap_skip(why, "vulkan-3pass: 12 heads of 2048 x 2048 planned in chunks");
         tap_skip(why, "vulkan-3pass: heads in chunks");
         return;
@@ -215,7 +219,7 @@ static void chunked(void)
 
     const attn_problem p = { 1, 12, 128, 128, 2, 2, 0.7f, true, NULL };
     attn_vk_cap_binding(8 * 128 * 128 * sizeof(float));
-    const attn_status st = attn_vk_plan_info(&p, false, &plan, why, sizeof(why));
+    const attn_status st = attn_vk_plan_info(&p, false, 0, &plan, why, sizeof(why));
     attn_result r;
     const attn_verdict v = st == ATTN_OK && plan.chunk == 8
                                ? run_case(attn_backend_find("vulkan-3pass"), &p, ATTN_FILL_NORMAL,
@@ -269,16 +273,85 @@ static void larger(void)
         }
 }
 
+/* Split-KV forced with --splits (the plan's own choice on a CPU device is
+ * none): decoding with grouped heads and padding, and a short causal
+ * prefill whose blocks see different key ranges, in 3 chunks and in as many
+ * chunks as key tiles (--splits past that is cut to it). */
+static void split_kv(void)
+{
+    static const int kv[] = { 777, 300 };
+    const attn_problem ps[] = {
+        { 2, 8, 1, 777, 128, 128, 0.088f, false, kv, .kv_heads = 2 },
+        { 1, 2, 40, 300, 20, 20, 0.2f, true, NULL },
+    };
+    const int splits[] = { 3, 1000 };
+    attn_vk_plan_t plan;
+    char why[512] = "";
+    const attn_problem mha = { 1, 4, 1, 4096, 64, 64, 0.125f, false, NULL };
+    const attn_status st = attn_vk_plan_info(&mha, true, 0, &plan, why, sizeof(why));
+    if (!tap_ok(st == ATTN_OK && (plan.cpu_device ? plan.splits == 1 : plan.splits > 1),
+                "vulkan: its own choice for B=1 H=4 Nq=1 Nk=4096: %u chunks on this %s device",
+                plan.splits, plan.cpu_device ? "CPU" : "GPU"))
+        tap_diag("%s: %s", attn_status_str(st), why);
+    for (int j = 0; j < 2; j++)
+        for (int i = 0; i < 2; i++) {
+            attn_setup s = test_setup(j ? ATTN_FILL_NORMAL : ATTN_FILL_EXTREME, 0);
+            s.splits = splits[i];
+            attn_vk_plan_info(&ps[j], true, splits[i], &plan, why, sizeof(why));
+            const uint32_t tiles = (uint32_t)(ps[j].seq_kv + plan.keys - 1) / plan.keys;
+            const uint32_t want = i ? tiles : 3;
+            attn_result r;
+            char shape[256];
+            attn_problem_describe(&ps[j], shape, sizeof(shape));
+            const attn_verdict v = run_case_setup(attn_backend_find("vulkan"), &ps[j], &s, &r);
+            if (!tap_ok(v == ATTN_PASSED && plan.splits == want,
+                        "vulkan --splits %d (%u chunks of %u keys) %s%s", splits[i],
+                        plan.splits, plan.split_keys, shape, j ? "" : " fill=extreme"))
+                tap_diag("%s: %s; %u chunks, %u wanted", attn_verdict_str(v), r.why,
+                         plan.splits, want);
+        }
+}
+
+/* The workgroup sizes a GPU gets (256 invocations for blocks of 32 rows,
+ * 128 for fewer; a CPU device gets 64), forced here: prefill at d = 64 and
+ * 128 with padding and causal cuts, and decoding split into chunks. */
+static void gpu_sizes(void)
+{
+    static const int kv[] = { 600, 317 }, kv2[] = { 777, 300 };
+    const struct { attn_problem p; uint32_t wg; int splits; } cs[] = {
+        { { 2, 2, 600, 600, 64, 64, 0.125f, true, kv }, 256, 0 },
+        { { 1, 2, 300, 700, 128, 128, 0.088f, false, NULL }, 256, 0 },
+        { { 2, 8, 1, 777, 128, 128, 0.088f, false, kv2, .kv_heads = 2 }, 128, 3 },
+        { { 2, 4, 5, 777, 40, 40, 0.15f, true, kv2 }, 128, 4 },
+    };
+    for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++) {
+        attn_setup s = test_setup(ATTN_FILL_NORMAL, 0);
+        s.splits = cs[i].splits;
+        attn_vk_force_invocations(cs[i].wg);
+        attn_vk_plan_t plan;
+        char why[512] = "", shape[256];
+        attn_vk_plan_info(&cs[i].p, true, cs[i].splits, &plan, why, sizeof(why));
+        attn_result r;
+        const attn_verdict v = run_case_setup(attn_backend_find("vulkan"), &cs[i].p, &s, &r);
+        attn_vk_force_invocations(0);
+        attn_problem_describe(&cs[i].p, shape, sizeof(shape));
+        if (!tap_ok(v == ATTN_PASSED && plan.invocations == cs[i].wg,
+                    "vulkan, %u invocations (%u rows, %u keys, %u chunks) %s", plan.invocations,
+                    plan.rows, plan.keys, plan.splits, shape))
+            tap_diag("%s: %s", attn_verdict_str(v), r.why);
+    }
+}
+
 /* A d whose one row and one key overflow shared memory is refused, not run. */
 static void too_wide(void)
 {
-    const attn_problem p = { 1, 1, 16, 16, 4096, 4096, 0.02f, false, NULL };
+    const attn_problem p = { 1, 1, 16, 16, 65536, 65536, 0.004f, false, NULL };
     char why[512] = "";
     const attn_status st = attn_backend_supports(attn_backend_find("vulkan"), &p,
                                                  &(attn_config){ .threads = 1, .device = -1 },
                                                  why, sizeof(why));
     if (!tap_ok(st == ATTN_EUNSUPPORTED && strstr(why, "maxComputeSharedMemorySize"),
-                "vulkan: d = 4096 is refused, naming the shared-memory limit"))
+                "vulkan: d = 65536 is refused, naming the shared-memory limit"))
         tap_diag("%s: %s", attn_status_str(st), why);
 }
 
@@ -301,6 +374,8 @@ int main(void)
     chunked();
     reported();
     larger();
+    split_kv();
+    gpu_sizes();
     too_wide();
     if (tap_count != NCHECKS)
         bail("the plan's count is wrong");

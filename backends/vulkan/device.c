@@ -33,6 +33,13 @@ void attn_vk_cap_binding(uint64_t bytes)
     atomic_store(&attn_vk_binding_cap, (unsigned long long)bytes);
 }
 
+atomic_uint attn_vk_invocations;
+
+void attn_vk_force_invocations(uint32_t n)
+{
+    atomic_store(&attn_vk_invocations, n);
+}
+
 unsigned long attn_vk_validation_errors(void)
 {
     return atomic_load(&validation_errors);

@@ -45,21 +45,31 @@ size_t attn_vk_bytes(const attn_problem *p, int which)
  * invocation, the largest over the kernels of the case. A loop of k
  * iterations costs k + 1 (its exiting pass counts) except the last one an
  * invocation runs, whose exiting pass can be cut without loss:
- *   flash.comp    per key tile: the tile, NS + 1 score slots, BC + 1 keys
- *                 (NS = BR BC / invocations), over ceil(Nk / BC) tiles
+ *   flash.comp    per key tile: the tile, BC + 1 keys, and NS + 1 score
+ *                 slots (NS = BR BC / invocations) where BC does not divide
+ *                 the invocations, over the tiles of one split (all
+ *                 ceil(Nk / BC) tiles without split-KV)
+ *   combine.comp  with split-KV: two passes over the S splits and, for
+ *                 each of ceil(d_v / 64) columns, one more: (2 + ceil(d_v /
+ *                 64)) (S + 1) + ceil(d_v / 64) + 1
  *   scores.comp   ceil(d_k / 16)
  *   softmax.comp  three passes over the row: 3 ceil(Nk / 64) + 2
  *   pv.comp       ceil(Nk / 16)
- * test_vulkan finds the fused kernel's limit exactly where this puts it. */
+ * The fused kernel's count is of whole key tiles: test_vulkan finds its
+ * limit there, and lavapipe losing the last key one tile further. */
 #define LLVMPIPE_LOOP_LIMIT 65535u
 
-static uint64_t loop_iterations(const attn_problem *p, bool fused, uint32_t br, uint32_t bc,
-                                uint32_t wg)
+static uint64_t loop_iterations(const attn_problem *p, bool fused, const attn_vk_plan_t *pl)
 {
     const uint64_t nk = (uint64_t)p->seq_kv;
     if (fused) {
-        const uint64_t ns = ((uint64_t)br * bc + wg - 1) / wg;
-        return (nk + bc - 1) / bc * (1 + (ns + 1) + (bc + 1));
+        const uint64_t bc = pl->keys, wg = pl->invocations, sp = pl->splits;
+        const uint64_t ns = wg % bc ? ((uint64_t)pl->rows * bc + wg - 1) / wg + 1 : 0;
+        const uint64_t keys = sp > 1 && pl->split_keys < nk ? pl->split_keys : nk;
+        const uint64_t n = (keys + bc - 1) / bc * (1 + ns + (bc + 1));
+        const uint64_t cols = ((uint64_t)p->d_v + 63) / 64;
+        const uint64_t combine = sp > 1 ? (2 + cols) * (sp + 1) + cols + 1 : 0;
+        return n > combine ? n : combine;
     }
     uint64_t n = ((uint64_t)p->d_k + 15) / 16;
     if (3 * ((nk + 63) / 64) + 2 > n)
@@ -77,10 +87,10 @@ static uint64_t loop_limit(void)
     return attn_vk_g.driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE ? LLVMPIPE_LOOP_LIMIT : 0;
 }
 
-static attn_status check_loops(const attn_problem *p, bool fused, uint32_t br, uint32_t bc,
-                               uint32_t wg, char *why, size_t len)
+static attn_status check_loops(const attn_problem *p, bool fused, const attn_vk_plan_t *pl,
+                               char *why, size_t len)
 {
-    const uint64_t limit = loop_limit(), n = loop_iterations(p, fused, br, bc, wg);
+    const uint64_t limit = loop_limit(), n = loop_iterations(p, fused, pl);
     if (limit && n > limit) {
         snprintf(why, len, "%s: Nk = %d needs %llu loop iterations in one shader invocation; "
                  "this driver (Mesa llvmpipe) silently stops every loop after %llu",
@@ -91,13 +101,76 @@ static attn_status check_loops(const attn_problem *p, bool fused, uint32_t br, u
     return ATTN_OK;
 }
 
+uint64_t attn_vk_fused_shared(uint64_t br, uint64_t bc, int d_k, int d_v)
+{
+    const uint64_t dk4 = ((uint64_t)d_k + 3) / 4, dv4 = ((uint64_t)d_v + 3) / 4;
+    const uint64_t ks = dk4 | 1, ps = bc | 1;
+    const uint64_t kv = bc * (ks > dv4 ? ks : dv4);
+    return (br * dk4 + kv) * 4 * sizeof(float) + (br * ps + 3 * br) * sizeof(float);
+}
+
+/* Split-KV for the fused kernel: each block's keys cut into S chunks of
+ * whole key tiles, run as S times the workgroups, whose partial rows
+ * (unnormalized O, m and l) combine.comp merges. `want` is --splits: N
+ * (at most one chunk per key tile), 1 never, 0 the plan's choice: on a
+ * GPU, enough chunks for WG_TARGET workgroups where the blocks alone
+ * are fewer (decoding, short prefill), at least 4 tiles a chunk and at most
+ * 64 chunks; on a CPU device (lavapipe) none, its threads being few. */
+#define WG_TARGET 1024u
+
+static attn_status plan_splits(const attn_problem *p, int want, uint64_t blocks,
+                               attn_vk_plan_t *pl, uint64_t range, char *why, size_t len)
+{
+    const VkPhysicalDeviceLimits *lim = &attn_vk_g.props.limits;
+    const uint64_t tiles = ((uint64_t)p->seq_kv + pl->keys - 1) / pl->keys;
+    const uint64_t wgs = blocks * (uint64_t)p->heads * (uint64_t)p->batch;
+    uint64_t s = 1;
+    if (want > 0)
+        s = (uint64_t)want;
+    else if (attn_vk_g.props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU && wgs < WG_TARGET) {
+        s = (WG_TARGET + wgs - 1) / wgs;
+        if (s > tiles / 4)
+            s = tiles / 4;
+        if (s > 64)
+            s = 64;
+    }
+    if (s > tiles)
+        s = tiles;
+    if (s < 1)
+        s = 1;
+    const uint64_t per = (tiles + s - 1) / s;     /* tiles per chunk */
+    s = (tiles + per - 1) / per;                  /* no empty chunk */
+    pl->splits = 1;
+    pl->split_keys = (uint32_t)(per * pl->keys);
+    if (s == 1)
+        return ATTN_OK;
+    const uint64_t rows = (uint64_t)p->batch * p->heads * p->seq_q;
+    const uint64_t bytes = s * rows * ((uint64_t)p->d_v + 2) * sizeof(float);
+    const char *no = NULL;
+    if ((uint64_t)p->batch * s > lim->maxComputeWorkGroupCount[2])
+        no = "B x splits workgroups exceed maxComputeWorkGroupCount[2]";
+    else if (rows > lim->maxComputeWorkGroupCount[0])
+        no = "B x H x Nq rows to merge exceed maxComputeWorkGroupCount[0]";
+    else if (bytes > range)
+        no = "the partial rows exceed maxStorageBufferRange";
+    if (no && want > 0) {
+        snprintf(why, len, "vulkan: --splits %d: %s", want, no);
+        return ATTN_EUNSUPPORTED;
+    }
+    if (!no)
+        pl->splits = (uint32_t)s;
+    return ATTN_OK;
+}
+
 /* What the device allows for p, decided before anything is allocated. The
  * fused kernel's tile comes from d and the shared-memory limit; the 3-pass
  * score chunk from maxStorageBufferRange. */
-attn_status attn_vk_plan(const attn_problem *p, bool fused, uint32_t *br, uint32_t *bc,
-                        uint32_t *wg_out, int *chunk, char *why, size_t len)
+attn_status attn_vk_plan(const attn_problem *p, bool fused, int splits, attn_vk_plan_t *pl,
+                        char *why, size_t len)
 {
+    memset(pl, 0, sizeof(*pl));
     const VkPhysicalDeviceLimits *lim = &attn_vk_g.props.limits;
+    attn_status st;
     const uint64_t cap = atomic_load(&attn_vk_binding_cap);
     const uint64_t range = cap && cap < lim->maxStorageBufferRange ? cap
                                                                  : lim->maxStorageBufferRange;
@@ -113,25 +186,21 @@ attn_status attn_vk_plan(const attn_problem *p, bool fused, uint32_t *br, uint32
     }
     const uint32_t bh = (uint32_t)p->batch * (uint32_t)p->heads;
     if (fused) {
-        /* Invocations per workgroup: 64 where the device allows it. */
-        uint32_t wg = 64;
-        if (wg > lim->maxComputeWorkGroupSize[0])
-            wg = lim->maxComputeWorkGroupSize[0];
-        if (wg > lim->maxComputeWorkGroupInvocations)
-            wg = lim->maxComputeWorkGroupInvocations;
-        /* Shared memory holds Q of BR rows and K and V of BC keys as vec4
-         * (d rounded up to a multiple of 4), the BR x BC scores and three
-         * floats per row; BR from 32 down, BC up to 32, as large as
-         * maxComputeSharedMemorySize allows (checked here: drivers need not
-         * catch it at pipeline creation). */
+        /* Shared memory (flash.comp) holds Q of BR rows, K or V of BC keys
+         * as vec4 (d rounded up to a multiple of 4, K rows at an odd
+         * stride), the BR x BC scores (rows at an odd stride) and three
+         * floats per row. BR from 32 (or the least power of two not under
+         * Nq) down, BC a power of two up to 32 (so that it divides the
+         * invocations), as large as maxComputeSharedMemorySize allows
+         * (checked here: drivers need not catch it at pipeline creation). */
         const uint64_t limit = lim->maxComputeSharedMemorySize;
-        const uint64_t dk = ((uint64_t)p->d_k + 3) & ~3u, dv = ((uint64_t)p->d_v + 3) & ~3u;
         uint64_t rows = 32, keys = 0;
+        while (rows > 1 && rows / 2 >= (uint64_t)p->seq_q)
+            rows /= 2;              /* no more rows than Nq (decoding: 1) */
         for (; rows >= 1; rows /= 2) {
-            const uint64_t fixed = rows * (dk + 3) * sizeof(float);
-            keys = fixed < limit ? (limit - fixed) / ((dk + dv + rows) * sizeof(float)) : 0;
-            if (keys > 32)
-                keys = 32;
+            for (keys = 32; keys >= 1; keys /= 2)
+                if (attn_vk_fused_shared(rows, keys, p->d_k, p->d_v) <= limit)
+                    break;
             if (keys >= 8 || (rows == 1 && keys >= 1))
                 break;
         }
@@ -151,11 +220,31 @@ attn_status attn_vk_plan(const attn_problem *p, bool fused, uint32_t *br, uint32
                      lim->maxComputeWorkGroupCount[1], lim->maxComputeWorkGroupCount[2]);
             return ATTN_EUNSUPPORTED;
         }
-        *br = (uint32_t)rows;
-        *bc = (uint32_t)keys;
-        *wg_out = wg;
-        *chunk = 0;
-        return check_loops(p, true, *br, *bc, *wg_out, why, len);
+        pl->rows = (uint32_t)rows;
+        pl->keys = (uint32_t)keys;
+        /* Invocations per workgroup: 256 for blocks of 32 rows, 128 for
+         * fewer (decoding), where the device allows it. On an H200 (one
+         * run, results/gpu/fused-ab) 256 took 0.16-0.17x the time of 64 at
+         * d = 128 (where 64 was slower than the kernel before this one)
+         * and 0.41-0.43x at d = 64; with one row, 128 took 0.61-0.65x the
+         * time of 64 (256 was not measured there). On a CPU device
+         * (lavapipe) 64: there 256 took 1.34-1.39x the time of 64 (B=1,
+         * H=4, N=256, d=64 and 128, 3 rounds). */
+        uint32_t wg = rows >= 32 ? 256 : 128;
+        if (attn_vk_g.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU)
+            wg = 64;
+        if (atomic_load(&attn_vk_invocations))
+            wg = atomic_load(&attn_vk_invocations);
+        if (wg > lim->maxComputeWorkGroupSize[0])
+            wg = lim->maxComputeWorkGroupSize[0];
+        if (wg > lim->maxComputeWorkGroupInvocations)
+            wg = lim->maxComputeWorkGroupInvocations;
+        pl->invocations = wg;
+        st = plan_splits(p, splits, blocks, pl, range, why, len);
+        if (st != ATTN_OK)
+            return st;
+        pl->loop_iterations = loop_iterations(p, true, pl);
+        return check_loops(p, true, pl, why, len);
     }
     if (lim->maxComputeWorkGroupInvocations < 256 || lim->maxComputeWorkGroupSize[0] < 64 ||
         lim->maxComputeWorkGroupSize[1] < 16) {
@@ -184,9 +273,9 @@ attn_status attn_vk_plan(const attn_problem *p, bool fused, uint32_t *br, uint32
                  "maxComputeWorkGroupCount", p->seq_q, p->seq_kv);
         return ATTN_EUNSUPPORTED;
     }
-    *chunk = (int)heads;
-    *br = *bc = *wg_out = 0;
-    return check_loops(p, false, 0, 0, 0, why, len);
+    pl->chunk = (int)heads;
+    pl->loop_iterations = loop_iterations(p, false, pl);
+    return check_loops(p, false, pl, why, len);
 }
 
 static attn_status vk_supports_common(const attn_problem *p, const attn_config *cfg, bool fused,
@@ -206,23 +295,21 @@ static attn_status vk_supports_common(const attn_problem *p, const attn_config *
                  name, attn_vk_g.props.deviceName);
         return ATTN_EUNSUPPORTED;
     }
-    uint32_t br, bc, wg;
-    int chunk;
-    return attn_vk_plan(p, fused, &br, &bc, &wg, &chunk, why, len);
+    attn_vk_plan_t pl;
+    return attn_vk_plan(p, fused, cfg->splits, &pl, why, len);
 }
 
-attn_status attn_vk_plan_info(const attn_problem *p, bool fused, attn_vk_plan_t *out,
-                              char *why, size_t len)
+attn_status attn_vk_plan_info(const attn_problem *p, bool fused, int splits,
+                              attn_vk_plan_t *out, char *why, size_t len)
 {
     attn_status st = attn_vk_open_device(-1, why, len);
     if (st != ATTN_OK)
         return st;
-    memset(out, 0, sizeof(*out));
     const int saved = atomic_exchange(&attn_vk_planted, ATTN_VK_PLANT_NO_LOOP_GUARD);
-    st = attn_vk_plan(p, fused, &out->rows, &out->keys, &out->invocations, &out->chunk, why, len);
+    st = attn_vk_plan(p, fused, splits, out, why, len);
     atomic_store(&attn_vk_planted, saved);
-    out->loop_iterations = loop_iterations(p, fused, out->rows, out->keys, out->invocations);
     out->loop_limit = attn_vk_g.driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE ? LLVMPIPE_LOOP_LIMIT : 0;
+    out->cpu_device = attn_vk_g.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
     return st;
 }
 

@@ -32,6 +32,10 @@ void attn_vk_plant(int bug);
  * small shape just as it chunks a large one on the real limit. */
 void attn_vk_cap_binding(uint64_t bytes);
 
+/* For tests: the fused kernel's workgroups of n invocations (0: the plan's
+ * own choice), so that a CPU device runs the GPUs' sizes too. */
+void attn_vk_force_invocations(uint32_t n);
+
 
 /* How the backend would run p on the default device, computed as in
  * prepare but without the loop-limit refusal, so tests can stand on either
@@ -39,11 +43,14 @@ void attn_vk_cap_binding(uint64_t bytes);
 typedef struct attn_vk_plan_t {
     uint32_t rows, keys;            /* fused: query rows per workgroup, keys per tile */
     uint32_t invocations;           /* fused: invocations per workgroup */
+    uint32_t splits, split_keys;    /* fused: split-KV chunks (1: none), keys per chunk */
+    bool cpu_device;                /* the device is a CPU (lavapipe): no split-KV of its own */
     int chunk;                      /* 3-pass: heads per score chunk */
     uint64_t loop_iterations;       /* the most loop iterations of one invocation */
     uint64_t loop_limit;            /* the driver's limit on them; 0: none */
 } attn_vk_plan_t;
-attn_status attn_vk_plan_info(const attn_problem *p, bool fused, attn_vk_plan_t *out,
-                              char *why, size_t len);
+/* splits as --splits: N, 1 none, 0 the plan's choice. */
+attn_status attn_vk_plan_info(const attn_problem *p, bool fused, int splits,
+                              attn_vk_plan_t *out, char *why, size_t len);
 
 #endif

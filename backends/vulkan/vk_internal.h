@@ -43,6 +43,8 @@ extern vk_global attn_vk_g;
 extern atomic_int attn_vk_planted;
 /* attn_vk_cap_binding's bytes (0: none). */
 extern atomic_ullong attn_vk_binding_cap;
+/* attn_vk_force_invocations' count (0: the plan's own). */
+extern atomic_uint attn_vk_invocations;
 
 const char *attn_vk_result_str(VkResult r);
 attn_status attn_vk_status(VkResult r);
@@ -61,11 +63,15 @@ enum { B_Q, B_K, B_V, B_O, B_L, B_S, NBUF };
 size_t attn_vk_elems(const attn_problem *p, int which);
 size_t attn_vk_bytes(const attn_problem *p, int which);
 
-/* How the open device runs p: the fused kernel's rows per workgroup,
- * keys per tile and invocations, or the 3-pass kernels' heads per score
- * chunk; ATTN_EUNSUPPORTED with why where the device cannot. */
-attn_status attn_vk_plan(const attn_problem *p, bool fused, uint32_t *br, uint32_t *bc,
-                         uint32_t *wg, int *chunk, char *why, size_t len);
+/* Bytes of shared memory flash.comp declares for br rows and bc keys. */
+uint64_t attn_vk_fused_shared(uint64_t br, uint64_t bc, int d_k, int d_v);
+
+/* How the open device runs p (attn_vk_plan_t): the fused kernel's rows per
+ * workgroup, keys per tile, invocations and split-KV chunks (splits as
+ * --splits: N, 1 none, 0 its choice), or the 3-pass kernels' heads per
+ * score chunk; ATTN_EUNSUPPORTED with why where the device cannot. */
+attn_status attn_vk_plan(const attn_problem *p, bool fused, int splits, attn_vk_plan_t *pl,
+                         char *why, size_t len);
 attn_status attn_vk_fused_supports(const attn_problem *p, const attn_config *cfg, char *why,
                                    size_t len);
 attn_status attn_vk_threepass_supports(const attn_problem *p, const attn_config *cfg,

@@ -1,7 +1,9 @@
 /* vulkan and vulkan-3pass: attention as Vulkan compute shaders (shaders/);
  * this file holds the per-case part: buffers, pipelines, recording and the
  * verbs (device.c: the device layer; plan.c: what a device allows).
- *   vulkan        one dispatch of the fused FlashAttention kernel (flash.comp)
+ *   vulkan        one dispatch of the fused FlashAttention kernel (flash.comp);
+ *                 with split-KV (plan.c) a second, combine.comp, merging
+ *                 the chunks' partial rows
  *   vulkan-3pass  scores (scores.comp), row softmax (softmax.comp) and P.V
  *                 (pv.comp) with S materialized in device memory, heads in
  *                 chunks that fit maxStorageBufferRange
@@ -49,6 +51,9 @@ static const uint32_t softmax_spv[] =
 static const uint32_t pv_spv[] =
 #include "pv.spv.h"
 ;
+static const uint32_t combine_spv[] =
+#include "combine.spv.h"
+;
 /* The same shaders reading Q, K and V as fp16 (-DSTORAGE16). GLSL has no
  * bf16 type: bf16 cases are refused by the registry (dtypes below). */
 static const uint32_t flash16_spv[] =
@@ -63,12 +68,14 @@ static const uint32_t pv16_spv[] =
 
 /* ---- one case ------------------------------------------------------------ */
 
-enum { P_FLASH, P_SCORES, P_SOFTMAX, P_PV, NPIPE };
+enum { P_FLASH, P_COMBINE, P_SCORES, P_SOFTMAX, P_PV, NPIPE };
 
 typedef struct push {
     uint32_t heads, nq, nk, dk, dv, causal, head_base;
     float scale;
     uint32_t group;               /* H / Hkv: query head h reads K/V head h / group */
+    uint32_t splits, split_keys;  /* fused: split-KV chunks, keys per chunk */
+    uint32_t rows;                /* fused: B H Nq, the rows combine.comp merges */
 } push;
 
 typedef struct vk_buf {
@@ -98,8 +105,7 @@ typedef struct vk_state {
     VkQueryPool queries;
     bool timestamps;
     double last_device_s;
-    int chunk;                      /* 3-pass: heads per S chunk */
-    uint32_t br, bc, wg;            /* fused: rows per workgroup, keys per tile, invocations */
+    attn_vk_plan_t plan;            /* plan.c: tile, split-KV, 3-pass head chunks */
     char device[1024];
     bool is_cpu;
     float *o;
@@ -259,18 +265,27 @@ static VkResult record(vk_state *s)
     }
     vkCmdBindDescriptorSets(s->run, VK_PIPELINE_BIND_POINT_COMPUTE, s->layout, 0, 1, &s->set, 0,
                             NULL);
+    const attn_vk_plan_t *pl = &s->plan;
+    const VkAccessFlags rw = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
     push pc = { (uint32_t)p->heads, (uint32_t)p->seq_q, (uint32_t)p->seq_kv, (uint32_t)p->d_k,
-                (uint32_t)p->d_v, p->causal, 0, p->scale, (uint32_t)attn_group(p) };
+                (uint32_t)p->d_v, p->causal, 0, p->scale, (uint32_t)attn_group(p),
+                pl->splits, pl->split_keys,
+                (uint32_t)p->batch * (uint32_t)p->heads * (uint32_t)p->seq_q };
     if (s->fused) {
         vkCmdBindPipeline(s->run, VK_PIPELINE_BIND_POINT_COMPUTE, s->pipe[P_FLASH]);
         vkCmdPushConstants(s->run, s->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), &pc);
-        vkCmdDispatch(s->run, ((uint32_t)p->seq_q + s->br - 1) / s->br, (uint32_t)p->heads,
-                      (uint32_t)p->batch);
+        vkCmdDispatch(s->run, ((uint32_t)p->seq_q + pl->rows - 1) / pl->rows, (uint32_t)p->heads,
+                      (uint32_t)p->batch * pl->splits);
+        if (pl->splits > 1) {       /* the chunks' partial rows, merged into O */
+            barrier(s->run, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, rw,
+                    VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, rw);
+            vkCmdBindPipeline(s->run, VK_PIPELINE_BIND_POINT_COMPUTE, s->pipe[P_COMBINE]);
+            vkCmdDispatch(s->run, pc.rows, 1, 1);
+        }
     } else {
-        const int bh = p->batch * p->heads;
-        const VkAccessFlags rw = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
-        for (int h0 = 0; h0 < bh; h0 += s->chunk) {
-            const uint32_t n = (uint32_t)(bh - h0 < s->chunk ? bh - h0 : s->chunk);
+        const int bh = p->batch * p->heads, chunk = pl->chunk;
+        for (int h0 = 0; h0 < bh; h0 += chunk) {
+            const uint32_t n = (uint32_t)(bh - h0 < chunk ? bh - h0 : chunk);
             pc.head_base = (uint32_t)h0;
             vkCmdPushConstants(s->run, s->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), &pc);
             if (h0 > 0) /* the previous chunk's P.V has read S */
@@ -333,11 +348,17 @@ static VkResult build(vk_state *s)
     for (int i = B_Q; i <= B_L; i++)
         if ((r = buf_create(s, &s->b[i], attn_vk_bytes(p, i), use, local, 0)) != VK_SUCCESS)
             return r;
-    if (!s->fused) {
-        const VkDeviceSize sbytes = (VkDeviceSize)s->chunk * p->seq_q * p->seq_kv * sizeof(float);
-        if ((r = buf_create(s, &s->b[B_S], sbytes, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, local, 0)) != VK_SUCCESS)
-            return r;
-    }
+    /* Binding 5: vulkan-3pass's S, the fused kernel's partial rows under
+     * split-KV (O unnormalized, m and l of each chunk's rows; a word
+     * unused without). */
+    VkDeviceSize sbytes = (VkDeviceSize)s->plan.chunk * p->seq_q * p->seq_kv * sizeof(float);
+    if (s->fused)
+        sbytes = s->plan.splits > 1 ? (VkDeviceSize)s->plan.splits * p->batch * p->heads *
+                                          p->seq_q * (p->d_v + 2) * sizeof(float)
+                                    : sizeof(float);
+    r = buf_create(s, &s->b[B_S], sbytes, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, local, 0);
+    if (r != VK_SUCCESS)
+        return r;
     /* Staging: Q | K | V | kv_len up, O down, each region its own. */
     VkDeviceSize at = 0;
     const int regions[] = { B_Q, B_K, B_V, B_L, B_O };
@@ -356,8 +377,9 @@ static VkResult build(vk_state *s)
         return r;
     }
 
-    /* One descriptor set: bindings 0..5 = Q, K, V, O, kv_len, S. */
-    const int nb = s->fused ? 5 : 6;
+    /* One descriptor set: bindings 0..5 = Q, K, V, O, kv_len, S or the
+     * partial rows. */
+    const int nb = 6;
     VkDescriptorSetLayoutBinding lb[NBUF];
     for (int i = 0; i < nb; i++)
         lb[i] = (VkDescriptorSetLayoutBinding){ .binding = (uint32_t)i,
@@ -412,13 +434,16 @@ static VkResult build(vk_state *s)
     vkUpdateDescriptorSets(s->dev, (uint32_t)nb, w, 0, NULL);
 
     if (s->fused) {
-        const uint32_t sc[5] = { s->wg, s->bc, (uint32_t)p->d_k, (uint32_t)p->d_v, s->br };
+        const uint32_t sc[5] = { s->plan.invocations, s->plan.keys, (uint32_t)p->d_k,
+                                 (uint32_t)p->d_v, s->plan.rows };
         const VkSpecializationMapEntry me[5] = {
             { 0, 0, 4 }, { 1, 4, 4 }, { 2, 8, 4 }, { 3, 12, 4 }, { 4, 16, 4 },
         };
         const VkSpecializationInfo spec = { 5, me, sizeof(sc), sc };
         r = half ? make_pipeline(s, P_FLASH, flash16_spv, sizeof(flash16_spv), &spec)
                  : make_pipeline(s, P_FLASH, flash_spv, sizeof(flash_spv), &spec);
+        if (r == VK_SUCCESS && s->plan.splits > 1)
+            r = make_pipeline(s, P_COMBINE, combine_spv, sizeof(combine_spv), NULL);
         if (r != VK_SUCCESS)
             return r;
     } else {
@@ -492,7 +517,7 @@ static attn_status vk_prepare_common(const attn_problem *p, const attn_config *c
     s->p.kv_len = NULL;            /* uploaded in bind; not kept */
     s->fused = fused;
     s->dev = attn_vk_g.dev;
-    if ((st = attn_vk_plan(p, fused, &s->br, &s->bc, &s->wg, &s->chunk, why, sizeof(why))) != ATTN_OK)
+    if ((st = attn_vk_plan(p, fused, cfg->splits, &s->plan, why, sizeof(why))) != ATTN_OK)
         goto fail;
     s->is_cpu = attn_vk_g.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
     snprintf(s->device, sizeof(s->device), "%s [%s%s; %s %s]", attn_vk_g.props.deviceName,
@@ -658,11 +683,17 @@ void attn_vk_cap_binding(uint64_t bytes)
     (void)bytes;
 }
 
-attn_status attn_vk_plan_info(const attn_problem *p, bool fused, attn_vk_plan_t *out,
-                              char *why, size_t len)
+void attn_vk_force_invocations(uint32_t n)
+{
+    (void)n;
+}
+
+attn_status attn_vk_plan_info(const attn_problem *p, bool fused, int splits,
+                              attn_vk_plan_t *out, char *why, size_t len)
 {
     (void)p;
     (void)fused;
+    (void)splits;
     memset(out, 0, sizeof(*out));
     snprintf(why, len, "%s", NOT_BUILT);
     return ATTN_EUNSUPPORTED;

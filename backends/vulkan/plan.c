@@ -138,8 +138,8 @@ static attn_status plan_splits(const attn_problem *p, int want, uint64_t blocks,
         s = tiles;
     if (s < 1)
         s = 1;
-    const uint64_t per = (tiles + s - 1) / s;     /* tiles per chunk */
-    s = (tiles + per - 1) / per;                  /* no empty chunk */
+    const uint64_t per = tiles ? (tiles + s - 1) / s : 1;     /* tiles per chunk */
+    s = tiles ? (tiles + per - 1) / per : 1;                   /* no empty chunk */
     pl->splits = 1;
     pl->split_keys = (uint32_t)(per * pl->keys);
     if (s == 1)

@@ -127,7 +127,7 @@ static attn_status plan_splits(const attn_problem *p, int want, uint64_t blocks,
     uint64_t s = 1;
     if (want > 0)
         s = (uint64_t)want;
-    else if (attn_vk_g.props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU && wgs < WG_TARGET) {
+    else if (!pl->cpu_device && wgs < WG_TARGET) {
         s = (WG_TARGET + wgs - 1) / wgs;
         if (s > tiles / 4)
             s = tiles / 4;
@@ -169,6 +169,7 @@ attn_status attn_vk_plan(const attn_problem *p, bool fused, int splits, attn_vk_
                         char *why, size_t len)
 {
     memset(pl, 0, sizeof(*pl));
+    pl->cpu_device = attn_vk_g.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
     const VkPhysicalDeviceLimits *lim = &attn_vk_g.props.limits;
     attn_status st;
     const uint64_t cap = atomic_load(&attn_vk_binding_cap);
@@ -231,7 +232,7 @@ attn_status attn_vk_plan(const attn_problem *p, bool fused, int splits, attn_vk_
          * (lavapipe) 64: there 256 took 1.34-1.39x the time of 64 (B=1,
          * H=4, N=256, d=64 and 128, 3 rounds). */
         uint32_t wg = rows >= 32 ? 256 : 128;
-        if (attn_vk_g.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU)
+        if (pl->cpu_device)
             wg = 64;
         if (atomic_load(&attn_vk_invocations))
             wg = atomic_load(&attn_vk_invocations);
@@ -309,7 +310,6 @@ attn_status attn_vk_plan_info(const attn_problem *p, bool fused, int splits,
     st = attn_vk_plan(p, fused, splits, out, why, len);
     atomic_store(&attn_vk_planted, saved);
     out->loop_limit = attn_vk_g.driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE ? LLVMPIPE_LOOP_LIMIT : 0;
-    out->cpu_device = attn_vk_g.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
     return st;
 }
 

@@ -44,7 +44,8 @@ typedef struct attn_vk_plan_t {
     uint32_t rows, keys;            /* fused: query rows per workgroup, keys per tile */
     uint32_t invocations;           /* fused: invocations per workgroup */
     uint32_t splits, split_keys;    /* fused: split-KV chunks (1: none), keys per chunk */
-    bool cpu_device;                /* the device is a CPU (lavapipe): no split-KV of its own */
+    bool cpu_device;                /* the device is a CPU (lavapipe): 64 invocations, no
+                                       split-KV of its own */
     int chunk;                      /* 3-pass: heads per score chunk */
     uint64_t loop_iterations;       /* the most loop iterations of one invocation */
     uint64_t loop_limit;            /* the driver's limit on them; 0: none */

@@ -519,7 +519,7 @@ static attn_status vk_prepare_common(const attn_problem *p, const attn_config *c
     s->dev = attn_vk_g.dev;
     if ((st = attn_vk_plan(p, fused, cfg->splits, &s->plan, why, sizeof(why))) != ATTN_OK)
         goto fail;
-    s->is_cpu = attn_vk_g.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+    s->is_cpu = s->plan.cpu_device;
     snprintf(s->device, sizeof(s->device), "%s [%s%s; %s %s]", attn_vk_g.props.deviceName,
              attn_vk_type_str(attn_vk_g.props.deviceType), s->is_cpu ? ": not GPU performance" : "",
              attn_vk_g.driver.driverName[0] ? attn_vk_g.driver.driverName : "driver", attn_vk_g.driver.driverInfo);

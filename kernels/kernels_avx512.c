@@ -306,7 +306,8 @@ INLINE __m512 row_load(const rows_of *x, ptrdiff_t r, int c0, const int h, __mma
  * took 20.5 ms with one pass per query and 19.9 ms with these blocks
  * (medians of 3 processes each). */
 INLINE void qk_keys4(float *restrict st, ptrdiff_t ss, rows_of k, const float *restrict q,
-                     ptrdiff_t qs, int dk, const int NK, const int NQ, ptrdiff_t pf, const int ST)
+                     ptrdiff_t qs, int dk, const int NK, const int NQ, ptrdiff_t pf, const int ST,
+                     const int WHOLE)
 {
     __m512 acc[16];
 #pragma GCC unroll 16
@@ -318,10 +319,10 @@ INLINE void qk_keys4(float *restrict st, ptrdiff_t ss, rows_of k, const float *r
 #pragma GCC unroll 2
         for (int h = 0; h < 32; h += 16) {
             const int c = c0 + h;
-            if (c >= dk)
+            if (!WHOLE && c >= dk)
                 break;
-            const __mmask16 t = lanes(dk - c);
-            const int full = c + 16 <= dk;
+            const __mmask16 t = WHOLE ? (__mmask16)0xffff : lanes(dk - c);
+            const int full = WHOLE || c + 16 <= dk;
             __m512 qv[4];
 #pragma GCC unroll 4
             for (int i = 0; i < NQ; i++)
@@ -344,15 +345,16 @@ INLINE void qk_keys4(float *restrict st, ptrdiff_t ss, rows_of k, const float *r
 
 #define QK_KEYS4(NK) do {                                                              \
         switch (nqq) {                                                                 \
-        case 1: qk_keys4(s, ss, kj, qq, qs, dk, NK, 1, pf, ST); break;                 \
-        case 2: qk_keys4(s, ss, kj, qq, qs, dk, NK, 2, pf, ST); break;                 \
-        case 3: qk_keys4(s, ss, kj, qq, qs, dk, NK, 3, pf, ST); break;                 \
-        default: qk_keys4(s, ss, kj, qq, qs, dk, NK, 4, pf, ST); break;                \
+        case 1: qk_keys4(s, ss, kj, qq, qs, dk, NK, 1, pf, ST, WHOLE); break;          \
+        case 2: qk_keys4(s, ss, kj, qq, qs, dk, NK, 2, pf, ST, WHOLE); break;          \
+        case 3: qk_keys4(s, ss, kj, qq, qs, dk, NK, 3, pf, ST, WHOLE); break;          \
+        default: qk_keys4(s, ss, kj, qq, qs, dk, NK, 4, pf, ST, WHOLE); break;         \
         }                                                                              \
     } while (0)
 
-INLINE void qk_rows_any(float *restrict st, ptrdiff_t ss, rows_of k, const float *restrict q,
-                        ptrdiff_t qs, int nk, int nq, int dk, ptrdiff_t pf_rows, const int ST)
+INLINE void qk_rows_keys(float *restrict st, ptrdiff_t ss, rows_of k, const float *restrict q,
+                         ptrdiff_t qs, int nk, int nq, int dk, ptrdiff_t pf_rows, const int ST,
+                         const int WHOLE)
 {
     for (int i = 0; i < nq; i += 4) {
         const int nqq = nq - i < 4 ? nq - i : 4;
@@ -369,6 +371,28 @@ INLINE void qk_rows_any(float *restrict st, ptrdiff_t ss, rows_of k, const float
             }
         }
     }
+}
+
+/* WHOLE (a constant): d a multiple of 32, so every step's two halves are
+ * whole vectors, with no tail's mask or test to carry. With the tests in
+ * (whether each half is whole, a compare and branch before each row's
+ * load) the compiled loop carried nearly as many other instructions as
+ * FMAs (this VM has no counters to say which resource that exhausts; a
+ * core that issues 4 a cycle is the likely one): on the 2-core Intel Xeon
+ * (Skylake-SP, AVX-512, 2.5 GHz, peak 151 GFLOP/s a core), 48 keys of
+ * d = 128 in L1, the old kernel and this one alternating 15 times in one
+ * process, best of each: 49 GFLOP/s against 31 for 4 queries, 80 against
+ * 51 for 8 and 16 (72-77 against 49-51 with the prefetch). qk_rows16 and
+ * qk_rows_q take the same loop. The usual d as constants of their own
+ * instances, as kernels_avx2.c has them, added nothing here: 73-77
+ * against this loop's 76-80 in the same way. */
+INLINE void qk_rows_any(float *restrict st, ptrdiff_t ss, rows_of k, const float *restrict q,
+                        ptrdiff_t qs, int nk, int nq, int dk, ptrdiff_t pf_rows, const int ST)
+{
+    if (dk % 32 == 0)
+        qk_rows_keys(st, ss, k, q, qs, nk, nq, dk, pf_rows, ST, 1);
+    else
+        qk_rows_keys(st, ss, k, q, qs, nk, nq, dk, pf_rows, ST, 0);
 }
 
 /* 2^x as in kernels_c.c, in 9 instructions: VREDUCEPS gives f = x - floor(x)

@@ -584,11 +584,22 @@ int main(void)
             char isa_why[128];
             snprintf(isa_why, sizeof(isa_why), "this CPU or build cannot run the %s kernels",
                      attn_isa_name(isa));
+            /* The widest ISA is what the run without --isa took: the same
+             * kernels, the same case, run once. */
+            const bool widest = x >= 0 && attn_isa_usable(isa) &&
+                                attn_kernels_for(isa) == attn_kernels_best();
+            char same_why[128];
+            snprintf(same_why, sizeof(same_why),
+                     "the %s kernels ran this case above, as the widest (no --isa)",
+                     attn_isa_name(isa));
             for (size_t c = 0; c < ncases; c++) {
                 if (!usable)
                     tap_skip(why, "%s grid case %zu", be->name, c);
                 else if (!attn_isa_usable(isa))
                     tap_skip(isa_why, "%s --isa %s grid case %zu", be->name, attn_isa_name(isa), c);
+                else if (widest)
+                    tap_skip(same_why, "%s --isa %s grid case %zu", be->name, attn_isa_name(isa),
+                             c);
                 else
                     grid_one(be, &grid[c], isa);
             }

@@ -315,6 +315,27 @@ void attn_case_skip(attn_result *r, const attn_backend *be, const attn_problem *
     verdict(r, ATTN_SKIPPED, "%s", why);
 }
 
+static attn_config case_plan(const attn_setup *s)
+{
+    return (attn_config){ .threads = s->threads, .tile_q = s->tile_q, .tile_kv = s->tile_kv,
+                          .tile_sb = s->tile_sb, .device = s->device, .isa = s->isa,
+                          .splits = s->splits };
+}
+
+bool attn_case_refused(const attn_backend *be, const attn_problem *p, const attn_setup *s,
+                       char *why, size_t len)
+{
+    const attn_problem pk = attn_problem_of(p, be);
+    const attn_config plan = case_plan(s);
+    why[0] = '\0';
+    attn_status st = attn_backend_usable(be, why, len);
+    if (st == ATTN_OK)
+        st = attn_backend_supports(be, &pk, &plan, why, len);
+    if (st != ATTN_OK && !why[0])
+        snprintf(why, len, "%s", attn_status_str(st));
+    return st != ATTN_OK && status_verdict(st) == ATTN_SKIPPED;
+}
+
 void attn_case_run(attn_result *r, const attn_backend *be, const attn_problem *p_dense,
                    const attn_tensors *in, const attn_ref *dense, const attn_setup *s,
                    const char *prog)
@@ -328,9 +349,7 @@ void attn_case_run(attn_result *r, const attn_backend *be, const attn_problem *p
     r->ref_rows = ref->nrows;
     r->ref_total = ref->total_rows;
 
-    const attn_config plan = { .threads = s->threads, .tile_q = s->tile_q,
-                               .tile_kv = s->tile_kv, .tile_sb = s->tile_sb,
-                               .device = s->device, .isa = s->isa, .splits = s->splits };
+    const attn_config plan = case_plan(s);
     attn_status st = attn_backend_usable(be, r->why, sizeof(r->why));
     if (st == ATTN_OK)
         st = attn_backend_supports(be, p, &plan, r->why, sizeof(r->why));

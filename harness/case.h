@@ -156,6 +156,12 @@ void attn_case_judge(attn_result *r);
 void attn_case_skip(attn_result *r, const attn_backend *be, const attn_problem *p,
                     const attn_setup *s, const char *prog, const char *why);
 
+/* Whether be refuses p under s (unusable, or its supports() says no):
+ * true with why, the reason attn_case_run would give its SKIP, so a caller
+ * can leave the inputs and their reference unmade. */
+bool attn_case_refused(const attn_backend *be, const attn_problem *p, const attn_setup *s,
+                       char *why, size_t len);
+
 /* in holds Q, K, V (o unused); ref was computed from them for p. */
 void attn_case_run(attn_result *r, const attn_backend *be, const attn_problem *p,
                    const attn_tensors *in, const attn_ref *ref, const attn_setup *s,

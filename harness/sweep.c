@@ -153,6 +153,28 @@ static void skip_all(sink *out, const bool *todo, const attn_problem *p, const c
     }
 }
 
+/* Whether every backend of todo refuses p: then each is SKIPPED with its
+ * own reason, and the shape's inputs and double reference (minutes for a
+ * long sequence) are never made. */
+static bool all_refused(sink *out, const attn_problem *p, const bool *todo)
+{
+    const sweep *w = out->w;
+    char why[4400];
+    for (size_t i = 0; i < w->o->nbackends; i++)
+        if (todo[i] && !attn_case_refused(w->o->backends[i], p, &w->o->setup, why, sizeof(why)))
+            return false;
+    attn_result r;
+    for (size_t i = 0; i < w->o->nbackends; i++) {
+        if (!todo[i])
+            continue;
+        attn_case_refused(w->o->backends[i], p, &w->o->setup, why, sizeof(why));
+        attn_case_skip(&r, w->o->backends[i], p, &w->o->setup, w->prog, why);
+        place(w, &r, i);
+        finished(out, (int)i, &r, 0);
+    }
+    return true;
+}
+
 /* The inputs, the reference and every case of todo, in backend order. */
 static void shape_work(sink *out, const attn_problem *p, const bool *todo, bool header)
 {
@@ -161,6 +183,8 @@ static void shape_work(sink *out, const attn_problem *p, const bool *todo, bool 
     const attn_setup *s = &o->setup;
     char why[4400];
     announce(out, -1);
+    if (all_refused(out, p, todo))
+        return;
     /* The one shape of a run with --inputs was checked and made already. */
     if (!w->ready && !attn_memory_fits(p, s, 0, false, why, sizeof(why))) {
         skip_all(out, todo, p, why);

@@ -204,7 +204,8 @@ static bool output_with(const attn_backend *be, const attn_problem *p, const att
     attn_tracker_init(&tr);
     const attn_config cfg = { .threads = knobs->threads, .alloc = &tr.iface, .device = -1,
                               .splits = knobs->splits, .tile_q = knobs->tile_q,
-                              .tile_kv = knobs->tile_kv, .tile_sb = knobs->tile_sb };
+                              .tile_kv = knobs->tile_kv, .tile_sb = knobs->tile_sb,
+                              .isa = knobs->isa };
     attn_tensors t = *in;
     t.o = out;
     void *state = NULL;
@@ -506,6 +507,25 @@ static void split_kv(const attn_backend *be)
            "%d ways, a quarter of the %d of the whole cache", w, a);
 }
 
+/* A backend the per-ISA grids pass over (util.h, isa_free): its output at
+ * --isa c bitwise the one without --isa, on a case with grouped heads, a
+ * causal mask and a ragged cache (where the C kernels' sums and exp2 would
+ * round apart from the widest ISA's: tiled's do). */
+static void isa_free_check(const attn_backend *be, bool usable, const char *why)
+{
+    static const int kv[] = { 100, 37 };
+    const attn_problem p = { .batch = 2, .heads = 4, .kv_heads = 2, .seq_q = 40, .seq_kv = 100,
+                             .d_k = 40, .d_v = 24, .scale = 0.15f, .causal = true,
+                             .kv_len = kv };
+    const attn_config knobs[2] = { { .threads = 2 }, { .threads = 2, .isa = ATTN_ISA_C } };
+    char no[256] = "";
+    if (!usable || attn_backend_supports(be, &p, &knobs[1], no, sizeof(no)) != ATTN_OK)
+        tap_skip(usable ? no : why, "%s --isa c: output bitwise the one without --isa", be->name);
+    else
+        tap_ok(same_output(be, &p, knobs, 2), "%s --isa c: output bitwise the one without "
+               "--isa (the per-ISA grid passes over it)", be->name);
+}
+
 /* One grid case of be at isa (ATTN_ISA_AUTO: the widest), as a TAP line. */
 static void grid_one(const attn_backend *be, const grid_case *g, attn_isa isa)
 {
@@ -562,9 +582,11 @@ int main(void)
     grid_case grid[128];
     const size_t ncases = build_grid(grid);
     int extra = 0;
-    for (size_t i = 0; i < attn_backend_count(); i++)
-        extra += !strcmp(attn_backend_get(i)->name, "tiled") ? NTILES + NSPLIT_TESTS + NSB_TESTS + 1
-                                                             : 0;
+    for (size_t i = 0; i < attn_backend_count(); i++) {
+        const attn_backend *be = attn_backend_get(i);
+        extra += (!strcmp(be->name, "tiled") ? NTILES + NSPLIT_TESTS + NSB_TESTS + 1 : 0) +
+                 isa_free(be);
+    }
     /* The grid at the widest ISA for every backend, then at each ISA for the
      * host backends (device backends have no kernels of kernels/ to pick). */
     const int isas = ATTN_ISA_COUNT - ATTN_ISA_C;
@@ -584,26 +606,25 @@ int main(void)
             char isa_why[128];
             snprintf(isa_why, sizeof(isa_why), "this CPU or build cannot run the %s kernels",
                      attn_isa_name(isa));
-            /* The widest ISA is what the run without --isa took: the same
-             * kernels, the same case, run once. */
-            const bool widest = x >= 0 && attn_isa_usable(isa) &&
-                                attn_kernels_for(isa) == attn_kernels_best();
-            char same_why[128];
-            snprintf(same_why, sizeof(same_why),
-                     "the %s kernels ran this case above, as the widest (no --isa)",
-                     attn_isa_name(isa));
+            /* Each case runs once with the same arithmetic: not again at
+             * the widest ISA, nor at any for a backend without kernels. */
+            char same_why[160];
+            const bool repeat = x >= 0 && attn_isa_usable(isa) &&
+                                isa_repeats(be, isa, same_why, sizeof(same_why));
             for (size_t c = 0; c < ncases; c++) {
                 if (!usable)
                     tap_skip(why, "%s grid case %zu", be->name, c);
                 else if (!attn_isa_usable(isa))
                     tap_skip(isa_why, "%s --isa %s grid case %zu", be->name, attn_isa_name(isa), c);
-                else if (widest)
+                else if (repeat)
                     tap_skip(same_why, "%s --isa %s grid case %zu", be->name, attn_isa_name(isa),
                              c);
                 else
                     grid_one(be, &grid[c], isa);
             }
         }
+        if (isa_free(be))
+            isa_free_check(be, usable, why);
         thread_invariance(be);
         if (!strcmp(be->name, "tiled"))
             window_tiles();

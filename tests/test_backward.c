@@ -192,11 +192,18 @@ int main(void)
             char isa_why[128];
             snprintf(isa_why, sizeof(isa_why), "this CPU or build cannot run the %s kernels",
                      attn_isa_name(isa));
+            /* Each case runs once with the same arithmetic (util.h). */
+            char same_why[160];
+            const bool repeat = x >= 0 && attn_isa_usable(isa) &&
+                                isa_repeats(be, isa, same_why, sizeof(same_why));
             for (int c = 0; c < NGRID; c++) {
                 if (!usable)
                     tap_skip(why, "%s backward case %d", be->name, c);
                 else if (!attn_isa_usable(isa))
                     tap_skip(isa_why, "%s --isa %s backward case %d", be->name,
+                             attn_isa_name(isa), c);
+                else if (repeat)
+                    tap_skip(same_why, "%s --isa %s backward case %d", be->name,
                              attn_isa_name(isa), c);
                 else
                     grid_one(be, &grid[c], isa);

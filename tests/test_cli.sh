@@ -248,6 +248,17 @@ result "$(yes_if test $code = 0 -a -s "$tmp/di/do.npy" -a -s "$tmp/di/q.npy")" \
 runs 0 "pass=bwd" --backend=naive,tiled --seq 8 --dk 8 --pass bwd --reps 1
 runs 0 "local: SKIPPED: local computes the forward pass only (this case is --pass fwdbwd)" --backend=local,tiled --seq 8 --dk 8 --pass fwdbwd --reps 1 --isa c
 runs 0 "bf16-storage" --backend=naive --seq 8 --dk 8 --dtype bf16 --reps 1
+# A shape every backend refuses: each SKIPs with its reason, and the inputs
+# and the double reference are never made (no reference line).
+"$bin" --backend=local,linear --seq 4096 --dtype bf16 >"$tmp/out" 2>"$tmp/err"
+code=$?
+pass=0
+if [ "$code" = 5 ] && grep -q "^local: SKIPPED: local computes from fp32 storage only" "$tmp/out" &&
+    grep -q "^linear: SKIPPED" "$tmp/out" && ! grep -q "^reference:" "$tmp/out"; then
+    pass=1
+fi
+result "$pass" "every backend refuses: SKIPPED with reasons, exit 5, no reference made" \
+    "exit $code: $(cat "$tmp/out" "$tmp/err")"
 "$bin" --backend=naive,tiled,blas --seq 40 --dk 24 --dtype fp32,bf16,fp16 --reps 1 --min-time 0.001 \
     --csv "$tmp/dt.csv" >"$tmp/out" 2>"$tmp/err"
 code=$?

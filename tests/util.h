@@ -5,11 +5,13 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "case.h"
 #include "config.h"
 #include "fill.h"
 #include "inputs.h"
+#include "kernels/kernels.h"
 #include "memory.h"
 
 /* One case under setup s: its inputs and reference made the way attnbench
@@ -19,6 +21,13 @@ static inline attn_verdict run_case_setup(const attn_backend *be, const attn_pro
 {
     attn_inputs in;
     char why[4400];
+    /* A case the backend refuses is SKIPPED before its inputs and their
+     * double reference are made: those were most of a refused case's time,
+     * 50 of test_backends' 134 s under the sanitizers. */
+    if (attn_case_refused(be, p, s, why, sizeof(why))) {
+        attn_case_skip(r, be, p, s, "attnbench", why);
+        return r->verdict;
+    }
     if (attn_inputs_make(&in, p, s, why, sizeof(why)) != ATTN_OK) {
         fprintf(stderr, "test: %s\n", why);
         exit(2);
@@ -27,6 +36,33 @@ static inline attn_verdict run_case_setup(const attn_backend *be, const attn_pro
     attn_case_run(r, be, p, &t, &in.ref, s, "attnbench");
     attn_inputs_free(&in);
     return r->verdict;
+}
+
+/* The backends whose arithmetic takes nothing from kernels/ (naive's own
+ * loops, oneDNN's JIT; docs/command-line.md, --isa): a case of theirs at
+ * any ISA repeats the run without --isa. test_backends checks that it
+ * does, bitwise. */
+static inline bool isa_free(const attn_backend *be)
+{
+    return !strcmp(be->name, "naive") || !strcmp(be->name, "onednn");
+}
+
+/* Whether the per-ISA grids' case of be at isa (usable here) would repeat
+ * a run of the grid without --isa, with why: the same kernels (the widest
+ * ISA, which that run took) or none. */
+static inline bool isa_repeats(const attn_backend *be, attn_isa isa, char *why, size_t len)
+{
+    if (isa_free(be)) {
+        snprintf(why, len, "%s takes nothing from kernels/: --isa %s repeats its run above",
+                 be->name, attn_isa_name(isa));
+        return true;
+    }
+    if (attn_kernels_for(isa) == attn_kernels_best()) {
+        snprintf(why, len, "the %s kernels ran this case above, as the widest (no --isa)",
+                 attn_isa_name(isa));
+        return true;
+    }
+    return false;
 }
 
 /* The tests' setup: 2 threads (1 without OpenMP), seed 7, two short timed

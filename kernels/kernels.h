@@ -313,6 +313,8 @@ const attn_kernels *attn_kernels_best(void);
 void attn_kernels_init_c(attn_kernels *k);
 void attn_kernels_init_avx2(attn_kernels *k);
 void attn_kernels_init_avx512(attn_kernels *k);
+void attn_kernels_init_avx512_qk_rows(attn_kernels *k);   /* its decoding kernels' */
+void attn_kernels_init_avx512_pv_rows(attn_kernels *k);   /* halves (the AVX-512 files) */
 void attn_kernels_init_avx512_bf16(attn_kernels *k);   /* + AVX512_BF16 */
 void attn_kernels_init_avx512_vnni(attn_kernels *k);   /* + AVX512_VNNI */
 

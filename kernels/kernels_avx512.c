@@ -13,10 +13,8 @@
 #include "half.h"
 #include "kernels.h"
 #include "kernels_avx512.h"
+#include "kernels_avx512_rows.h"
 #include "rows_of.h"
-
-#define ROWS 6   /* broadcast rows per register tile */
-#define VECS 4   /* zmm per tile row: 64 floats */
 /* qk's rows when its tile is one vector wide (decoding's 16 columns): 12
  * broadcasts share each Q^T load, not 6. On the 2-core Zen 5 EPYC (one
  * thread, bench_kernels --bench, 48 keys, d = 128, 16 columns) 254 against
@@ -185,214 +183,6 @@ static decl_pack_qt_fn(pack_qt_avx512)
                                           _mm512_mul_ps(r[c], s));
         }
     }
-}
-
-INLINE __m512 widen(__m256i h, const int ST)
-{
-    return ST == ST_BF16 ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16))
-                         : _mm512_cvtph_ps(h);
-}
-
-/* 16 fp8 codes read back (dequant_rows says how) without the scale: e5m2
- * its value, e4m3 its value times 2^-8 (fp8_mult has the factor back);
- * NONAN: no NaN blend, a NaN code read as a finite value (the caller sets
- * the NaN results). */
-INLINE __m512 fp8_raw(__m128i b, const int E4, const int NONAN)
-{
-    if (!E4)
-        return _mm512_cvtph_ps(_mm256_slli_epi16(_mm256_cvtepu8_epi16(b), 8));
-    /* e4m3's sign on top and its 7 magnitude bits below fp16's exponent's
-     * top bit: an fp16 of its value times 2^-8 (bias 15 against 7), exactly,
-     * subnormals too; the NaN codes (magnitude 0x7f) an fp16 NaN. */
-    const __m256i w = _mm256_and_si256(_mm256_slli_epi16(_mm256_cvtepi8_epi16(b), 7),
-                                       _mm256_set1_epi16((short)0xbf80));
-    if (NONAN)
-        return _mm512_cvtph_ps(w);
-    const __mmask16 nan = _mm_cmpeq_epi8_mask(_mm_or_si128(b, _mm_set1_epi8((char)0x80)),
-                                              _mm_set1_epi8((char)0xff));
-    return _mm512_cvtph_ps(_mm256_mask_mov_epi16(w, nan, _mm256_set1_epi16(0x7e00)));
-}
-
-/* The e4m3 NaN codes (magnitude 0x7f) among bytes [c, c + 64) of a row,
- * one bit each (none past d). */
-#define FP8_NAN_SPAN 64
-INLINE uint64_t fp8_nan_bits(const uint8_t *row, int c, int d)
-{
-    const __mmask64 t = d - c >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (d - c)) - 1;
-    const __m512i b = _mm512_maskz_loadu_epi8(t, row + c);
-    return _mm512_cmpeq_epi8_mask(_mm512_or_si512(b, _mm512_set1_epi8((char)0x80)),
-                                  _mm512_set1_epi8((char)0xff));
-}
-
-/* Whether bytes [0, d) of a row hold an e4m3 NaN code. */
-INLINE int fp8_nan_row(const uint8_t *row, int d)
-{
-    uint64_t any = 0;
-    for (int c = 0; c < d; c += 64)
-        any |= fp8_nan_bits(row, c, d);
-    return any != 0;
-}
-
-/* Whether any of rows rows, stride bytes apart, holds an e4m3 NaN code in
- * bytes [0, d). */
-INLINE int fp8_nan_rows(const uint8_t *x, ptrdiff_t stride, int rows, int d)
-{
-    for (int r = 0; r < rows; r++)
-        if (fp8_nan_row(x + r * stride, d))
-            return 1;
-    return 0;
-}
-
-/* 16 codes times the scale (m: fp8_mult's). */
-INLINE __m512 fp8_vec(__m128i b, const int E4, const int NONAN, __m512 m)
-{
-    return _mm512_mul_ps(fp8_raw(b, E4, NONAN), m);
-}
-
-/* Values c0 + h .. c0 + h + 15 of a quantized row (c0 a multiple of 32,
- * h 0 or 16, a constant; for fp8, lanes past t zero), read back: q8_0 and
- * q4_0 the half h of block c0 / 32. */
-INLINE __m512 load_quant(const uint8_t *row, int c0, const int h, __mmask16 t, int full,
-                         float scale, const int ST)
-{
-    if (ST == ST_E4M3 || ST == ST_E5M2) {
-        const __m128i b = full ? _mm_loadu_si128((const __m128i *)(row + c0 + h))
-                               : _mm_maskz_loadu_epi8(t, row + c0 + h);
-        /* e4m3 without its NaN blend: the decoding kernels, the only
-         * readers, set the NaN results after (qk_rows_q, rows_entry.h). */
-        const int e4 = ST == ST_E4M3;
-        return fp8_vec(b, e4, 1, _mm512_set1_ps(fp8_mult(scale, e4)));
-    }
-    const uint8_t *blk = row + (c0 >> 5) * (ST == ST_Q8_0 ? 34 : 18);
-    short s;
-    memcpy(&s, blk, sizeof(s));
-    const __m512 d = _mm512_cvtph_ps(_mm256_set1_epi16(s));
-    __m512i n;
-    if (ST == ST_Q8_0) {
-        n = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + 2 + h)));
-    } else {
-        const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(blk + 2)));
-        n = _mm512_sub_epi32(h ? _mm512_srli_epi32(b, 4)
-                               : _mm512_and_si512(b, _mm512_set1_epi32(0xf)),
-                             _mm512_set1_epi32(8));
-    }
-    return _mm512_mul_ps(_mm512_cvtepi32_ps(n), d);
-}
-
-/* 16 values of row r from column c0 + h (c0 a multiple of 32, h 0 or 16, a
- * constant), lanes past t zero where !full. */
-INLINE __m512 row_load(const rows_of *x, ptrdiff_t r, int c0, const int h, __mmask16 t,
-                       int full, const int ST)
-{
-    if (ST_QUANT(ST))
-        return load_quant(x->q + r * x->stride, c0, h, t, full, x->scale, ST);
-    const ptrdiff_t at = r * x->stride + c0 + h;
-    if (ST == ST_F32)
-        return full ? _mm512_loadu_ps(x->f + at) : _mm512_maskz_loadu_ps(t, x->f + at);
-    return widen(full ? _mm256_loadu_si256((const __m256i *)(x->h + at))
-                      : _mm256_maskz_loadu_epi16(t, x->h + at), ST);
-}
-
-/* 4 keys x 4 queries at a time, so each row of K is loaded (and for
- * 16-bit K widened) once for up to 4 queries: 16 accumulators, one per
- * (key, query), reduced by the same tree into one vector of 16 scores,
- * scattered to their places. NK keys and NQ queries (1..4 each) are
- * constants of each instance; K's rows k are stored as ST says.
- * Measured on the 2-core EPYC, decoding H = 32, Hkv = 8 (4 queries a
- * tile), d = 128: widening per query made Q.K^T cost 2.5 of a 5.5 ms run
- * at Nk = 32K. With fp32 K, the blocks replaced one pass over the keys per
- * query: tiles of 16 queries (Nq = 4 of each of 4 heads, Nk = 32K), in two
- * runs each interleaved with the old limit of 8 columns (22.2 and 22.6 ms),
- * took 20.5 ms with one pass per query and 19.9 ms with these blocks
- * (medians of 3 processes each). */
-INLINE void qk_keys4(float *restrict st, ptrdiff_t ss, rows_of k, const float *restrict q,
-                     ptrdiff_t qs, int dk, const int NK, const int NQ, ptrdiff_t pf, const int ST,
-                     const int WHOLE)
-{
-    __m512 acc[16];
-#pragma GCC unroll 16
-    for (int a = 0; a < 16; a++)
-        acc[a] = _mm512_setzero_ps();
-    const ptrdiff_t ahead = pf;
-    /* 32 values a step (a block of q8_0 or q4_0), in two halves */
-    for (int c0 = 0; c0 < dk; c0 += 32)
-#pragma GCC unroll 2
-        for (int h = 0; h < 32; h += 16) {
-            const int c = c0 + h;
-            if (!WHOLE && c >= dk)
-                break;
-            const __mmask16 t = WHOLE ? (__mmask16)0xffff : lanes(dk - c);
-            const int full = WHOLE || c + 16 <= dk;
-            __m512 qv[4];
-#pragma GCC unroll 4
-            for (int i = 0; i < NQ; i++)
-                qv[i] = full ? _mm512_loadu_ps(q + i * qs + c)
-                             : _mm512_maskz_loadu_ps(t, q + i * qs + c);
-#pragma GCC unroll 4
-            for (int r = 0; r < NK; r++) {
-                /* one prefetch per 64 bytes on the first query group (a
-                 * quantized row: one per 32 values, its blocks) */
-                if (pf && (ST == ST_F32 || !h))
-                    _mm_prefetch(row_addr(&k, r, c, ahead, ST), _MM_HINT_T2);
-                const __m512 kv = row_load(&k, r, c0, h, t, full, ST);
-#pragma GCC unroll 4
-                for (int i = 0; i < NQ; i++)
-                    acc[r * 4 + i] = _mm512_fmadd_ps(kv, qv[i], acc[r * 4 + i]);
-            }
-        }
-    scatter_4x4(st, ss, sum16(acc), NK, NQ);
-}
-
-#define QK_KEYS4(NK) do {                                                              \
-        switch (nqq) {                                                                 \
-        case 1: qk_keys4(s, ss, kj, qq, qs, dk, NK, 1, pf, ST, WHOLE); break;          \
-        case 2: qk_keys4(s, ss, kj, qq, qs, dk, NK, 2, pf, ST, WHOLE); break;          \
-        case 3: qk_keys4(s, ss, kj, qq, qs, dk, NK, 3, pf, ST, WHOLE); break;          \
-        default: qk_keys4(s, ss, kj, qq, qs, dk, NK, 4, pf, ST, WHOLE); break;         \
-        }                                                                              \
-    } while (0)
-
-INLINE void qk_rows_keys(float *restrict st, ptrdiff_t ss, rows_of k, const float *restrict q,
-                         ptrdiff_t qs, int nk, int nq, int dk, ptrdiff_t pf_rows, const int ST,
-                         const int WHOLE)
-{
-    for (int i = 0; i < nq; i += 4) {
-        const int nqq = nq - i < 4 ? nq - i : 4;
-        const ptrdiff_t pf = i == 0 ? pf_rows : 0;
-        const float *qq = q + i * qs;
-        for (int j = 0; j < nk; j += 4) {
-            float *s = st + j * ss + i;
-            const rows_of kj = rows_from(k, j, ST);
-            switch (nk - j < 4 ? nk - j : 4) {
-            case 1: QK_KEYS4(1); break;
-            case 2: QK_KEYS4(2); break;
-            case 3: QK_KEYS4(3); break;
-            default: QK_KEYS4(4); break;
-            }
-        }
-    }
-}
-
-/* WHOLE (a constant): d a multiple of 32, so every step's two halves are
- * whole vectors, with no tail's mask or test to carry. With the tests in
- * (whether each half is whole, a compare and branch before each row's
- * load) the compiled loop carried nearly as many other instructions as
- * FMAs (this VM has no counters to say which resource that exhausts; a
- * core that issues 4 a cycle is the likely one): on the 2-core Intel Xeon
- * (Skylake-SP, AVX-512, 2.5 GHz, peak 151 GFLOP/s a core), 48 keys of
- * d = 128 in L1, the old kernel and this one alternating 15 times in one
- * process, best of each: 49 GFLOP/s against 31 for 4 queries, 80 against
- * 51 for 8 and 16 (72-77 against 49-51 with the prefetch). qk_rows16 and
- * qk_rows_q take the same loop. The usual d as constants of their own
- * instances, as kernels_avx2.c has them, added nothing here: 73-77
- * against this loop's 76-80 in the same way. */
-INLINE void qk_rows_any(float *restrict st, ptrdiff_t ss, rows_of k, const float *restrict q,
-                        ptrdiff_t qs, int nk, int nq, int dk, ptrdiff_t pf_rows, const int ST)
-{
-    if (dk % 32 == 0)
-        qk_rows_keys(st, ss, k, q, qs, nk, nq, dk, pf_rows, ST, 1);
-    else
-        qk_rows_keys(st, ss, k, q, qs, nk, nq, dk, pf_rows, ST, 0);
 }
 
 /* 2^x as in kernels_c.c, in 9 instructions: VREDUCEPS gives f = x - floor(x)
@@ -721,95 +511,6 @@ static decl_bwd_ds_fn(bwd_ds_avx512)
     }
 }
 
-/* V's rows v are stored as ST says; the tile is their columns c0.. */
-INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, ptrdiff_t ps,
-                    rows_of v, int c0, const float *restrict alpha, int nk, const int R,
-                    const int NV, const int FULL, __mmask16 tail, const int PF, const int ST,
-                    const int TR, ptrdiff_t ahead)
-{
-    __m512 acc[ROWS][VECS];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; r++) {
-        const __m512 a = _mm512_set1_ps(alpha[r]);
-#pragma GCC unroll 4
-        for (int c = 0; c < NV; c++)
-            acc[r][c] = _mm512_mul_ps(a, load_v(o + r * os + 16 * c, c, NV, FULL, tail));
-    }
-    for (int j = 0; j < nk; j++) {
-        __m512 b[VECS];
-        if (PF)   /* few rows (decoding): V streams from memory; see PF_KEYS */
-#pragma GCC unroll 4
-            for (int c = 0; c < NV; c++)
-                if (!ST_QUANT(ST) || !(c & 1))   /* quantized: one per 32 values */
-                    _mm_prefetch(row_addr(&v, j, c0 + 16 * c, ahead, ST), _MM_HINT_T2);
-#pragma GCC unroll 4
-        for (int c = 0; c < NV; c++)
-            b[c] = row_load(&v, j, c0 + 32 * (c >> 1), 16 * (c & 1), tail, c < NV - 1 || FULL, ST);
-#pragma GCC unroll 8
-        for (int r = 0; r < R; r++) {
-            /* TR: the weights not transposed (pv_t), row r's at pt[r][j] */
-            const __m512 p = _mm512_set1_ps(TR ? pt[r * ps + j] : pt[j * ps + r]);
-#pragma GCC unroll 4
-            for (int c = 0; c < NV; c++)
-                acc[r][c] = _mm512_fmadd_ps(p, b[c], acc[r][c]);
-        }
-    }
-#pragma GCC unroll 8
-    for (int r = 0; r < R; r++)
-#pragma GCC unroll 4
-        for (int c = 0; c < NV; c++)
-            store_v(o + r * os + 16 * c, c, NV, FULL, tail, acc[r][c]);
-}
-
-#define PV_TILE_PF(R, PF) do {                                                          \
-        switch (tail == 0xffff ? nv + 4 : nv) {                                             \
-        case 1: pv_tile(out, os, p, ps, v, c0, a, nk, R, 1, 0, tail, PF, ST, TR, pf); break; \
-        case 2: pv_tile(out, os, p, ps, v, c0, a, nk, R, 2, 0, tail, PF, ST, TR, pf); break; \
-        case 3: pv_tile(out, os, p, ps, v, c0, a, nk, R, 3, 0, tail, PF, ST, TR, pf); break; \
-        case 4: pv_tile(out, os, p, ps, v, c0, a, nk, R, 4, 0, tail, PF, ST, TR, pf); break; \
-        case 5: pv_tile(out, os, p, ps, v, c0, a, nk, R, 1, 1, tail, PF, ST, TR, pf); break; \
-        case 6: pv_tile(out, os, p, ps, v, c0, a, nk, R, 2, 1, tail, PF, ST, TR, pf); break; \
-        case 7: pv_tile(out, os, p, ps, v, c0, a, nk, R, 3, 1, tail, PF, ST, TR, pf); break; \
-        default: pv_tile(out, os, p, ps, v, c0, a, nk, R, 4, 1, tail, PF, ST, TR, pf); break; \
-        }                                                                                   \
-    } while (0)
-/* pf: V streams from memory (decoding): the first 6-row group prefetches
- * it, PF_KEYS rows ahead, and the others find it in cache. */
-#define PV_TILE(R) do {                                                        \
-        if (pf && i == 0)                                                      \
-            PV_TILE_PF(R, 1);                                                  \
-        else                                                                   \
-            PV_TILE_PF(R, 0);                                                  \
-    } while (0)
-
-INLINE void pv_any(float *restrict o, ptrdiff_t o_stride, const float *restrict pt,
-                   ptrdiff_t pt_stride, rows_of v, const float *restrict alpha, int nq, int nk,
-                   int dv, ptrdiff_t pf, const int ST, const int TR)
-{
-    const ptrdiff_t os = o_stride, ps = pt_stride;
-    for (int c0 = 0; c0 < dv; c0 += 16 * VECS) {
-        const int w = dv - c0 < 16 * VECS ? dv - c0 : 16 * VECS;
-        const int nv = (w + 15) / 16;
-        const __mmask16 tail = lanes(w - 16 * (nv - 1));
-        int i = 0;
-        for (; i + ROWS <= nq; i += ROWS) {
-            float *out = o + i * os + c0;
-            const float *p = TR ? pt + i * ps : pt + i, *a = alpha + i;
-            PV_TILE(ROWS);
-        }
-        float *out = o + i * os + c0;
-        const float *p = TR ? pt + i * ps : pt + i, *a = alpha + i;
-        switch (nq - i) {
-        case 1: PV_TILE(1); break;
-        case 2: PV_TILE(2); break;
-        case 3: PV_TILE(3); break;
-        case 4: PV_TILE(4); break;
-        case 5: PV_TILE(5); break;
-        default: break;
-        }
-    }
-}
-
 static decl_pv_fn(pv_avx512)
 {
     pv_any(o, o_stride, pt, pt_stride, (rows_of){ .f = v, .stride = v_stride }, alpha, nq, nk,
@@ -821,9 +522,6 @@ static decl_pv_t_fn(pv_t_avx512)
     pv_any(o, o_stride, p, p_stride, (rows_of){ .f = v, .stride = v_stride }, alpha, nq, nk, dv,
            0, ST_F32, 1);
 }
-
-#define ROWS_ISA avx512
-#include "rows_entry.h"
 
 /* Four accumulators in each pass, so no pass waits on one dependency chain. */
 static decl_softmax_rows_fn(softmax_rows_avx512)
@@ -949,7 +647,6 @@ void attn_kernels_init_avx512(attn_kernels *k)
 {
     k->isa = ATTN_ISA_AVX512;
     k->qk = qk_avx512;
-    k->qk_rows = qk_rows_avx512;
     k->pack_qt = pack_qt_avx512;
     k->softmax = softmax_avx512;
     k->pv = pv_avx512;
@@ -957,10 +654,8 @@ void attn_kernels_init_avx512(attn_kernels *k)
     k->exp2 = exp2_avx512;
     k->cvt_rows = cvt_rows_avx512;
     k->dequant_rows = dequant_rows_avx512;
-    k->qk_rows_q = qk_rows_q_avx512;
-    k->pv_q = pv_q_avx512;
-    k->qk_rows16 = qk_rows16_avx512;
-    k->pv16 = pv16_avx512;
+    attn_kernels_init_avx512_qk_rows(k);
+    attn_kernels_init_avx512_pv_rows(k);
     k->mods = mods_avx512;
     k->pv_t = pv_t_avx512;
     k->bwd_ds = bwd_ds_avx512;

@@ -8,7 +8,9 @@
  *   fp8_nan_bits(row, c, d)  those codes among bytes [c, c + FP8_NAN_SPAN),
  *                            one bit each (none past d), as a uint64_t
  * as inlined templates. It defines qk_rows_ISA, qk_rows16_ISA,
- * qk_rows_q_ISA, pv16_ISA and pv_q_ISA (kernels.h has their contracts). */
+ * qk_rows_q_ISA, pv16_ISA and pv_q_ISA (kernels.h has their contracts);
+ * with ROWS_PART_QK defined the first three alone, with ROWS_PART_PV the
+ * last two (a file for each half: kernels_avx512_rows.h says why). */
 #ifndef ROWS_ISA
 #error "rows_entry.h: define ROWS_ISA first"
 #endif
@@ -17,6 +19,7 @@
 #define ROWS_CAT(a, b) ROWS_CAT2(a, b)
 #define ROWS_FN(name) ROWS_CAT(name, ROWS_ISA)
 
+#ifndef ROWS_PART_PV
 static decl_qk_rows_fn(ROWS_FN(qk_rows))
 {
     qk_rows_any(st, st_stride, (rows_of){ .f = k, .stride = k_stride }, q, q_stride, nk, nq, dk,
@@ -73,6 +76,9 @@ static decl_qk_rows_q_fn(ROWS_FN(qk_rows_q))
                 st[j * st_stride + i] = NAN;
 }
 
+#endif
+
+#ifndef ROWS_PART_QK
 static decl_pv16_fn(ROWS_FN(pv16))
 {
     const rows_of vr = { .h = v, .stride = v_stride };
@@ -120,3 +126,4 @@ static decl_pv_q_fn(ROWS_FN(pv_q))
                 o[r * o_stride + c + __builtin_ctzll(m)] = NAN;
     }
 }
+#endif

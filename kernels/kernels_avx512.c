@@ -1,5 +1,7 @@
-/* AVX-512 (F, BW, VL, DQ) versions. This file alone is compiled with the
- * AVX-512 flags; nothing here runs unless the CPU reports them.
+/* AVX-512 (F, BW, VL, DQ) versions. This file, kernels_avx512_qk_rows.c
+ * and kernels_avx512_pv_rows.c (decoding's kernels on stored rows) alone
+ * are compiled with the AVX-512 flags; nothing here runs unless the CPU
+ * reports them.
  *
  * Register tiles: Q.K^T and P.V both keep a 6 x 64 block of results in 24
  * zmm accumulators (6 broadcast scalars against 4 vector loads per step), so
@@ -15,6 +17,7 @@
 #include "kernels_avx512.h"
 #include "kernels_avx512_rows.h"
 #include "rows_of.h"
+
 /* qk's rows when its tile is one vector wide (decoding's 16 columns): 12
  * broadcasts share each Q^T load, not 6. On the 2-core Zen 5 EPYC (one
  * thread, bench_kernels --bench, 48 keys, d = 128, 16 columns) 254 against

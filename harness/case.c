@@ -322,17 +322,25 @@ static attn_config case_plan(const attn_setup *s)
                           .splits = s->splits };
 }
 
-bool attn_case_refused(const attn_backend *be, const attn_problem *p, const attn_setup *s,
-                       char *why, size_t len)
+/* Whether be can run pk (its own function) under s: ATTN_OK, or why not. */
+static attn_status case_accepts(const attn_backend *be, const attn_problem *pk,
+                                const attn_setup *s, char *why, size_t len)
 {
-    const attn_problem pk = attn_problem_of(p, be);
     const attn_config plan = case_plan(s);
     why[0] = '\0';
     attn_status st = attn_backend_usable(be, why, len);
     if (st == ATTN_OK)
-        st = attn_backend_supports(be, &pk, &plan, why, len);
+        st = attn_backend_supports(be, pk, &plan, why, len);
     if (st != ATTN_OK && !why[0])
         snprintf(why, len, "%s", attn_status_str(st));
+    return st;
+}
+
+bool attn_case_refused(const attn_backend *be, const attn_problem *p, const attn_setup *s,
+                       char *why, size_t len)
+{
+    const attn_problem pk = attn_problem_of(p, be);
+    const attn_status st = case_accepts(be, &pk, s, why, len);
     return st != ATTN_OK && status_verdict(st) == ATTN_SKIPPED;
 }
 
@@ -350,13 +358,9 @@ void attn_case_run(attn_result *r, const attn_backend *be, const attn_problem *p
     r->ref_total = ref->total_rows;
 
     const attn_config plan = case_plan(s);
-    attn_status st = attn_backend_usable(be, r->why, sizeof(r->why));
-    if (st == ATTN_OK)
-        st = attn_backend_supports(be, p, &plan, r->why, sizeof(r->why));
+    attn_status st = case_accepts(be, p, s, r->why, sizeof(r->why));
     if (st != ATTN_OK) {
         r->verdict = status_verdict(st);
-        if (!r->why[0])
-            snprintf(r->why, sizeof(r->why), "%s", attn_status_str(st));
         return;
     }
 

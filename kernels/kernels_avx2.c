@@ -280,6 +280,24 @@ INLINE int pf_here(int c0, const int h, const int ST)
     return !h && !(c0 & 63);
 }
 
+/* One column c of K against row c of Q^T: R x NV vectors of scores. */
+INLINE void qk_step(__m256 acc[][VECS], const float *restrict k, ptrdiff_t ks,
+                    const float *restrict qt, ptrdiff_t qs, int c, const int R, const int NV,
+                    const int FULL, __m256i tail)
+{
+    __m256 b[VECS];
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; v++)
+        b[v] = load(qt + c * qs + 8 * v, tail, v < NV - 1 || FULL);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+        const __m256 a = _mm256_broadcast_ss(k + r * ks + c);
+#pragma GCC unroll 2
+        for (int v = 0; v < NV; v++)
+            acc[r][v] = _mm256_fmadd_ps(a, b[v], acc[r][v]);
+    }
+}
+
 INLINE void qk_tile(float *restrict st, ptrdiff_t ss, const float *restrict k, ptrdiff_t ks,
                     const float *restrict qt, ptrdiff_t qs, int dk,
                     const int R, const int NV, const int FULL, __m256i tail, const int PF,
@@ -291,25 +309,23 @@ INLINE void qk_tile(float *restrict st, ptrdiff_t ss, const float *restrict k, p
 #pragma GCC unroll 2
         for (int v = 0; v < NV; v++)
             acc[r][v] = _mm256_setzero_ps();
-    for (int c = 0; c < dk; c++) {
-        __m256 b[VECS];
-        if (PF && !(c & 15))   /* decoding: one line of each row, `ahead` bytes on */
+    /* With PF, steps of 16 columns of K, each after its prefetches: the
+     * loop over c stays the loop of !PF, not one with a test and the
+     * prefetches' addresses carried through every step (kernels_avx512.c
+     * has the measurements). */
+    if (!PF)
+        for (int c = 0; c < dk; c++)
+            qk_step(acc, k, ks, qt, qs, c, R, NV, FULL, tail);
+    for (int c0 = 0; PF && c0 < dk; c0 += 16) {
 #pragma GCC unroll 8
-            for (int r = 0; r < R; r++)
-                _mm_prefetch((const char *)((uintptr_t)k + (uintptr_t)((r * ks + c) *
-                                                                     (ptrdiff_t)sizeof(float) +
-                                                                     ahead)),
-                             _MM_HINT_T0);
-#pragma GCC unroll 2
-        for (int v = 0; v < NV; v++)
-            b[v] = load(qt + c * qs + 8 * v, tail, v < NV - 1 || FULL);
-#pragma GCC unroll 8
-        for (int r = 0; r < R; r++) {
-            const __m256 a = _mm256_broadcast_ss(k + r * ks + c);
-#pragma GCC unroll 2
-            for (int v = 0; v < NV; v++)
-                acc[r][v] = _mm256_fmadd_ps(a, b[v], acc[r][v]);
-        }
+        for (int r = 0; r < R; r++)   /* one line of each row, `ahead` bytes on */
+            _mm_prefetch((const char *)((uintptr_t)k + (uintptr_t)((r * ks + c0) *
+                                                                 (ptrdiff_t)sizeof(float) +
+                                                                 ahead)),
+                         _MM_HINT_T0);
+        const int ce = c0 + 16 < dk ? c0 + 16 : dk;
+        for (int c = c0; c < ce; c++)
+            qk_step(acc, k, ks, qt, qs, c, R, NV, FULL, tail);
     }
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++)

@@ -26,6 +26,24 @@
  * and no faster with Nk = 32K, where streaming K and V bounds them. */
 #define ROWS_NARROW 12
 
+/* One column c of K against row c of Q^T: R x NV vectors of scores. */
+INLINE void qk_step(__m512 acc[][VECS], const float *restrict k, ptrdiff_t ks,
+                    const float *restrict qt, ptrdiff_t qs, int c, const int R, const int NV,
+                    const int FULL, __mmask16 tail)
+{
+    __m512 b[VECS];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; v++)
+        b[v] = load_v(qt + c * qs + 16 * v, v, NV, FULL, tail);
+#pragma GCC unroll 12
+    for (int r = 0; r < R; r++) {
+        const __m512 a = _mm512_set1_ps(k[r * ks + c]);
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++)
+            acc[r][v] = _mm512_fmadd_ps(a, b[v], acc[r][v]);
+    }
+}
+
 INLINE void qk_tile(float *restrict st, ptrdiff_t ss, const float *restrict k, ptrdiff_t ks,
                     const float *restrict qt, ptrdiff_t qs, int dk,
                     const int R, const int NV, const int FULL, __mmask16 tail, const int PF,
@@ -37,25 +55,28 @@ INLINE void qk_tile(float *restrict st, ptrdiff_t ss, const float *restrict k, p
 #pragma GCC unroll 4
         for (int v = 0; v < NV; v++)
             acc[r][v] = _mm512_setzero_ps();
-    for (int c = 0; c < dk; c++) {
-        __m512 b[VECS];
-        if (PF && !(c & 15))   /* decoding: one line of each row, `ahead` bytes on */
+    /* With PF, steps of 16 columns of K, each after its prefetches, so that
+     * the loop over c is the loop of !PF. With the prefetch inside it (one
+     * step in 16), GCC carried the rows' addresses through every step, in
+     * registers and on the stack. 48 keys of d = 128 in L1, one thread of
+     * the 2-core Intel Xeon Skylake-SP (bench_kernels --bench, qk+pf, best
+     * of 5 runs of the two builds in turn): 16 columns 78 GFLOP/s before,
+     * 86 now; 32 columns 103 before, 122 now (qk without prefetches: 103-107
+     * and 131-137). AVX2 (kernels_avx2.c) the same way: 63 -> 68 and
+     * 69 -> 72. */
+    if (!PF)
+        for (int c = 0; c < dk; c++)
+            qk_step(acc, k, ks, qt, qs, c, R, NV, FULL, tail);
+    for (int c0 = 0; PF && c0 < dk; c0 += 16) {
 #pragma GCC unroll 12
-            for (int r = 0; r < R; r++)
-                _mm_prefetch((const char *)((uintptr_t)k + (uintptr_t)((r * ks + c) *
-                                                                     (ptrdiff_t)sizeof(float) +
-                                                                     ahead)),
-                             _MM_HINT_T2);
-#pragma GCC unroll 4
-        for (int v = 0; v < NV; v++)
-            b[v] = load_v(qt + c * qs + 16 * v, v, NV, FULL, tail);
-#pragma GCC unroll 12
-        for (int r = 0; r < R; r++) {
-            const __m512 a = _mm512_set1_ps(k[r * ks + c]);
-#pragma GCC unroll 4
-            for (int v = 0; v < NV; v++)
-                acc[r][v] = _mm512_fmadd_ps(a, b[v], acc[r][v]);
-        }
+        for (int r = 0; r < R; r++)   /* one line of each row, `ahead` bytes on */
+            _mm_prefetch((const char *)((uintptr_t)k + (uintptr_t)((r * ks + c0) *
+                                                                 (ptrdiff_t)sizeof(float) +
+                                                                 ahead)),
+                         _MM_HINT_T2);
+        const int ce = c0 + 16 < dk ? c0 + 16 : dk;
+        for (int c = c0; c < ce; c++)
+            qk_step(acc, k, ks, qt, qs, c, R, NV, FULL, tail);
     }
 #pragma GCC unroll 12
     for (int r = 0; r < R; r++)
@@ -77,7 +98,7 @@ INLINE void qk_tile(float *restrict st, ptrdiff_t ss, const float *restrict k, p
         }                                                                          \
     } while (0)
 #define QK_TILE(R) do {                                                        \
-        if (pf && i0 == 0)                                                     \
+        if (PFS && pf && i0 == 0)                                              \
             QK_TILE_PF(R, 1);                                                  \
         else                                                                   \
             QK_TILE_PF(R, 0);                                                  \
@@ -88,8 +109,11 @@ INLINE void qk_tile(float *restrict st, ptrdiff_t ss, const float *restrict k, p
  * each row every 16 steps, in among their FMAs. A burst of a whole key
  * tile's lines before the tile (what the tiled backend does for
  * memory-bound tiles) stalls the arithmetic behind it when the tile is
- * compute-bound; backends/tiled/internal.h (DOTS_MAX) has the numbers. */
-static decl_qk_fn(qk_avx512)
+ * compute-bound; backends/tiled/internal.h (DOTS_MAX) has the numbers.
+ * PFS: the instance that prefetches (pf != 0), a function of its own. */
+INLINE void qk_any(float *restrict st, ptrdiff_t st_stride, const float *restrict k,
+                   ptrdiff_t k_stride, const float *restrict qt, ptrdiff_t qt_stride, int nk,
+                   int nq, int dk, ptrdiff_t pf, const int PFS)
 {
     const ptrdiff_t ss = st_stride, ks = k_stride, qs = qt_stride;
     for (int i0 = 0; i0 < nq; i0 += 16 * VECS) {
@@ -102,7 +126,7 @@ static decl_qk_fn(qk_avx512)
             for (; j + ROWS_NARROW <= nk; j += ROWS_NARROW) {
                 float *s = st + j * ss + i0;
                 const float *kr = k + j * ks;
-                if (pf && i0 == 0) {
+                if (PFS && pf && i0 == 0) {
                     if (tail == 0xffff)
                         qk_tile(s, ss, kr, ks, q, qs, dk, ROWS_NARROW, 1, 1, tail, 1, pf);
                     else
@@ -129,6 +153,26 @@ static decl_qk_fn(qk_avx512)
         default: break;
         }
     }
+}
+
+/* The calls with and without prefetches in two functions: in one, GCC's
+ * registers for the tiles without them came out worse (qk, 16 columns, 48
+ * keys of d = 128 in L1, bench_kernels --bench on the 2-core Intel Xeon
+ * Skylake-SP: 90 GFLOP/s against 103-105). */
+static __attribute__((noinline)) void qk_pf_avx512(float *restrict st, ptrdiff_t ss,
+                                                   const float *restrict k, ptrdiff_t ks,
+                                                   const float *restrict qt, ptrdiff_t qs, int nk,
+                                                   int nq, int dk, ptrdiff_t pf)
+{
+    qk_any(st, ss, k, ks, qt, qs, nk, nq, dk, pf, 1);
+}
+
+static decl_qk_fn(qk_avx512)
+{
+    if (pf)
+        qk_pf_avx512(st, st_stride, k, k_stride, qt, qt_stride, nk, nq, dk, pf);
+    else
+        qk_any(st, st_stride, k, k_stride, qt, qt_stride, nk, nq, dk, 0, 0);
 }
 
 /* Q^T in 16 x 16 blocks: 16 rows of Q loaded (rows past nq are zeros,

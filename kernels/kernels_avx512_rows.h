@@ -145,7 +145,7 @@ INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, p
         if (PF)   /* few rows (decoding): V streams from memory; see PF_KEYS */
 #pragma GCC unroll 4
             for (int c = 0; c < NV; c++)
-                if (!ST_QUANT(ST) || !(c & 1))   /* quantized: one per 32 values */
+                if (ST == ST_F32 || !(c & 1))   /* 16-bit or quantized: one per 32 values */
                     _mm_prefetch(row_addr(&v, j, c0 + 16 * c, ahead, ST), _MM_HINT_T2);
 #pragma GCC unroll 4
         for (int c = 0; c < NV; c++)

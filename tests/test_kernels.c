@@ -1179,11 +1179,13 @@ static void test_isa(const attn_kernels *kr, const attn_kernels *c)
 
     /* Rows 1..25 cover two register tiles of either height (6; 12 for a
      * tile one vector wide) and every remainder; queries 1..81 every lane
-     * tail of 8- and 16-wide vectors and of 64-wide tiles. */
-    static const int dks[] = { 1, 3, 16, 64 };
+     * tail of 8- and 16-wide vectors and of 64-wide tiles; d = 20 a step of
+     * 16 columns and a shorter one where decoding's prefetches (odd nk)
+     * split the columns. */
+    static const int dks[] = { 1, 3, 16, 20, 64 };
     for (int nk = 1; ok && nk <= 25; nk++)
         for (int nq = 1; ok && nq <= 81; nq++)
-            for (size_t d = 0; ok && d < 4; d++)
+            for (size_t d = 0; ok && d < sizeof(dks) / sizeof(dks[0]); d++)
                 ok = check_qk(kr, c, nk, nq, dks[d], why, sizeof(why));
     if (!tap_ok(ok, "qk_%s matches qk_c, every tail, guarded", name))
         tap_diag("%s", why);
@@ -1703,6 +1705,7 @@ static int bench(void)
  * L2 (a run streams K and V from memory; this is the arithmetic alone). */
 #define DEC_KEYS 48
 #define DEC_D 128
+#define DEC_PF_MAX 256   /* the buffer's room past K and V for prefetches */
 
 typedef struct dec_ctx {
     int cols;
@@ -1735,6 +1738,24 @@ static void dec_qk(const attn_kernels *kr, void *p)
     kr->qk(b->st, brp, b->k, DEC_D, b->qt, brp, DEC_KEYS, b->cols, DEC_D, 0);
 }
 
+/* qk, pv and pv16 as decoding calls them on a tile streamed from memory:
+ * prefetching the lines as far ahead as pf_keys fp32 rows (the bytes the
+ * tiled backend gives 16-bit rows too; the buffer runs on past the last
+ * of them) among their FMAs. */
+static ptrdiff_t dec_pf(const attn_kernels *kr)
+{
+    const int keys = kr->pf_keys < DEC_PF_MAX ? kr->pf_keys : DEC_PF_MAX;
+    return (ptrdiff_t)keys * DEC_D * (ptrdiff_t)sizeof(float);
+}
+
+static void dec_qk_pf(const attn_kernels *kr, void *p)
+{
+    dec_ctx *b = p;
+    const int brp = 16 * ((b->cols + 15) / 16);
+    kr->qk(b->st, brp, b->k, DEC_D, b->qt, brp, DEC_KEYS, b->cols, DEC_D,
+           dec_pf(kr));
+}
+
 static void dec_pv(const attn_kernels *kr, void *p)
 {
     dec_ctx *b = p;
@@ -1742,11 +1763,25 @@ static void dec_pv(const attn_kernels *kr, void *p)
            DEC_KEYS, DEC_D, 0);
 }
 
+static void dec_pv_pf(const attn_kernels *kr, void *p)
+{
+    dec_ctx *b = p;
+    kr->pv(b->o, DEC_D, b->st, 16 * ((b->cols + 15) / 16), b->v, DEC_D, b->alpha, b->cols,
+           DEC_KEYS, DEC_D, dec_pf(kr));
+}
+
 static void dec_pv16(const attn_kernels *kr, void *p)
 {
     dec_ctx *b = p;
     kr->pv16(b->o, DEC_D, b->st, 16 * ((b->cols + 15) / 16), b->vh, DEC_D, b->alpha, b->cols,
              DEC_KEYS, DEC_D, 1, 0);
+}
+
+static void dec_pv16_pf(const attn_kernels *kr, void *p)
+{
+    dec_ctx *b = p;
+    kr->pv16(b->o, DEC_D, b->st, 16 * ((b->cols + 15) / 16), b->vh, DEC_D, b->alpha, b->cols,
+             DEC_KEYS, DEC_D, 1, dec_pf(kr));
 }
 
 /* The online softmax of a decoding tile, in place (its statistics stay
@@ -1830,16 +1865,17 @@ static void bench_decode(void)
 {
     static const struct { const char *name; void (*fn)(const attn_kernels *, void *); }
         ks[] = { { "qk_rows", dec_qk_rows }, { "qk_rows16", dec_qk_rows16 }, { "qk", dec_qk },
-                 { "pv", dec_pv }, { "pv16", dec_pv16 }, { "softmax", dec_softmax } };
+                 { "qk+pf", dec_qk_pf }, { "pv", dec_pv }, { "pv+pf", dec_pv_pf },
+                 { "pv16", dec_pv16 }, { "pv16+pf", dec_pv16_pf }, { "softmax", dec_softmax } };
     printf("\ndecoding tiles: cols query rows (G heads x Nq) against %d keys, d = %d;\n"
            "16-bit kernels on bf16 K or V; operands in L1 or L2 (softmax: the online\n"
            "softmax step of the tile's scores, no GFLOP/s).\n\n", DEC_KEYS, DEC_D);
     printf("%-12s %4s %-8s %12s %10s %9s\n", "kernel", "cols", "isa", "ns/call", "GFLOP/s", "vs c");
     const size_t n = (size_t)DEC_KEYS * DEC_D + 64 * DEC_D;
-    float *buf = attn_host_alloc(9 * n * sizeof(float));
+    float *buf = attn_host_alloc((9 * n + DEC_PF_MAX * DEC_D) * sizeof(float));
     if (!buf)
         return;
-    for (size_t i = 0; i < 9 * n; i++)
+    for (size_t i = 0; i < 9 * n + DEC_PF_MAX * DEC_D; i++)
         buf[i] = uniform(-1, 0);
     dec_ctx b = { .st = buf, .k = buf + n, .q = buf + 2 * n, .qt = buf + 3 * n, .v = buf + 4 * n,
                   .o = buf + 5 * n, .alpha = buf + 6 * n };

@@ -58,7 +58,12 @@ INLINE void qk_keys4(float *restrict st, ptrdiff_t ss, rows_of k, const float *r
                     acc[r * 4 + i] = _mm512_fmadd_ps(kv, qv[i], acc[r * 4 + i]);
             }
         }
-    scatter_4x4(st, ss, sum16(acc), NK, NQ);
+    /* fp8: the head's factor, once for the sums (load_quant) */
+    const __m512 sums = sum16(acc);
+    scatter_4x4(st, ss,
+                ST_FP8(ST) ? _mm512_mul_ps(sums, _mm512_set1_ps(fp8_mult(k.scale, ST == ST_E4M3)))
+                           : sums,
+                NK, NQ);
 }
 
 #define QK_KEYS4(NK) do {                                                              \

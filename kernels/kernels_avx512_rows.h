@@ -84,17 +84,17 @@ INLINE __m512 fp8_vec(__m128i b, const int E4, const int NONAN, __m512 m)
 
 /* Values c0 + h .. c0 + h + 15 of a quantized row (c0 a multiple of 32,
  * h 0 or 16, a constant; for fp8, lanes past t zero), read back: q8_0 and
- * q4_0 the half h of block c0 / 32. */
+ * q4_0 the half h of block c0 / 32; fp8 as fp8_raw reads it, not yet times
+ * fp8_mult (the head's one factor: the decoding kernels, its only readers,
+ * apply it to their sums) and without e4m3's NaN blend (they set the NaN
+ * results after: qk_rows_q, rows_entry.h). */
 INLINE __m512 load_quant(const uint8_t *row, int c0, const int h, __mmask16 t, int full,
-                         float scale, const int ST)
+                         const int ST)
 {
     if (ST == ST_E4M3 || ST == ST_E5M2) {
         const __m128i b = full ? _mm_loadu_si128((const __m128i *)(row + c0 + h))
                                : _mm_maskz_loadu_epi8(t, row + c0 + h);
-        /* e4m3 without its NaN blend: the decoding kernels, the only
-         * readers, set the NaN results after (qk_rows_q, rows_entry.h). */
-        const int e4 = ST == ST_E4M3;
-        return fp8_vec(b, e4, 1, _mm512_set1_ps(fp8_mult(scale, e4)));
+        return fp8_raw(b, ST == ST_E4M3, 1);
     }
     const uint8_t *blk = row + (c0 >> 5) * (ST == ST_Q8_0 ? 34 : 18);
     short s;
@@ -113,12 +113,13 @@ INLINE __m512 load_quant(const uint8_t *row, int c0, const int h, __mmask16 t, i
 }
 
 /* 16 values of row r from column c0 + h (c0 a multiple of 32, h 0 or 16, a
- * constant), lanes past t zero where !full. */
+ * constant), lanes past t zero where !full (fp8: load_quant's, without the
+ * head's factor). */
 INLINE __m512 row_load(const rows_of *x, ptrdiff_t r, int c0, const int h, __mmask16 t,
                        int full, const int ST)
 {
     if (ST_QUANT(ST))
-        return load_quant(x->q + r * x->stride, c0, h, t, full, x->scale, ST);
+        return load_quant(x->q + r * x->stride, c0, h, t, full, ST);
     const ptrdiff_t at = r * x->stride + c0 + h;
     if (ST == ST_F32)
         return full ? _mm512_loadu_ps(x->f + at) : _mm512_maskz_loadu_ps(t, x->f + at);
@@ -126,7 +127,10 @@ INLINE __m512 row_load(const rows_of *x, ptrdiff_t r, int c0, const int h, __mma
                       : _mm256_maskz_loadu_epi16(t, x->h + at), ST);
 }
 
-/* V's rows v are stored as ST says; the tile is their columns c0.. */
+/* V's rows v are stored as ST says; the tile is their columns c0.. fp8's
+ * rows are summed as read back without the head's factor, which the sums
+ * take once at the end (o = alpha o + fp8_mult P.V): one multiply a tile
+ * instead of one a vector of V. */
 INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, ptrdiff_t ps,
                     rows_of v, int c0, const float *restrict alpha, int nk, const int R,
                     const int NV, const int FULL, __mmask16 tail, const int PF, const int ST,
@@ -138,7 +142,9 @@ INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, p
         const __m512 a = _mm512_set1_ps(alpha[r]);
 #pragma GCC unroll 4
         for (int c = 0; c < NV; c++)
-            acc[r][c] = _mm512_mul_ps(a, load_v(o + r * os + 16 * c, c, NV, FULL, tail));
+            acc[r][c] = ST_FP8(ST) ? _mm512_setzero_ps()
+                                   : _mm512_mul_ps(a, load_v(o + r * os + 16 * c, c, NV, FULL,
+                                                             tail));
     }
     for (int j = 0; j < nk; j++) {
         __m512 b[VECS];
@@ -159,11 +165,18 @@ INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, p
                 acc[r][c] = _mm512_fmadd_ps(p, b[c], acc[r][c]);
         }
     }
+    const __m512 mult = _mm512_set1_ps(ST_FP8(ST) ? fp8_mult(v.scale, ST == ST_E4M3) : 1.0f);
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
-        for (int c = 0; c < NV; c++)
+        for (int c = 0; c < NV; c++) {
+            if (ST_FP8(ST))
+                acc[r][c] = _mm512_fmadd_ps(
+                    acc[r][c], mult,
+                    _mm512_mul_ps(_mm512_set1_ps(alpha[r]),
+                                  load_v(o + r * os + 16 * c, c, NV, FULL, tail)));
             store_v(o + r * os + 16 * c, c, NV, FULL, tail, acc[r][c]);
+        }
 }
 
 #define PV_TILE_PF(R, PF) do {                                                          \

@@ -196,6 +196,8 @@ static inline size_t column_row(const tiled_state *s, const block *k, int c)
  * rows of every K/V head side by side). */
 tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg, int page, bool tokens);
 size_t tiled_parts_bytes(const tiled_plan *t);
+/* Rows of Q the scratch's qr holds (each d_k floats). */
+int tiled_qr_rows(const attn_problem *p, const tiled_plan *t);
 float *tiled_thread_st(const tiled_state *s, int tid);
 unsigned char *tiled_thread_tile(const tiled_state *s, int tid);
 scratch tiled_thread_scratch(const tiled_state *s, int tid, int u);

@@ -39,11 +39,14 @@ static size_t acc_bytes(const attn_problem *p, const tiled_plan *t)
     return round_up((size_t)t->cols * p->d_v * sizeof(float), ALIGN);
 }
 
+int tiled_qr_rows(const attn_problem *p, const tiled_plan *t)
+{
+    return attn_dtype_half(p->dtype) && t->br > ROWS_MAX ? t->br : ROWS_MAX;
+}
+
 static size_t qr_bytes(const attn_problem *p, const tiled_plan *t)
 {
-    const size_t rows = attn_dtype_half(p->dtype) && t->br > ROWS_MAX ? (size_t)t->br
-                                                                         : ROWS_MAX;
-    return round_up(rows * p->d_k * sizeof(float), ALIGN);
+    return round_up((size_t)tiled_qr_rows(p, t) * p->d_k * sizeof(float), ALIGN);
 }
 
 static size_t tile_bytes(const attn_problem *p, const tiled_plan *t)

@@ -108,7 +108,12 @@ INLINE void qk_rows_keys(float *restrict st, ptrdiff_t ss, rows_of k, const floa
  * 51 for 8 and 16 (72-77 against 49-51 with the prefetch). qk_rows16 and
  * qk_rows_q take the same loop. The usual d as constants of their own
  * instances, as kernels_avx2.c has them, added nothing here: 73-77
- * against this loop's 76-80 in the same way. */
+ * against this loop's 76-80 in the same way. Nor, for bf16 K, 32 values
+ * widened from one 64-byte load by one shift (the even ones) and one mask
+ * (the odd ones), Q's rows laid out even and odd to match, where
+ * vpmovzxwd and vpslld take two instructions for 16: 754 against 757 ns
+ * at 4 queries and 3006 against 3004 at 16 (best of 8 and 4 runs, old and
+ * new builds in turn), so the widening is not what bounds this loop. */
 INLINE void qk_rows_any(float *restrict st, ptrdiff_t ss, rows_of k, const float *restrict q,
                         ptrdiff_t qs, int nk, int nq, int dk, ptrdiff_t pf_rows, const int ST)
 {

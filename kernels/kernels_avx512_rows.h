@@ -19,6 +19,7 @@
 
 #define ROWS 6   /* broadcast rows per register tile */
 #define VECS 4   /* zmm per tile row: 64 floats */
+#define ROWS_WIDE 16   /* pv_wide's: a tile row for each query of a decoding tile */
 
 INLINE __m512 widen(__m256i h, const int ST)
 {
@@ -127,17 +128,19 @@ INLINE __m512 row_load(const rows_of *x, ptrdiff_t r, int c0, const int h, __mma
                       : _mm256_maskz_loadu_epi16(t, x->h + at), ST);
 }
 
-/* V's rows v are stored as ST says; the tile is their columns c0.. fp8's
+/* V's rows v are stored as ST says; the tile is their columns c0 + H0..
+ * (c0 a multiple of 32; H0 0, or 16 for a tile of one vector that starts
+ * at the second half of that 32-value block, as pv_wide's 16 x 16). fp8's
  * rows are summed as read back without the head's factor, which the sums
  * take once at the end (o = alpha o + fp8_mult P.V): one multiply a tile
  * instead of one a vector of V. */
 INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, ptrdiff_t ps,
                     rows_of v, int c0, const float *restrict alpha, int nk, const int R,
                     const int NV, const int FULL, __mmask16 tail, const int PF, const int ST,
-                    const int TR, ptrdiff_t ahead)
+                    const int TR, ptrdiff_t ahead, const int H0)
 {
-    __m512 acc[ROWS][VECS];
-#pragma GCC unroll 8
+    __m512 acc[ROWS_WIDE][VECS];
+#pragma GCC unroll 16
     for (int r = 0; r < R; r++) {
         const __m512 a = _mm512_set1_ps(alpha[r]);
 #pragma GCC unroll 4
@@ -150,13 +153,16 @@ INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, p
         __m512 b[VECS];
         if (PF)   /* few rows (decoding): V streams from memory; see PF_KEYS */
 #pragma GCC unroll 4
-            for (int c = 0; c < NV; c++)
+            for (int c = H0 / 16; c < NV + H0 / 16; c++)
                 if (ST == ST_F32 || !(c & 1))   /* 16-bit or quantized: one per 32 values */
                     _mm_prefetch(row_addr(&v, j, c0 + 16 * c, ahead, ST), _MM_HINT_T2);
 #pragma GCC unroll 4
-        for (int c = 0; c < NV; c++)
-            b[c] = row_load(&v, j, c0 + 32 * (c >> 1), 16 * (c & 1), tail, c < NV - 1 || FULL, ST);
-#pragma GCC unroll 8
+        for (int c = 0; c < NV; c++) {
+            const int h = c + H0 / 16;   /* the vector's half of a 32-value block */
+            b[c] = row_load(&v, j, c0 + 32 * (h >> 1), 16 * (h & 1), tail, c < NV - 1 || FULL,
+                            ST);
+        }
+#pragma GCC unroll 16
         for (int r = 0; r < R; r++) {
             /* TR: the weights not transposed (pv_t), row r's at pt[r][j] */
             const __m512 p = _mm512_set1_ps(TR ? pt[r * ps + j] : pt[j * ps + r]);
@@ -166,7 +172,7 @@ INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, p
         }
     }
     const __m512 mult = _mm512_set1_ps(ST_FP8(ST) ? fp8_mult(v.scale, ST == ST_E4M3) : 1.0f);
-#pragma GCC unroll 8
+#pragma GCC unroll 16
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
         for (int c = 0; c < NV; c++) {
@@ -181,14 +187,14 @@ INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, p
 
 #define PV_TILE_PF(R, PF) do {                                                          \
         switch (tail == 0xffff ? nv + 4 : nv) {                                             \
-        case 1: pv_tile(out, os, p, ps, v, c0, a, nk, R, 1, 0, tail, PF, ST, TR, pf); break; \
-        case 2: pv_tile(out, os, p, ps, v, c0, a, nk, R, 2, 0, tail, PF, ST, TR, pf); break; \
-        case 3: pv_tile(out, os, p, ps, v, c0, a, nk, R, 3, 0, tail, PF, ST, TR, pf); break; \
-        case 4: pv_tile(out, os, p, ps, v, c0, a, nk, R, 4, 0, tail, PF, ST, TR, pf); break; \
-        case 5: pv_tile(out, os, p, ps, v, c0, a, nk, R, 1, 1, tail, PF, ST, TR, pf); break; \
-        case 6: pv_tile(out, os, p, ps, v, c0, a, nk, R, 2, 1, tail, PF, ST, TR, pf); break; \
-        case 7: pv_tile(out, os, p, ps, v, c0, a, nk, R, 3, 1, tail, PF, ST, TR, pf); break; \
-        default: pv_tile(out, os, p, ps, v, c0, a, nk, R, 4, 1, tail, PF, ST, TR, pf); break; \
+        case 1: pv_tile(out, os, p, ps, v, c0, a, nk, R, 1, 0, tail, PF, ST, TR, pf, 0); break; \
+        case 2: pv_tile(out, os, p, ps, v, c0, a, nk, R, 2, 0, tail, PF, ST, TR, pf, 0); break; \
+        case 3: pv_tile(out, os, p, ps, v, c0, a, nk, R, 3, 0, tail, PF, ST, TR, pf, 0); break; \
+        case 4: pv_tile(out, os, p, ps, v, c0, a, nk, R, 4, 0, tail, PF, ST, TR, pf, 0); break; \
+        case 5: pv_tile(out, os, p, ps, v, c0, a, nk, R, 1, 1, tail, PF, ST, TR, pf, 0); break; \
+        case 6: pv_tile(out, os, p, ps, v, c0, a, nk, R, 2, 1, tail, PF, ST, TR, pf, 0); break; \
+        case 7: pv_tile(out, os, p, ps, v, c0, a, nk, R, 3, 1, tail, PF, ST, TR, pf, 0); break; \
+        default: pv_tile(out, os, p, ps, v, c0, a, nk, R, 4, 1, tail, PF, ST, TR, pf, 0); break; \
         }                                                                                   \
     } while (0)
 /* pf: V streams from memory (decoding): the first 6-row group prefetches
@@ -200,11 +206,55 @@ INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, p
             PV_TILE_PF(R, 0);                                                  \
     } while (0)
 
+/* P.V of nq = 8, 12 or 16 queries (pv_wide_fits) in one register tile,
+ * each row of V read back once for all of them: 16 x 16 (two passes per
+ * 32 values, the block halves of a quantized row), 12 x 32 or 8 x 32. In
+ * rows of 6 (pv_any's tile), 16 queries read each row back three times;
+ * a 16-bit row's widening (two instructions a vector) or a quantized
+ * one's (three) then costs a third or more of the FMAs' issue slots. */
+#define PV_WIDE(R, NV, H0) do {                                                          \
+        if (pf)                                                                          \
+            pv_tile(o + c0 + (H0), os, pt, ps, v, c0, alpha, nk, R, NV, 1, 0xffff, 1, ST, 0, \
+                    pf, H0);                                                             \
+        else                                                                             \
+            pv_tile(o + c0 + (H0), os, pt, ps, v, c0, alpha, nk, R, NV, 1, 0xffff, 0, ST, 0, \
+                    0, H0);                                                              \
+    } while (0)
+
+INLINE int pv_wide_fits(int nq, int dv, const int ST, const int TR)
+{
+    return ST != ST_F32 && !TR && dv % 32 == 0 && (nq == 8 || nq == 12 || nq == 16);
+}
+
+/* Not inlined (GCC makes one copy for each ST): inlined, the rows of 6
+ * and fewer, compiled beside it, ran 3% slower at 4 queries of bf16. */
+static __attribute__((noinline, unused)) void pv_wide(float *restrict o, ptrdiff_t os,
+                                                      const float *restrict pt, ptrdiff_t ps,
+                                                      rows_of v, const float *restrict alpha,
+                                                      int nq, int nk, int dv, ptrdiff_t pf,
+                                                      const int ST)
+{
+    for (int c0 = 0; c0 < dv; c0 += 32) {
+        if (nq == 16) {
+            PV_WIDE(16, 1, 0);
+            PV_WIDE(16, 1, 16);
+        } else if (nq == 12) {
+            PV_WIDE(12, 2, 0);
+        } else {
+            PV_WIDE(8, 2, 0);
+        }
+    }
+}
+
 INLINE void pv_any(float *restrict o, ptrdiff_t o_stride, const float *restrict pt,
                    ptrdiff_t pt_stride, rows_of v, const float *restrict alpha, int nq, int nk,
                    int dv, ptrdiff_t pf, const int ST, const int TR)
 {
     const ptrdiff_t os = o_stride, ps = pt_stride;
+    if (pv_wide_fits(nq, dv, ST, TR)) {
+        pv_wide(o, os, pt, ps, v, alpha, nq, nk, dv, pf, ST);
+        return;
+    }
     for (int c0 = 0; c0 < dv; c0 += 16 * VECS) {
         const int w = dv - c0 < 16 * VECS ? dv - c0 : 16 * VECS;
         const int nv = (w + 15) / 16;

@@ -168,9 +168,16 @@ static void check_and_time(attn_result *r, const attn_backend *be, void *state,
         return;
 
     copy_all(out->first, p, out);
+    /* The held arithmetic's probe: bf16 dot products for bf16 Q and K/V
+     * (attn_peak_gflops' rule), fp32 FMA otherwise. */
+    const bool dot = p->dtype == ATTN_DTYPE_BF16 && p->kv_dtype == ATTN_DTYPE_BF16;
     if (s->bw_probe)
         r->probe_before = attn_bw_probe(s->threads);
+    if (s->fma_probe)
+        r->fprobe_before = attn_fma_probe(s->threads, dot);
     st = attn_time_runs(be, state, &s->timer, &r->timing);
+    if (s->fma_probe)
+        r->fprobe_after = attn_fma_probe(s->threads, dot);
     if (s->bw_probe)
         r->probe_after = attn_bw_probe(s->threads);
     if (st == ATTN_OK)

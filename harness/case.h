@@ -77,6 +77,10 @@ typedef struct attn_result {
     /* --bw-probe: the read-only stream's GB/s just before and just after
      * the timed runs; 0: not probed. */
     double probe_before, probe_after;
+    /* --fma-probe: the FMA peak's GFLOP/s (attn_fma_probe, of the
+     * arithmetic the case is held to) just before and just after the timed
+     * runs; 0: not probed. */
+    double fprobe_before, fprobe_after;
     /* Scale-out backends (ranks > 0): each rank's figures, the first
      * ATTN_RANK_ROWS of them, and the largest of each over all ranks;
      * means over the checked and the timed runs. */
@@ -100,12 +104,20 @@ static inline const attn_peak *attn_case_peak(const attn_result *r, const attn_p
     return r->device[0] && !r->device_is_cpu ? NULL : pk;
 }
 
-/* The peak that applies to r's case: the machine's for its storage types
- * (attn_peak_gflops), once per rank for a scale-out backend (each rank
+/* The faster FMA probe beside r's timed runs (--fma-probe); 0: none. */
+static inline double attn_case_fprobe(const attn_result *r)
+{
+    return r->fprobe_before > r->fprobe_after ? r->fprobe_before : r->fprobe_after;
+}
+
+/* The peak that applies to r's case: the faster probe beside its timed
+ * runs (--fma-probe), else the machine's for its storage types
+ * (attn_peak_gflops); once per rank for a scale-out backend (each rank
  * runs on cores of its own, on this machine's kind of CPU). */
 static inline double attn_case_peak_gflops(const attn_result *r, const attn_peak *pk)
 {
-    return attn_peak_gflops(pk, &r->p) * (r->ranks > 1 ? r->ranks : 1);
+    const double probe = attn_case_fprobe(r);
+    return (probe > 0 ? probe : attn_peak_gflops(pk, &r->p)) * (r->ranks > 1 ? r->ranks : 1);
 }
 
 /* The bandwidth r's roofline takes: the faster probe beside its timed runs

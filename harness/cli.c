@@ -28,7 +28,7 @@ typedef enum opt_id {
     O_INPUTS, O_DUMP_OUTPUT, O_DUMP_WEIGHTS, O_CASE_TIMEOUT, O_ISA, O_DUMP_INPUTS,
     O_CHECK_OUTPUT, O_PEER, O_PEER_TIMES, O_PEER_SKIP, O_KV_HEADS, O_SPLITS, O_DTYPE,
     O_KV_DTYPE, O_SHARD, O_SOFTCAP, O_ALIBI, O_SINKS, O_V_FROM_K, O_MODEL, O_PASS,
-    O_HUGE_PAGES, O_BW_PROBE, O_LENS, O_PAGE, O_PLUGIN,
+    O_HUGE_PAGES, O_BW_PROBE, O_FMA_PROBE, O_LENS, O_PAGE, O_PLUGIN,
 } opt_id;
 
 #define ARG_NONE ATTN_ARG_NONE
@@ -66,7 +66,7 @@ static const attn_option options[] = {
     { "sinks", O_SINKS, ARG_NONE },           { "v-from-k", O_V_FROM_K, ARG_NONE },
     { "model", O_MODEL, ARG_REQUIRED },       { "pass", O_PASS, ARG_REQUIRED },
     { "huge-pages", O_HUGE_PAGES, ARG_REQUIRED }, { "bw-probe", O_BW_PROBE, ARG_NONE },
-    { "plugin", O_PLUGIN, ARG_REQUIRED },
+    { "fma-probe", O_FMA_PROBE, ARG_NONE },   { "plugin", O_PLUGIN, ARG_REQUIRED },
 };
 
 int attn_error(int code, const char *fmt, ...)
@@ -640,6 +640,7 @@ static int apply(void *ctx, int opt, const char *name, const char *val)
         return -1;
     case O_PIN:     o->pin = true; return -1;
     case O_BW_PROBE: o->setup.bw_probe = true; return -1;
+    case O_FMA_PROBE: o->setup.fma_probe = true; return -1;
     case O_HUGE_PAGES:
         if (strcmp(val, "on") && strcmp(val, "off"))
             return usage_error("--huge-pages: '%s' is not on or off", val);
@@ -1080,6 +1081,9 @@ void attn_cli_usage(FILE *f, const char *prog)
 "  --bw-probe       measure a read-only stream just before and after each case's timed\n"
 "                   runs, and take the faster as its roofline's bandwidth (for machines\n"
 "                   whose bandwidth moves with their neighbours' load)\n"
+"  --fma-probe      measure the FMA peak just before and after each case's timed runs, and\n"
+"                   take the faster as its peak (%%peak, the roofline), for machines whose\n"
+"                   cores' rate moves with their neighbours' load\n"
 "  --warmup W       untimed runs before timing, at least (default 1); warm-up also lasts\n"
 "                   at least --min-time\n"
 "  --min-time S     seconds one repetition lasts at least; runs per repetition are\n"

@@ -23,7 +23,7 @@ static const char header[] =
     "real_median_s,real_min_s,real_mean_s,real_stddev_s,real_cv,cpu_median_s,cpu_mean_s,"
     "device_median_s,device_min_s,device_cv,upload_s,download_s,"
     "flops,flops_dense,gflops,gflops_dense,peak_gflops,pct_peak,bytes,gbs,tokens_per_s,peak_gbs,pct_bw,"
-    "roofline_gbs,roofline_s,pct_roofline,bound,probe_gbs,"
+    "roofline_gbs,roofline_s,pct_roofline,bound,probe_gbs,probe_gflops,"
     "workspace_bytes,workspace_predicted_bytes,rss_peak_bytes,device_bytes,score_matrix_bytes,"
     "kv_bytes,ranks,rank_compute_s,rank_comm_s,rank_sent_bytes,rank_workspace_bytes,case_index,"
     "cases,device,repro";
@@ -258,6 +258,7 @@ int attn_csv_append(attn_csv *c, const attn_result *r, const attn_setup *s, cons
     attn_csv_num(&l, timed && peak, peak ? attn_case_pct_roofline(r, peak) : 0);
     attn_csv_text(&l, !peak ? "" : roof.memory_bound ? "memory" : "compute");
     attn_csv_num(&l, attn_case_probe_gbs(r) > 0, attn_case_probe_gbs(r));
+    attn_csv_num(&l, attn_case_fprobe(r) > 0, attn_case_fprobe(r));
     const bool ran = attn_verdict_ran(r->verdict);
     attn_csv_bytes(&l, ran && !r->ws_unknown, r->ws_peak);
     attn_csv_bytes(&l, r->ws_predicted > 0, r->ws_predicted);

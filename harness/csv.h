@@ -6,7 +6,7 @@
 #include "case.h"
 #include "peak.h"
 
-#define ATTN_CSV_SCHEMA 12
+#define ATTN_CSV_SCHEMA 13
 
 typedef struct attn_csv {
     int fd;

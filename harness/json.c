@@ -134,6 +134,10 @@ static void counters(FILE *f, const void *ctx, double seconds)
             attn_json_field_num(f, "probe_GBps_before", r->probe_before);
             attn_json_field_num(f, "probe_GBps_after", r->probe_after);
         }
+        if (attn_case_fprobe(r) > 0) {
+            attn_json_field_num(f, "probe_GFLOPS_before", r->fprobe_before);
+            attn_json_field_num(f, "probe_GFLOPS_after", r->fprobe_after);
+        }
     }
     attn_json_field_num(f, "flops", r->flops);
     attn_json_field_num(f, "bytes", r->bytes);

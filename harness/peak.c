@@ -106,6 +106,24 @@ static fma_isa widest_fma(void)
 
 static volatile float sink;
 
+/* GFLOP/s of `threads` threads each running `iters` of the chains; the best
+ * of 3 runs. */
+static double fma_best(const fma_isa *isa, long iters, int threads)
+{
+    double best = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        const double t0 = attn_now();
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads)
+#endif
+        sink = isa->fn(iters);
+        const double dt = attn_now() - t0;
+        const double gf = 2.0 * CHAINS * isa->lanes * (double)iters * threads / dt * 1e-9;
+        best = gf > best ? gf : best;
+    }
+    return best;
+}
+
 /* GFLOP/s of `threads` threads each running the chains; the best of 3 runs of
  * about 0.2 s each. */
 static double fma_gflops(const fma_isa *isa, int threads)
@@ -121,18 +139,7 @@ static double fma_gflops(const fma_isa *isa, int threads)
         }
         iters *= 4;
     }
-    double best = 0;
-    for (int rep = 0; rep < 3; rep++) {
-        const double t0 = attn_now();
-#ifdef _OPENMP
-#pragma omp parallel num_threads(threads)
-#endif
-        sink = isa->fn(iters);
-        const double dt = attn_now() - t0;
-        const double gf = 2.0 * CHAINS * isa->lanes * (double)iters * threads / dt * 1e-9;
-        best = gf > best ? gf : best;
-    }
-    return best;
+    return fma_best(isa, iters, threads);
 }
 
 /* STREAM's triad over arrays far larger than any cache; the best of 5 passes. */
@@ -258,6 +265,50 @@ double attn_bw_probe(int threads)
         best = gbs > best ? gbs : best;
     }
     return best;
+}
+
+/* --fma-probe: the FMA chains (or the bf16 dot products') of attn_peak_measure,
+ * calibrated once to about PROBE_S a pass, so that each probe costs the same. */
+#define PROBE_S 0.02
+static long probe_iters[2];
+
+static fma_isa probe_isa(bool dot)
+{
+#if ATTN_HAVE_BF16_KERNELS
+    if (dot && attn_cpu_bf16_dot())
+        return (fma_isa){ "avx512bf16", 32, dot_bf16 };
+#endif
+    (void)dot;
+    return widest_fma();
+}
+
+void attn_fma_probe_init(void)
+{
+    for (int dot = 0; dot < 2; dot++) {
+        if (probe_iters[dot])
+            continue;
+        const fma_isa isa = probe_isa(dot);
+        long iters = 1 << 12;
+        for (;;) {
+            const double t0 = attn_now();
+            sink = isa.fn(iters);
+            const double dt = attn_now() - t0;
+            if (dt > PROBE_S / 4 || iters > (1L << 40)) {
+                iters = (long)((double)iters * PROBE_S / dt) + 1;
+                break;
+            }
+            iters *= 2;
+        }
+        probe_iters[dot] = iters;
+    }
+}
+
+double attn_fma_probe(int threads, bool dot)
+{
+    if (!probe_iters[dot])
+        return 0;
+    const fma_isa isa = probe_isa(dot);
+    return fma_best(&isa, probe_iters[dot], threads);
 }
 
 bool attn_peak_measure(attn_peak *pk, int threads, const char *cpu)

@@ -37,6 +37,15 @@ bool attn_peak_save(const attn_peak *pk, char *path, size_t len);
 bool attn_bw_probe_init(size_t bytes, int threads);
 double attn_bw_probe(int threads);
 
+/* --fma-probe: the FMA peak measured beside each case (before and after its
+ * timed runs), for machines whose cores' rate moves with their neighbours'
+ * load. init calibrates the passes once, before any case. The probe: the
+ * best of 3 passes of about 20 ms of attn_peak_measure's chains on
+ * `threads` threads, fp32 FMA, or the bf16 dot products where dot and the
+ * CPU has them; GFLOP/s, 0 without init. */
+void attn_fma_probe_init(void);
+double attn_fma_probe(int threads, bool dot);
+
 /* The roofline's bandwidth: the faster of the two streams measured (triad,
  * read-only), so that the roofline stays a time no case can beat by
  * streaming as the faster one did. */

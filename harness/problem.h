@@ -30,6 +30,7 @@ typedef struct attn_setup {
     int device;             /* --device; -1: each device backend's own choice */
     attn_isa isa;           /* --isa: the host backends' kernels; ATTN_ISA_AUTO: the widest */
     bool bw_probe;          /* --bw-probe: a read-only stream beside each case's timing */
+    bool fma_probe;         /* --fma-probe: the FMA peak beside each case's timing */
     const char *inputs;        /* --inputs DIR: Q, K, V from .npy files instead of the fill */
     const char *dump_output;   /* --dump-output FILE.npy, or NULL */
     const char *dump_weights;  /* --dump-weights FILE.npy, or NULL */

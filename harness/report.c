@@ -218,6 +218,10 @@ void attn_report_details(FILE *f, const attn_result *r, const attn_peak *peak)
             fprintf(f, "  bandwidth probe: %.1f GB/s before the timed runs, %.1f after%s\n",
                     r->probe_before, r->probe_after,
                     peak ? "; the roofline takes the faster" : "");
+        if (attn_case_fprobe(r) > 0)
+            fprintf(f, "  FMA probe: %.1f GFLOP/s before the timed runs, %.1f after%s\n",
+                    r->fprobe_before, r->fprobe_after,
+                    peak ? "; %peak and the roofline take the faster" : "");
         if (peak && attn_verdict_ok(r->verdict)) {
             const attn_roofline roof = attn_case_roofline(r, peak);
             char at[32], mem[32], fma[32];

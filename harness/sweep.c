@@ -440,6 +440,12 @@ int attn_sweep_run(const attn_opts *o, const attn_machine *m, const char *prog,
                "each case's timed runs; the roofline takes the faster\n", bytes >> 20,
                o->setup.threads);
     }
+    if (o->setup.fma_probe && o->setup.timer.reps > 0) {
+        attn_fma_probe_init();
+        printf("FMA probe: the peak's chains for 3 passes of about 20 ms on %d threads, before "
+               "and after each case's timed runs; %%peak and the roofline take the faster\n",
+               o->setup.threads);
+    }
     if (o->shards)
         printf("shard %d of %d (--shard %d/%d): %zu of the sweep's %zu cases, those whose index "
                "is %d mod %d\n", o->shard, o->shards, o->shard, o->shards, w.total, w.cases,

@@ -286,14 +286,23 @@ def main():
         ai = [float(r["flops"]) / float(r["bytes"]) for r in roof]
         lo, hi = min(ai) / 2, max(ai) * 2
         peaks = {}
-        for r in roof:   # each peak, named by the storage types held to it
+        for r in roof:   # each peak, named by the storage types held to it; with
+            # --fma-probe each case has its own: the fastest bounds them all
             dt = "bf16" if r.get("dtype") == "bf16" and r.get("kv_dtype") == "bf16" else "fp32"
-            peaks.setdefault(num(r["peak_gflops"]), dt)
-        for pk, dt in sorted(peaks.items()):
+            peaks[dt] = max(peaks.get(dt, 0), num(r["peak_gflops"]) or 0)
+        # A CPU without bf16 dot products holds bf16 to the FMA peak too: one
+        # ceiling for peaks within 10% of each other (a dot-product peak is 2x).
+        merged = []
+        for pk, dt in sorted((pk, dt) for dt, pk in peaks.items()):
+            if merged and pk <= merged[-1][0] * 1.1:
+                merged[-1] = (pk, merged[-1][1] + " and " + dt)
+            else:
+                merged.append((pk, dt))
+        for pk, dt in merged:
             knee = pk / bw
             xs = [x for x in (lo, knee, hi) if lo <= x <= hi] or [lo, hi]
             ax.plot(xs, [min(pk, x * bw) for x in xs], color="#999999", linewidth=2, zorder=0,
-                    linestyle="-" if dt == "fp32" else "--",
+                    linestyle="--" if dt == "bf16" else "-",
                     label=f"{dt} ceiling: {pk:.0f} GFLOP/s, {bw:.1f} GB/s")
         for name, rs in sorted(by_series(roof).items()):
             st = chartstyle.storage_kw(name, chartstyle.kw(rs[0]["backend"]))
@@ -305,8 +314,11 @@ def main():
                ylabel="GFLOP/s achieved")
         ax.grid(True, which="both", alpha=0.3)
         probed = any(num(r.get("probe_gbs")) for r in roof)
+        fprobed = any(num(r.get("probe_gflops")) for r in roof)
         save(fig, "roofline", "Roofline: each case's GFLOP/s against its FLOPs per byte, under "
-             "the machine's measured ceilings (min(peak, intensity x bandwidth); bandwidth: " +
+             "the machine's measured ceilings (min(peak, intensity x bandwidth); peak: " +
+             ("the fastest FMA probe beside a case, --fma-probe" if fprobed else "--peak's") +
+             "; bandwidth: " +
              ("the fastest read-only stream probed beside a case, --bw-probe)" if probed else
               "the faster of triad and read-only)"))
 

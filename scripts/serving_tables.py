@@ -34,7 +34,7 @@ PREFILL_TARGET = 0.90  # GFLOP/s against the dense batch of the same FLOPs
 def rows_of(d, pattern):
     out = []
     for path in sorted(glob.glob(os.path.join(d, pattern))):
-        rows = csvload.read_csv(path, NEED, PROG, "an attnbench CSV of schema 12",
+        rows = csvload.read_csv(path, NEED, PROG, "an attnbench CSV of schema 12 or later",
                                 "run scripts/results-serving")
         for r in rows:
             if r["verdict"] != "PASSED":
@@ -55,7 +55,7 @@ def pick(rows, **want):
 
 def dense_seq(path):
     """N of 8 dense causal prompts with the ragged row's FLOPs."""
-    rows = [r for r in csvload.read_csv(path, NEED, PROG, "an attnbench CSV of schema 12",
+    rows = [r for r in csvload.read_csv(path, NEED, PROG, "an attnbench CSV of schema 12 or later",
                                         "run scripts/results-serving") if r["lens"]]
     if not rows:
         csvload.die(PROG, f"{path}: no ragged row")

@@ -113,7 +113,7 @@ refused 2 "--shard: shard 3 of 3: need 0 <= I < N" --seq 8 --shard 3/3 --csv "$t
 refused 2 "--shard: 'x' is not I/N" --seq 8 --shard x --csv "$tmp/s.csv"
 refused 2 "--shard needs --csv FILE" --seq 8 --shard 0/2
 refused 2 "--shard slurm: SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT are not set" --seq 8 --shard slurm --csv "$tmp/s.csv"
-refused 2 "not an attnbench CSV of schema 12 (its header differs)" --seq 8 --csv "$tmp/old.csv" --resume
+refused 2 "not an attnbench CSV of schema 13 (its header differs)" --seq 8 --csv "$tmp/old.csv" --resume
 if "$bin" --threads 2 --list >/dev/null 2>&1; then
     refused 2 "--pin: --threads 1024, but only" --pin --threads 1024
 else
@@ -399,6 +399,24 @@ refused 2 "cu_seqlens_q.npy: offset 2 is 4 where the lengths of --lens put 5" \
 refused 2 "cu_seqlens_k.npy: offset 3 is 157 where the lengths of --lens put 158" \
     --inputs "$tmp/sv16" --lens 1:100,3:50,7:8 --reps 0
 
+# --fma-probe: both probes of the case on its details line, the faster in
+# the CSV's probe_gflops and peak_gflops (where a peak is known).
+rm -f "$tmp/fp.csv"
+"$bin" --backend=naive --seq 16 --dk 8 --reps 2 --fma-probe --csv "$tmp/fp.csv" >"$tmp/out" 2>&1
+code=$?
+# probe_gflops and peak_gflops by the header's names (peak_gflops is empty
+# where no peak was measured).
+cols=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i }
+                NR == 2 { print $c["probe_gflops"], $c["peak_gflops"] }' "$tmp/fp.csv")
+best=$(sed -n 's/.*FMA probe: \([0-9.]*\) GFLOP\/s before the timed runs, \([0-9.]*\) after.*/\1 \2/p' \
+    "$tmp/out" | awk '{ print ($1 > $2 ? $1 : $2) }')
+ok=$(echo "$cols $best" | awk 'NF >= 2 && $NF > 0 {
+    got = $1; best = $NF; peak = (NF == 3 ? $2 : got)
+    d = got - best; if (d < 0) d = -d; e = peak - got; if (e < 0) e = -e
+    print (d <= 0.05 + 1e-3 * best && e <= 1e-3 * got ? 1 : 0); next } { print 0 }')
+result "$([ "$code" = 0 ] && [ "$ok" = 1 ] && echo 1 || echo 0)" \
+    "--fma-probe: the details show both probes, probe_gflops holds the faster, peak_gflops is it" \
+    "exit $code: $(grep -i probe "$tmp/out"; tail -1 "$tmp/fp.csv" | cut -c1-200)"
 # --help carries the card's three usages.
 "$bin" --help >"$tmp/out"
 result "$(grep -q 'attnbench --backend=vulkan --seq 4096' "$tmp/out" && grep -q -- '--resume finishes it' "$tmp/out" && echo 1 || echo 0)" \

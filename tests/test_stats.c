@@ -262,6 +262,35 @@ static void roofline(void)
            "the CSV row holds roofline_gbs 25 (the probe), pct_roofline 80 and probe_gbs 25");
     r.probe_before = r.probe_after = 0;
 
+    /* --fma-probe: the faster of the two FMA probes replaces the machine's
+     * peak, for %peak and the roofline, whichever way it moved. */
+    r.flops = 4e9;
+    r.fprobe_before = 80, r.fprobe_after = 50;   /* 4 GFLOP at 80 GFLOP/s: 50 ms */
+    x = attn_case_roofline(&r, &pk);
+    tap_ok(!x.memory_bound && near(x.fma_s, 0.05) && near(attn_case_pct_roofline(&r, &pk), 100) &&
+           near(attn_case_peak_gflops(&r, &pk), 80),
+           "FMA probes of 80 and 50 GFLOP/s: the peak is 80, the roofline 50 ms, 100%% (%g s)",
+           x.s);
+    r.fprobe_before = 0, r.fprobe_after = 400;
+    x = attn_case_roofline(&r, &pk);
+    tap_ok(x.memory_bound && near(x.fma_s, 0.01) && near(attn_case_pct_roofline(&r, &pk), 40),
+           "an FMA probe faster than the machine's 100 GFLOP/s is taken too: 10 ms of FMA, "
+           "memory-bound at 20 ms, 40%% (%g s)", x.s);
+    r.p.dtype = r.p.kv_dtype = ATTN_DTYPE_BF16;   /* the probe, not the bf16 peak of 200 */
+    tap_ok(near(attn_case_peak_gflops(&r, &pk), 400),
+           "a bf16 case takes its probe (of the dot products) over the machine's bf16 peak");
+    r.p.dtype = r.p.kv_dtype = ATTN_DTYPE_FP32;
+    r.fprobe_before = 80, r.fprobe_after = 50;
+    const bool ok5 = csv_of(&r, &pk, buf, sizeof(buf));
+    const char *row5 = ok5 ? strchr(buf, '\n') : NULL;
+    if (!tap_ok(ok5 && strstr(buf, ",bound,probe_gbs,probe_gflops,") && row5 &&
+                    strstr(row5, ",80,100,") && strstr(row5, ",50,0.05,100,compute,,80,"),
+                "the CSV row holds peak_gflops 80 and pct_peak 100 (the probe), roofline_s "
+                "0.05, pct_roofline 100, no bandwidth probe and probe_gflops 80") && row5)
+        tap_diag("%s", row5 + 1);
+    r.fprobe_before = r.fprobe_after = 0;
+    r.flops = 1e9;
+
     /* A GPU ran the case: the host CPU's peaks do not apply to it, and no
      * figure is quoted against them; a CPU device (lavapipe) keeps them. */
     snprintf(r.device, sizeof(r.device), "planted GPU (discrete GPU)");

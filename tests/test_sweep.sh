@@ -22,7 +22,7 @@ result "$(if [ "$(rows "$tmp/full.csv")" = 8 ] && [ "$(dups "$tmp/full.csv")" = 
     "the CSV holds 8 rows with distinct keys" "$(cat "$tmp/full.csv")"
 head -n 1 "$tmp/full.csv" | grep -q '^schema,key,backend,verdict,reason,batch,heads,kv_heads,seq_q,seq_kv,d_k,d_v,causal,'
 result "$(yes_if [ $? = 0 ])" "the CSV header names its columns, schema first" "$(head -n 1 "$tmp/full.csv")"
-result "$(yes_if [ "$(tail -n +2 "$tmp/full.csv" | cut -d, -f1,4 | sort -u)" = "12,PASSED" ])" \
+result "$(yes_if [ "$(tail -n +2 "$tmp/full.csv" | cut -d, -f1,4 | sort -u)" = "13,PASSED" ])" \
     "every row carries the schema version and its verdict"
 
 "$py" - "$tmp/full.json" >"$tmp/py" 2>&1 <<'PY'
@@ -133,7 +133,7 @@ result "$(if [ "$after_term" -ge 2 ] && [ "$after_term" -lt "$after_kill" ] && [
 result "$(yes_if [ $? = 0 ])" "the JSON of an interrupted run is still valid JSON" "$(cat "$tmp/py")"
 "$bin" $big --csv "$tmp/kill.csv" --json "$tmp/kill.json" --resume >"$tmp/out" 2>"$tmp/err"
 code=$?
-bad=$(tail -n +2 "$tmp/kill.csv" | grep -cv '^12,attn/naive/')
+bad=$(tail -n +2 "$tmp/kill.csv" | grep -cv '^13,attn/naive/')
 result "$(if [ $code = 0 ] && [ "$(rows "$tmp/kill.csv")" = 12 ] && [ "$(dups "$tmp/kill.csv")" = 0 ] && [ "$bad" = 0 ]; then echo 1; else echo 0; fi)" \
     "after SIGTERM and SIGKILL, --resume completes the 12 cases with no duplicate or torn row" \
     "exit $code, $(rows "$tmp/kill.csv") rows, $(dups "$tmp/kill.csv") duplicated, $bad malformed: $(cat "$tmp/err")"

@@ -68,7 +68,8 @@ def peaks(d):
           "FLOPs at the peak of its arithmetic (docs/command-line.md, '%roof'). The bandwidth "
           "is the faster of the two streams above, or where the run measured one beside each "
           "case (`--bw-probe`) the faster of that case's probes, just before and just after "
-          "its timed runs.")
+          "its timed runs; the peak is the one above, or where the run measured it beside each "
+          "case (`--fma-probe`) the faster of that case's FMA probes.")
 
 
 def decode_table(rows):

@@ -45,7 +45,7 @@ def main():
     ok(header.startswith("schema,key,backend,verdict,"), "the CSV has attnbench's header")
     for c in ("0", "1"):
         x = got.get(("numpy", c), {})
-        ok(x.get("verdict") == "PASSED" and x.get("schema") == "12" and float(x["real_median_s"]) > 0
+        ok(x.get("verdict") == "PASSED" and x.get("schema") == "13" and float(x["real_median_s"]) > 0
            and x.get("key", "").startswith("attn/numpy/b:1/h:2/sq:64/skv:64/dk:16/dv:16/causal:" + c)
            and int(x.get("workspace_bytes") or 0) > 0,
            f"numpy causal={c}: PASSED, timed, keyed and with its workspace ({x.get('verdict')}, "

@@ -23,7 +23,11 @@
  * thread, bench_kernels --bench, 48 keys, d = 128, 16 columns) 254 against
  * 202 GFLOP/s (peak 269); whole decoding runs (H = 32, Hkv = 8, Nq = 4,
  * d = 128, 1 thread) 197-200 against 190-193 with K/V in cache (Nk = 1K),
- * and no faster with Nk = 32K, where streaming K and V bounds them. */
+ * and no faster with Nk = 32K, where streaming K and V bounds them. At
+ * two vectors (32 columns: multi-query decoding), 12 rows were not faster
+ * than 6 on the 2-core Skylake-SP Xeon (one thread, 192-key tiles of
+ * d = 128, 8 runs of the two builds in turn, medians: 128 against 134
+ * GFLOP/s in L2, 91 against 96 streaming from memory). */
 #define ROWS_NARROW 12
 
 /* One column c of K against row c of Q^T: R x NV vectors of scores. */

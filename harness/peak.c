@@ -124,22 +124,23 @@ static double fma_best(const fma_isa *isa, long iters, int threads)
     return best;
 }
 
+/* The iterations of the chains that last about `seconds` on one thread. */
+static long fma_calibrate(const fma_isa *isa, double seconds)
+{
+    for (long iters = 1 << 12;; iters *= 4) {
+        const double t0 = attn_now();
+        sink = isa->fn(iters);
+        const double dt = attn_now() - t0;
+        if (dt > seconds / 4 || iters > (1L << 40))
+            return (long)((double)iters * seconds / dt) + 1;
+    }
+}
+
 /* GFLOP/s of `threads` threads each running the chains; the best of 3 runs of
  * about 0.2 s each. */
 static double fma_gflops(const fma_isa *isa, int threads)
 {
-    long iters = 1 << 16;
-    for (;;) {   /* calibrate on one thread to ~0.2 s */
-        const double t0 = attn_now();
-        sink = isa->fn(iters);
-        const double dt = attn_now() - t0;
-        if (dt > 0.05) {
-            iters = (long)((double)iters * 0.2 / dt) + 1;
-            break;
-        }
-        iters *= 4;
-    }
-    return fma_best(isa, iters, threads);
+    return fma_best(isa, fma_calibrate(isa, 0.2), threads);
 }
 
 /* STREAM's triad over arrays far larger than any cache; the best of 5 passes. */
@@ -288,18 +289,7 @@ void attn_fma_probe_init(void)
         if (probe_iters[dot])
             continue;
         const fma_isa isa = probe_isa(dot);
-        long iters = 1 << 12;
-        for (;;) {
-            const double t0 = attn_now();
-            sink = isa.fn(iters);
-            const double dt = attn_now() - t0;
-            if (dt > PROBE_S / 4 || iters > (1L << 40)) {
-                iters = (long)((double)iters * PROBE_S / dt) + 1;
-                break;
-            }
-            iters *= 2;
-        }
-        probe_iters[dot] = iters;
+        probe_iters[dot] = fma_calibrate(&isa, PROBE_S);
     }
 }
 

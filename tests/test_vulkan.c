@@ -1,8 +1,9 @@
 /* What is particular to the Vulkan backends, beyond the grid every backend
  * passes in test_backends: the validation layer is on and sees no error (and
  * does see a planted missing barrier), Mesa llvmpipe's loop-iteration limit
- * is modelled exactly (a shape one key tile past it is refused, and run
- * anyway it is wrong), vulkan-3pass chunks heads when S does not fit one
+ * is modelled exactly for both fused kernels (a shape one key tile past it
+ * is refused, and run anyway it is wrong), decoding takes decode.comp where
+ * it applies and keeps test_nonfinite's rules there, vulkan-3pass chunks heads when S does not fit one
  * binding, the device's timestamps and transfers are reported, shapes
  * larger than the test grid pass, and a tile that cannot fit in shared
  * memory is refused.
@@ -17,7 +18,7 @@
 #include "util.h"
 #include "vulkan/vk.h"
 
-#define NCHECKS 25
+#define NCHECKS 35
 
 static void bail(const char *what)
 {
@@ -95,42 +96,56 @@ static void missing_barrier_caught(void)
         tap_diag("%s: %s; %lu validation errors", attn_verdict_str(v), r.why, errors);
 }
 
-/* One query, d = 4, Nk keys: all keys 0 but the last, whose logit is 40 and
- * whose value is 1, so O is 1 (to 1e-9) when the last key tile is computed
- * and 0 when it is not. */
-static bool last_key_counts(const attn_backend *be, int nk, double *got, attn_status *st)
+/* nq queries, d = 4, Nk keys: all keys 0 but the last, whose logit is 40
+ * and whose value is 1, so O is 1 (to 1e-9) in every row when the last key
+ * tile is computed and 0 when it is not. */
+static bool last_key_counts(const attn_backend *be, int nq, int nk, double *got,
+                            attn_status *st)
 {
-    const attn_problem p = { 1, 1, 1, nk, 4, 4, 1.0f, false, NULL };
+    const attn_problem p = { 1, 1, nq, nk, 4, 4, 1.0f, false, NULL };
     float *k = calloc((size_t)nk * 4, sizeof(float)), *v = calloc((size_t)nk * 4, sizeof(float));
-    float q[4] = { 1, 0, 0, 0 }, o[4] = { NAN, NAN, NAN, NAN };
-    if (!k || !v)
+    float *q = calloc((size_t)nq * 4, sizeof(float)), *o = malloc((size_t)nq * 4 * sizeof(float));
+    if (!k || !v || !q || !o)
         bail("out of memory");
+    for (int i = 0; i < nq * 4; i++)
+        o[i] = NAN;
+    for (int i = 0; i < nq; i++)
+        q[i * 4] = 1.0f;
     k[(size_t)(nk - 1) * 4] = 40.0f;
     for (int c = 0; c < 4; c++)
         v[(size_t)(nk - 1) * 4 + c] = 1.0f;
     *st = run_verbs(be, &p, q, k, v, o);
-    free(k);
-    free(v);
     const double want = 1.0 / (1.0 + (nk - 1) * exp(-40.0));
     *got = o[0];
-    return *st == ATTN_OK && fabs(o[0] - want) < 1e-5 && o[1] == o[0] && o[3] == o[0];
+    bool ok = *st == ATTN_OK;
+    for (int i = 0; i < nq * 4; i++)
+        ok = ok && fabs(o[i] - want) < 1e-5;
+    free(k);
+    free(v);
+    free(q);
+    free(o);
+    return ok;
 }
 
-static void loop_limit(void)
+/* The limit for one kernel: decode.comp (Nq = 1) or flash.comp (Nq = 2). */
+static void loop_limit(int nq)
 {
     const attn_backend *be = attn_backend_find("vulkan");
-    attn_problem p = { 1, 1, 1, 1, 4, 4, 1.0f, false, NULL };
+    const char *kernel = nq == 1 ? "decode.comp" : "flash.comp";
+    attn_problem p = { 1, 1, nq, 1, 4, 4, 1.0f, false, NULL };
     attn_vk_plan_t plan;
     char why[512] = "";
     if (attn_vk_plan_info(&p, true, 0, &plan, why, sizeof(why)) != ATTN_OK) {
         for (int i = 0; i < 3; i++)
-            tap_skip(why, "vulkan: loop-limit check %d of 3", i + 1);
+            tap_skip(why, "vulkan (%s): loop-limit check %d of 3", kernel, i + 1);
         return;
     }
+    if (plan.decode != (nq == 1))
+        bail("the plan does not take the kernel this check is for");
     if (!plan.loop_limit) {
         for (int i = 0; i < 3; i++)
             tap_skip("this driver has no loop-iteration limit (not llvmpipe)",
-                     "vulkan: loop-limit check %d of 3", i + 1);
+                     "vulkan (%s): loop-limit check %d of 3", kernel, i + 1);
         return;
     }
     /* The largest Nk the backend's model of the limit allows; one key more
@@ -149,9 +164,10 @@ static void loop_limit(void)
     attn_vk_plan_info(&p, true, 0, &plan, why, sizeof(why));
     double got;
     attn_status st;
-    bool ok = last_key_counts(be, at, &got, &st);
-    if (!tap_ok(ok, "vulkan: Nk = %d (%llu loop iterations, the most the model allows) runs "
-                "and counts the last key", at, (unsigned long long)plan.loop_iterations))
+    bool ok = last_key_counts(be, nq, at, &got, &st);
+    if (!tap_ok(ok, "vulkan (%s): Nk = %d (%llu loop iterations, the most the model allows) "
+                "runs and counts the last key", kernel, at,
+                (unsigned long long)plan.loop_iterations))
         tap_diag("%s; O = %.9g", attn_status_str(st), got);
 
     p.seq_kv = at + 1;
@@ -159,7 +175,8 @@ static void loop_limit(void)
     st = attn_backend_supports(be, &p, &(attn_config){ .threads = 1, .device = -1 }, why,
                                sizeof(why));
     if (!tap_ok(st == ATTN_EUNSUPPORTED && strstr(why, "llvmpipe") && strstr(why, "65535"),
-                "vulkan: Nk = %d (one tile more) is refused, naming the limit", at + 1))
+                "vulkan (%s): Nk = %d (one tile more) is refused, naming the limit", kernel,
+                at + 1))
         tap_diag("%s: %s", attn_status_str(st), why);
 
     /* Planted: the guard off, one whole key tile more. The model counts
@@ -167,11 +184,11 @@ static void loop_limit(void)
      * one, never all of it: the invocation's loops stop before its last
      * key. */
     attn_vk_plant(ATTN_VK_PLANT_NO_LOOP_GUARD);
-    ok = last_key_counts(be, at + (int)plan.keys, &got, &st);
+    ok = last_key_counts(be, nq, at + (int)plan.keys, &got, &st);
     attn_vk_plant(ATTN_VK_PLANT_NONE);
     if (!tap_ok(!ok && st == ATTN_OK && got == 0.0,
-                "vulkan: Nk = %d (one whole tile of %u keys more) run anyway: its last key "
-                "is silently lost (O = 0)", at + (int)plan.keys, plan.keys))
+                "vulkan (%s): Nk = %d (one whole tile of %u keys more) run anyway: its last "
+                "key is silently lost (O = 0)", kernel, at + (int)plan.keys, plan.keys))
         tap_diag("%s; O = %.9g (the model of the limit is wrong if this passed)",
                  attn_status_str(st), got);
 }
@@ -342,6 +359,106 @@ static void gpu_sizes(void)
     }
 }
 
+/* decode.comp, where the plan takes it (Nq = 1, d a multiple of 4, of 8
+ * for d_k in fp16), and flash.comp where it does not: query heads of a K/V
+ * head in blocks of up to 8 (the last partial), a d whose vec4 columns do
+ * not divide the invocations (the last P.V group of a tile short), padding
+ * down to 0 keys, split-KV, fp16, MQA. */
+static void decode_kernel(void)
+{
+    static const int kv[] = { 777, 300, 0 }, kv2[] = { 1000, 999 }, kv3[] = { 300, 17 };
+    const struct { attn_problem p; bool decode; int splits; attn_fill_kind fill; } cs[] = {
+        { { 3, 12, 1, 777, 40, 40, 0.15f, false, kv, .kv_heads = 1 }, true, 0,
+          ATTN_FILL_EXTREME },
+        { { 3, 12, 1, 777, 40, 40, 0.15f, true, kv, .kv_heads = 1 }, true, 3, ATTN_FILL_NORMAL },
+        { { 2, 32, 1, 1000, 128, 128, 0.088f, false, kv2, .kv_heads = 1,
+            .dtype = ATTN_DTYPE_FP16, .kv_dtype = ATTN_DTYPE_FP16 }, true, 0, ATTN_FILL_NORMAL },
+        { { 2, 6, 1, 300, 64, 32, 0.125f, false, kv3, .kv_heads = 2 }, true, 1000,
+          ATTN_FILL_NORMAL },
+        { { 2, 4, 1, 300, 36, 36, 0.16f, false, kv3, .kv_heads = 2,
+            .dtype = ATTN_DTYPE_FP16, .kv_dtype = ATTN_DTYPE_FP16 }, false, 0, ATTN_FILL_NORMAL },
+        { { 2, 4, 1, 300, 6, 6, 0.4f, false, kv3, .kv_heads = 4 }, false, 0, ATTN_FILL_NORMAL },
+    };
+    for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++) {
+        attn_setup s = test_setup(cs[i].fill, 0);
+        s.splits = cs[i].splits;
+        attn_vk_plan_t plan;
+        char why[512] = "", shape[256];
+        const attn_status st = attn_vk_plan_info(&cs[i].p, true, cs[i].splits, &plan, why,
+                                                 sizeof(why));
+        attn_result r;
+        const attn_verdict v = run_case_setup(attn_backend_find("vulkan"), &cs[i].p, &s, &r);
+        attn_problem_describe(&cs[i].p, shape, sizeof(shape));
+        if (!tap_ok(st == ATTN_OK && v == ATTN_PASSED && plan.decode == cs[i].decode,
+                    "vulkan: %s (%u %s a workgroup, %u chunks) %s%s",
+                    plan.decode ? "decode.comp" : "flash.comp", plan.rows,
+                    plan.decode ? "query heads" : "rows", plan.splits, shape,
+                    cs[i].fill == ATTN_FILL_EXTREME ? " fill=extreme" : ""))
+            tap_diag("%s: %s; decode %d, wanted %d", attn_verdict_str(v), r.why, plan.decode,
+                     cs[i].decode);
+    }
+}
+
+/* decode.comp and non-finite inputs (test_nonfinite's rules at Nq = 1):
+ * NaN in V of a key that batch item 0 sees makes that column NaN in the
+ * heads of its K/V head and nowhere else, NaN in K and V of a key past
+ * batch item 1's length reaches nothing, and NaN in q of one head makes
+ * that row NaN only. */
+static void decode_nonfinite(void)
+{
+    enum { B = 2, H = 4, HKV = 2, NK = 300, D = 64, J0 = 150, C = 5, J1 = 250, HQ = 3 };
+    static const int kv[] = { NK, 200 };
+    const attn_problem p = { B, H, 1, NK, D, D, 0.125f, false, kv, .kv_heads = HKV };
+    const size_t nq = (size_t)B * H * D, nkv = (size_t)B * HKV * NK * D;
+    float *q = malloc(nq * sizeof(float)), *k = malloc(nkv * sizeof(float));
+    float *v = malloc(nkv * sizeof(float)), *o = malloc(nq * sizeof(float));
+    if (!q || !k || !v || !o)
+        bail("out of memory");
+    uint64_t x = 88172645463325252ull;
+    for (size_t i = 0; i < nkv; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        k[i] = (float)((x >> 40) % 2001) / 1000.0f - 1.0f;
+        v[i] = (float)((x >> 20) % 2001) / 1000.0f - 1.0f;
+    }
+    for (size_t i = 0; i < nq; i++)
+        q[i] = (float)((i * 37) % 101) / 50.0f - 1.0f;
+    /* b = 0, K/V head 1 (query heads 2, 3): v[J0][C] NaN. */
+    v[((size_t)(0 * HKV + 1) * NK + J0) * D + C] = NAN;
+    /* b = 1, K/V head 0: key J1 >= its length 200, NaN in K and V. */
+    for (int c = 0; c < D; c++) {
+        k[((size_t)(1 * HKV + 0) * NK + J1) * D + c] = NAN;
+        v[((size_t)(1 * HKV + 0) * NK + J1) * D + c] = NAN;
+    }
+    /* b = 1, query head HQ: q NaN in one element. */
+    q[((size_t)1 * H + HQ) * D + 7] = NAN;
+    attn_vk_plan_t plan;
+    char why[512] = "";
+    attn_vk_plan_info(&p, true, 0, &plan, why, sizeof(why));
+    const attn_status st = run_verbs(attn_backend_find("vulkan"), &p, q, k, v, o);
+    int wrong = 0, first = -1;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int c = 0; c < D; c++) {
+                const bool nan_want = (b == 0 && h / (H / HKV) == 1 && c == C) ||
+                                      (b == 1 && h == HQ);
+                const float y = o[((size_t)b * H + h) * D + c];
+                if (isnan(y) != nan_want || (!nan_want && !isfinite(y))) {
+                    wrong++;
+                    if (first < 0)
+                        first = (b * H + h) * D + c;
+                }
+            }
+    if (!tap_ok(st == ATTN_OK && plan.decode && wrong == 0,
+                "vulkan (decode.comp): NaN in V reaches its column of its K/V head's rows, NaN "
+                "past a length reaches nothing, NaN in q its row only"))
+        tap_diag("%s; decode %d; %d elements wrong, the first at %d", attn_status_str(st),
+                 plan.decode, wrong, first);
+    free(q);
+    free(k);
+    free(v);
+    free(o);
+}
+
 /* A d whose one row and one key overflow shared memory is refused, not run. */
 static void too_wide(void)
 {
@@ -369,7 +486,10 @@ int main(void)
     validation_on();
     clean_runs();
     missing_barrier_caught();
-    loop_limit();
+    loop_limit(1);
+    loop_limit(2);
+    decode_kernel();
+    decode_nonfinite();
     threepass_loops();
     chunked();
     reported();

@@ -49,6 +49,8 @@ size_t attn_vk_bytes(const attn_problem *p, int which)
  *                 slots (NS = BR BC / invocations) where BC does not divide
  *                 the invocations, over the tiles of one split (all
  *                 ceil(Nk / BC) tiles without split-KV)
+ *   decode.comp   the tiles of one split and nothing else (its key loop is
+ *                 its last)
  *   combine.comp  with split-KV: two passes over the S splits and, for
  *                 each of ceil(d_v / 64) columns, one more: (2 + ceil(d_v /
  *                 64)) (S + 1) + ceil(d_v / 64) + 1
@@ -66,7 +68,7 @@ static uint64_t loop_iterations(const attn_problem *p, bool fused, const attn_vk
         const uint64_t bc = pl->keys, wg = pl->invocations, sp = pl->splits;
         const uint64_t ns = wg % bc ? ((uint64_t)pl->rows * bc + wg - 1) / wg + 1 : 0;
         const uint64_t keys = sp > 1 && pl->split_keys < nk ? pl->split_keys : nk;
-        const uint64_t n = (keys + bc - 1) / bc * (1 + ns + (bc + 1));
+        const uint64_t n = (keys + bc - 1) / bc * (pl->decode ? 1 : 1 + ns + (bc + 1));
         const uint64_t cols = ((uint64_t)p->d_v + 63) / 64;
         const uint64_t combine = sp > 1 ? (2 + cols) * (sp + 1) + cols + 1 : 0;
         return n > combine ? n : combine;
@@ -109,21 +111,27 @@ uint64_t attn_vk_fused_shared(uint64_t br, uint64_t bc, int d_k, int d_v)
     return (br * dk4 + kv) * 4 * sizeof(float) + (br * ps + 3 * br) * sizeof(float);
 }
 
+uint64_t attn_vk_decode_shared(uint64_t r, uint64_t wg, int d_k, int d_v)
+{
+    const uint64_t dk4 = (uint64_t)d_k / 4, dv4 = (uint64_t)d_v / 4, kq = wg / dv4;
+    return (r * dk4 + kq * r * dv4) * 4 * sizeof(float) +
+           (r * (wg | 1) + 2 * kq * r) * sizeof(float);
+}
+
 /* Split-KV for the fused kernel: each block's keys cut into S chunks of
  * whole key tiles, run as S times the workgroups, whose partial rows
  * (unnormalized O, m and l) combine.comp merges. `want` is --splits: N
  * (at most one chunk per key tile), 1 never, 0 the plan's choice: on a
- * GPU, enough chunks for WG_TARGET workgroups where the blocks alone
+ * GPU, enough chunks for WG_TARGET workgroups where the `wgs` alone
  * are fewer (decoding, short prefill), at least 4 tiles a chunk and at most
  * 64 chunks; on a CPU device (lavapipe) none, its threads being few. */
 #define WG_TARGET 1024u
 
-static attn_status plan_splits(const attn_problem *p, int want, uint64_t blocks,
+static attn_status plan_splits(const attn_problem *p, int want, uint64_t wgs,
                                attn_vk_plan_t *pl, uint64_t range, char *why, size_t len)
 {
     const VkPhysicalDeviceLimits *lim = &attn_vk_g.props.limits;
     const uint64_t tiles = ((uint64_t)p->seq_kv + pl->keys - 1) / pl->keys;
-    const uint64_t wgs = blocks * (uint64_t)p->heads * (uint64_t)p->batch;
     uint64_t s = 1;
     if (want > 0)
         s = (uint64_t)want;
@@ -162,6 +170,51 @@ static attn_status plan_splits(const attn_problem *p, int want, uint64_t blocks,
     return ATTN_OK;
 }
 
+/* Invocations per workgroup of the fused kernels: `gpu` on a GPU, 64 on a
+ * CPU device, or what a test forces, within the device's limits. */
+static uint32_t invocations(uint32_t gpu, bool cpu_device)
+{
+    const VkPhysicalDeviceLimits *lim = &attn_vk_g.props.limits;
+    uint32_t wg = cpu_device ? 64 : gpu;
+    if (atomic_load(&attn_vk_invocations))
+        wg = atomic_load(&attn_vk_invocations);
+    if (wg > lim->maxComputeWorkGroupSize[0])
+        wg = lim->maxComputeWorkGroupSize[0];
+    if (wg > lim->maxComputeWorkGroupInvocations)
+        wg = lim->maxComputeWorkGroupInvocations;
+    return wg;
+}
+
+/* Decoding (Nq = 1) runs decode.comp where its vector loads fit the rows:
+ * d_k and d_v multiples of 4 (d_k of 8 in fp16, read 16 bytes at a time),
+ * one vec4 column of V per invocation of a group (d_v / 4 <= invocations),
+ * and shared memory for at least one query head. Up to 8 query heads of one
+ * K/V head share each read of K and V (more would spill the registers that
+ * hold their accumulators); a tile is one key per invocation: 128 on a GPU,
+ * 64 on a CPU device. Elsewhere decoding runs flash.comp with one row a
+ * block. Sets pl->decode, rows (query heads per workgroup), keys and
+ * invocations; false where it does not apply. */
+static bool plan_decode(const attn_problem *p, attn_vk_plan_t *pl)
+{
+    const uint64_t limit = attn_vk_g.props.limits.maxComputeSharedMemorySize;
+    const int kmul = p->dtype == ATTN_DTYPE_FP16 ? 8 : 4;
+    if (p->seq_q != 1 || p->d_k % kmul || p->d_v % 4)
+        return false;
+    const uint32_t wg = invocations(128, pl->cpu_device);
+    if ((uint32_t)p->d_v / 4 > wg || wg < 2)
+        return false;
+    uint32_t r = attn_group(p) < 8 ? (uint32_t)attn_group(p) : 8;
+    while (r > 1 && attn_vk_decode_shared(r, wg, p->d_k, p->d_v) > limit)
+        r--;
+    if (attn_vk_decode_shared(r, wg, p->d_k, p->d_v) > limit)
+        return false;
+    pl->decode = true;
+    pl->rows = r;
+    pl->keys = wg;
+    pl->invocations = wg;
+    return true;
+}
+
 /* What the device allows for p, decided before anything is allocated. The
  * fused kernel's tile comes from d and the shared-memory limit; the 3-pass
  * score chunk from maxStorageBufferRange. */
@@ -186,6 +239,24 @@ attn_status attn_vk_plan(const attn_problem *p, bool fused, int splits, attn_vk_
         }
     }
     const uint32_t bh = (uint32_t)p->batch * (uint32_t)p->heads;
+    if (fused && plan_decode(p, pl)) {
+        const uint64_t blocks = ((uint64_t)attn_group(p) + pl->rows - 1) / pl->rows;
+        const uint32_t hkv = (uint32_t)attn_kv_heads(p);
+        if (blocks > lim->maxComputeWorkGroupCount[0] ||
+            hkv > lim->maxComputeWorkGroupCount[1] ||
+            (uint32_t)p->batch > lim->maxComputeWorkGroupCount[2]) {
+            snprintf(why, len, "vulkan: the grid (%llu, %u, %d) exceeds this device's "
+                     "maxComputeWorkGroupCount (%u, %u, %u)", (unsigned long long)blocks, hkv,
+                     p->batch, lim->maxComputeWorkGroupCount[0],
+                     lim->maxComputeWorkGroupCount[1], lim->maxComputeWorkGroupCount[2]);
+            return ATTN_EUNSUPPORTED;
+        }
+        st = plan_splits(p, splits, blocks * hkv * (uint64_t)p->batch, pl, range, why, len);
+        if (st != ATTN_OK)
+            return st;
+        pl->loop_iterations = loop_iterations(p, true, pl);
+        return check_loops(p, true, pl, why, len);
+    }
     if (fused) {
         /* Shared memory (flash.comp) holds Q of BR rows, K or V of BC keys
          * as vec4 (d rounded up to a multiple of 4, K rows at an odd
@@ -231,17 +302,9 @@ attn_status attn_vk_plan(const attn_problem *p, bool fused, int splits, attn_vk_
          * time of 64 (256 was not measured there). On a CPU device
          * (lavapipe) 64: there 256 took 1.34-1.39x the time of 64 (B=1,
          * H=4, N=256, d=64 and 128, 3 rounds). */
-        uint32_t wg = rows >= 32 ? 256 : 128;
-        if (pl->cpu_device)
-            wg = 64;
-        if (atomic_load(&attn_vk_invocations))
-            wg = atomic_load(&attn_vk_invocations);
-        if (wg > lim->maxComputeWorkGroupSize[0])
-            wg = lim->maxComputeWorkGroupSize[0];
-        if (wg > lim->maxComputeWorkGroupInvocations)
-            wg = lim->maxComputeWorkGroupInvocations;
-        pl->invocations = wg;
-        st = plan_splits(p, splits, blocks, pl, range, why, len);
+        pl->invocations = invocations(rows >= 32 ? 256 : 128, pl->cpu_device);
+        st = plan_splits(p, splits, blocks * (uint64_t)p->heads * (uint64_t)p->batch, pl, range,
+                         why, len);
         if (st != ATTN_OK)
             return st;
         pl->loop_iterations = loop_iterations(p, true, pl);

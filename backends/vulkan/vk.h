@@ -41,7 +41,9 @@ void attn_vk_force_invocations(uint32_t n);
  * prepare but without the loop-limit refusal, so tests can stand on either
  * side of that limit. */
 typedef struct attn_vk_plan_t {
-    uint32_t rows, keys;            /* fused: query rows per workgroup, keys per tile */
+    bool decode;                    /* fused: decode.comp (Nq = 1) rather than flash.comp */
+    uint32_t rows, keys;            /* fused: query rows per workgroup (decode.comp: query
+                                       heads of one K/V head), keys per tile */
     uint32_t invocations;           /* fused: invocations per workgroup */
     uint32_t splits, split_keys;    /* fused: split-KV chunks (1: none), keys per chunk */
     bool cpu_device;                /* the device is a CPU (lavapipe): 64 invocations, no

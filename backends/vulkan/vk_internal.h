@@ -65,6 +65,9 @@ size_t attn_vk_bytes(const attn_problem *p, int which);
 
 /* Bytes of shared memory flash.comp declares for br rows and bc keys. */
 uint64_t attn_vk_fused_shared(uint64_t br, uint64_t bc, int d_k, int d_v);
+/* Bytes of shared memory decode.comp declares for r query heads and wg
+ * invocations (a tile of wg keys). */
+uint64_t attn_vk_decode_shared(uint64_t r, uint64_t wg, int d_k, int d_v);
 
 /* How the open device runs p (attn_vk_plan_t): the fused kernel's rows per
  * workgroup, keys per tile, invocations and split-KV chunks (splits as

@@ -1,9 +1,10 @@
 /* vulkan and vulkan-3pass: attention as Vulkan compute shaders (shaders/);
  * this file holds the per-case part: buffers, pipelines, recording and the
  * verbs (device.c: the device layer; plan.c: what a device allows).
- *   vulkan        one dispatch of the fused FlashAttention kernel (flash.comp);
- *                 with split-KV (plan.c) a second, combine.comp, merging
- *                 the chunks' partial rows
+ *   vulkan        one dispatch of the fused FlashAttention kernel (flash.comp,
+ *                 or decode.comp where Nq = 1 and plan.c takes it); with
+ *                 split-KV (plan.c) a second, combine.comp, merging the
+ *                 chunks' partial rows
  *   vulkan-3pass  scores (scores.comp), row softmax (softmax.comp) and P.V
  *                 (pv.comp) with S materialized in device memory, heads in
  *                 chunks that fit maxStorageBufferRange
@@ -54,6 +55,9 @@ static const uint32_t pv_spv[] =
 static const uint32_t combine_spv[] =
 #include "combine.spv.h"
 ;
+static const uint32_t decode_spv[] =
+#include "decode.spv.h"
+;
 /* The same shaders reading Q, K and V as fp16 (-DSTORAGE16). GLSL has no
  * bf16 type: bf16 cases are refused by the registry (dtypes below). */
 static const uint32_t flash16_spv[] =
@@ -64,6 +68,9 @@ static const uint32_t scores16_spv[] =
 ;
 static const uint32_t pv16_spv[] =
 #include "pv16.spv.h"
+;
+static const uint32_t decode16_spv[] =
+#include "decode16.spv.h"
 ;
 
 /* ---- one case ------------------------------------------------------------ */
@@ -274,8 +281,12 @@ static VkResult record(vk_state *s)
     if (s->fused) {
         vkCmdBindPipeline(s->run, VK_PIPELINE_BIND_POINT_COMPUTE, s->pipe[P_FLASH]);
         vkCmdPushConstants(s->run, s->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), &pc);
-        vkCmdDispatch(s->run, ((uint32_t)p->seq_q + pl->rows - 1) / pl->rows, (uint32_t)p->heads,
-                      (uint32_t)p->batch * pl->splits);
+        if (pl->decode)             /* query heads of one K/V head, K/V heads, chunks */
+            vkCmdDispatch(s->run, ((uint32_t)attn_group(p) + pl->rows - 1) / pl->rows,
+                          (uint32_t)attn_kv_heads(p), (uint32_t)p->batch * pl->splits);
+        else
+            vkCmdDispatch(s->run, ((uint32_t)p->seq_q + pl->rows - 1) / pl->rows,
+                          (uint32_t)p->heads, (uint32_t)p->batch * pl->splits);
         if (pl->splits > 1) {       /* the chunks' partial rows, merged into O */
             barrier(s->run, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, rw,
                     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, rw);
@@ -440,8 +451,16 @@ static VkResult build(vk_state *s)
             { 0, 0, 4 }, { 1, 4, 4 }, { 2, 8, 4 }, { 3, 12, 4 }, { 4, 16, 4 },
         };
         const VkSpecializationInfo spec = { 5, me, sizeof(sc), sc };
-        r = half ? make_pipeline(s, P_FLASH, flash16_spv, sizeof(flash16_spv), &spec)
-                 : make_pipeline(s, P_FLASH, flash_spv, sizeof(flash_spv), &spec);
+        /* decode.comp: invocations, query heads per workgroup, d_k, d_v. */
+        const uint32_t dc[4] = { s->plan.invocations, s->plan.rows, (uint32_t)p->d_k,
+                                 (uint32_t)p->d_v };
+        const VkSpecializationInfo dspec = { 4, me, sizeof(dc), dc };
+        if (s->plan.decode)
+            r = half ? make_pipeline(s, P_FLASH, decode16_spv, sizeof(decode16_spv), &dspec)
+                     : make_pipeline(s, P_FLASH, decode_spv, sizeof(decode_spv), &dspec);
+        else
+            r = half ? make_pipeline(s, P_FLASH, flash16_spv, sizeof(flash16_spv), &spec)
+                     : make_pipeline(s, P_FLASH, flash_spv, sizeof(flash_spv), &spec);
         if (r == VK_SUCCESS && s->plan.splits > 1)
             r = make_pipeline(s, P_COMBINE, combine_spv, sizeof(combine_spv), NULL);
         if (r != VK_SUCCESS)

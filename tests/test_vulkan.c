@@ -3,10 +3,10 @@
  * does see a planted missing barrier), Mesa llvmpipe's loop-iteration limit
  * is modelled exactly for both fused kernels (a shape one key tile past it
  * is refused, and run anyway it is wrong), decoding takes decode.comp where
- * it applies and keeps test_nonfinite's rules there, vulkan-3pass chunks heads when S does not fit one
- * binding, the device's timestamps and transfers are reported, shapes
- * larger than the test grid pass, and a tile that cannot fit in shared
- * memory is refused.
+ * it applies and keeps test_nonfinite's rules there, vulkan-3pass chunks
+ * heads when S does not fit one binding, the device's timestamps and
+ * transfers are reported, shapes larger than the test grid pass, and a tile
+ * that cannot fit in shared memory is refused.
  *
  * meson test runs this with ATTN_VK_VALIDATION=1, synchronization
  * validation and VK_DRIVER_FILES pinned to lavapipe. With no Vulkan device

@@ -27,7 +27,7 @@ def main():
     if len(sys.argv) != 2:
         csvload.die("gpu_tables.py", "usage: gpu_tables.py GPU.csv")
     rows = csvload.read_csv(sys.argv[1], ["backend", "verdict", "reason", "batch", "heads",
-                                          "seq_q", "seq_kv", "d_k", "causal", "dtype",
+                                          "kv_heads", "seq_q", "seq_kv", "d_k", "causal", "dtype",
                                           "real_median_s", "device_median_s", "gflops", "gbs",
                                           "device"],
                             "gpu_tables.py", "an attnbench CSV", "run scripts/results-gpu")
@@ -54,7 +54,7 @@ def main():
         if r["verdict"] != "PASSED" or not r["real_median_s"]:
             continue
         k = (r["dtype"], int(r["batch"]), int(r["heads"]), int(r["seq_q"]), int(r["seq_kv"]),
-             int(r["d_k"]), r["causal"])
+             int(r["d_k"]), r["causal"], int(r["kv_heads"] or r["heads"]))
         cases.setdefault(k, {})[r["backend"]] = r
     prefill = sorted(k for k in cases if k[3] > 1)
     decode = sorted(k for k in cases if k[3] == 1)
@@ -116,8 +116,10 @@ def main():
     print(f"\nRows whose repetitions varied by more than 5% (cv): {len(noisy)} of "
           f"{sum(len(c) for c in cases.values())}" + ("." if not noisy else ":"))
     for r in noisy:
-        print(f"- {r['backend']} {r['dtype']} B={r['batch']} N={r['seq_q']} Nk={r['seq_kv']} "
-              f"d={r['d_k']} causal={r['causal']}: cv {100 * float(r['real_cv']):.0f}%")
+        hkv = f" Hkv={r['kv_heads']}" if r["kv_heads"] not in ("", r["heads"]) else ""
+        print(f"- {r['backend']} {r['dtype']} B={r['batch']}{hkv} N={r['seq_q']} "
+              f"Nk={r['seq_kv']} d={r['d_k']} causal={r['causal']}: "
+              f"cv {100 * float(r['real_cv']):.0f}%")
 
     if prefill:
         print("\nPrefill (B, H, N = Nq = Nk, d): median wall ms, GFLOP/s (visible pairs), and "
@@ -136,13 +138,14 @@ def main():
     if decode:
         print("\nDecoding (Nq = 1): median wall ms and GB/s (the least bytes: K, V, Q, O "
               "once), and our time over torch-sdpa-cuda's.\n")
-        print("| dtype | B | H | d | Nk | vulkan ms | vulkan GB/s | vulkan-3pass ms | "
+        print("| dtype | B | H | Hkv | d | Nk | vulkan ms | vulkan GB/s | vulkan-3pass ms | "
               "vulkan-3pass GB/s | torch-sdpa-cuda ms | torch-sdpa-cuda GB/s | vulkan / torch | "
               "vulkan-3pass / torch |")
-        print("|---" * 13 + "|")
-        for k in decode:
+        print("|---" * 14 + "|")
+        for k in sorted(decode, key=lambda k: (k[0], -k[7], k[1], k[4])):
             c = cases[k]
-            print(f"| {k[0]} | {k[1]} | {k[2]} | {k[5]} | {k[4]} | {cell(c, 'vulkan', 't')} | "
+            print(f"| {k[0]} | {k[1]} | {k[2]} | {k[7]} | {k[5]} | {k[4]} | "
+                  f"{cell(c, 'vulkan', 't')} | "
                   f"{cell(c, 'vulkan', 'gbs')} | {cell(c, 'vulkan-3pass', 't')} | "
                   f"{cell(c, 'vulkan-3pass', 'gbs')} | {cell(c, 'torch-sdpa-cuda', 't')} | "
                   f"{cell(c, 'torch-sdpa-cuda', 'gbs')} | {ratio(c, 'vulkan')} | "

@@ -35,6 +35,11 @@ checker and appends the row to --csv in its own schema (--check-output
 --peer), so plot.py, --resume and compare tooling treat peers like backends.
 A row that sees no key is set to zeros, as the contract asks.
 
+Grouped K/V heads (--kv-heads, GQA and MQA): the query heads of one K/V
+head are stacked as that head's rows ([B, Hkv, G Nq, d], a view: K and V are
+never copied), what a decoding kernel does; a causal case then passes its
+mask, tiled over the G heads, explicitly.
+
 The backward (--pass bwd, fwdbwd): torch-math's autograd through the same
 explicit attention, from attnbench's dO (do.npy): bwd times
 torch.autograd.grad of the forward's graph (kept, as a training step has
@@ -92,8 +97,8 @@ def options():
     ap = argparse.ArgumentParser(prog="scripts/peers", description=__doc__.split("\n\n")[0])
     ap.add_argument("--backend", default=",".join(PEERS),
                     help=f"peers to run, of {','.join(PEERS)} (default all)")
-    for name, default in (("batch", "1"), ("heads", "8"), ("seq", "1024"), ("seq-kv", None),
-                          ("dk", "64"), ("dv", None)):
+    for name, default in (("batch", "1"), ("heads", "8"), ("kv-heads", None), ("seq", "1024"),
+                          ("seq-kv", None), ("dk", "64"), ("dv", None)):
         ap.add_argument(f"--{name}", default=default, metavar="SIZES")
     ap.add_argument("--causal", nargs="?", const="yes", default="no",
                     choices=["yes", "no", "both", "on", "off", "1", "0"])
@@ -137,6 +142,11 @@ def options():
                 "torch-math)")
     a.batch = sizes("batch", a.batch, 1, 65536)
     a.heads = sizes("heads", a.heads, 1, 4096)
+    a.kv_heads = sizes("kv-heads", a.kv_heads, 1, 4096) if a.kv_heads else None
+    for h in a.heads:
+        for g in a.kv_heads or []:
+            if h % g:
+                die(f"--kv-heads: {g} does not divide --heads {h}")
     a.seq = sizes("seq", a.seq, 1, 1 << 24)
     a.seq_kv = sizes("seq-kv", a.seq_kv, 1, 1 << 24) if a.seq_kv else None
     a.dk = sizes("dk", a.dk, 1, 4096)
@@ -159,22 +169,25 @@ def options():
 
 
 def shapes(a):
-    """attnbench's order: batch, heads, seq, seq_kv, dk, dv, causal, pass (fastest)."""
+    """attnbench's order: batch, heads, kv_heads, seq, seq_kv, dk, dv, causal, pass
+    (fastest)."""
     for b in a.batch:
         for h in a.heads:
-            for nq in a.seq:
-                for nk in a.seq_kv or [nq]:
-                    for dk in a.dk:
-                        for dv in a.dv or [dk]:
-                            for c in a.causal:
-                                for ps in a.passes:
-                                    yield dict(b=b, h=h, nq=nq, nk=nk, dk=dk, dv=dv, causal=c,
-                                               ps=ps)
+            for hkv in a.kv_heads or [h]:
+                for nq in a.seq:
+                    for nk in a.seq_kv or [nq]:
+                        for dk in a.dk:
+                            for dv in a.dv or [dk]:
+                                for c in a.causal:
+                                    for ps in a.passes:
+                                        yield dict(b=b, h=h, hkv=hkv, nq=nq, nk=nk, dk=dk,
+                                                   dv=dv, causal=c, ps=ps)
 
 
 def case_args(a, s):
     """The case as attnbench options (the same for every call about it)."""
-    args = ["--batch", str(s["b"]), "--heads", str(s["h"]), "--seq", str(s["nq"]),
+    args = ["--batch", str(s["b"]), "--heads", str(s["h"]), "--kv-heads", str(s["hkv"]),
+            "--seq", str(s["nq"]),
             "--seq-kv", str(s["nk"]), "--dk", str(s["dk"]), "--dv", str(s["dv"]),
             "--causal=" + ("yes" if s["causal"] else "no"), "--fill", a.fill, "--dtype", a.dtype,
             "--seed", str(a.seed), "--threads", str(a.threads), "--check-rows", a.check_rows]
@@ -197,6 +210,8 @@ def key(a, s, peer, np):
     """attnbench's case key (harness/problem.c), to skip what --csv holds."""
     k = (f"attn/{peer}/b:{s['b']}/h:{s['h']}/sq:{s['nq']}/skv:{s['nk']}/dk:{s['dk']}"
          f"/dv:{s['dv']}/causal:{s['causal']}")
+    if s["hkv"] != s["h"]:
+        k += f"/hkv:{s['hkv']}"
     if a.dtype != "fp32":
         k += f"/dtype:{a.dtype}"
     if a.scale is not None and np.float32(a.scale) != np.float32(1.0 / math.sqrt(s["dk"])):
@@ -335,7 +350,7 @@ def host(o):
     return o if not hasattr(o, "detach") else o.detach().float().cpu().numpy()
 
 
-def make_torch(torch, q, k, v, scale, vis, sdpa, at, scale_given):
+def make_torch(torch, q, k, v, scale, vis, sdpa, at, scale_given, square):
     t0 = time.monotonic()
     q, k, v = (at.tensor(x) for x in (q, k, v))
     at.sync()
@@ -344,7 +359,7 @@ def make_torch(torch, q, k, v, scale, vis, sdpa, at, scale_given):
     mask = at.tensor(vis, exact=True)
     empty = at.tensor(~vis.any(-1), exact=True)[:, None]
     any_empty = bool(empty.any())
-    top_left = masked and vis.shape[0] == vis.shape[1]
+    top_left = masked and square   # is_causal's mask is this one
 
     def finish(o):
         return o.masked_fill(empty, 0.0) if any_empty else o
@@ -595,6 +610,12 @@ def main():
             if a.plant == "no-scale":
                 scale = 1.0
             vis = visible(s, np)
+            # Grouped heads: each K/V head's query heads stacked as its rows.
+            g = s["h"] // s["hkv"]
+            shape_o = (s["b"], s["h"], s["nq"], s["dv"])
+            if g > 1:
+                q = q.reshape(s["b"], s["hkv"], g * s["nq"], s["dk"])
+                vis = np.tile(vis, (g, 1))
             for peer in todo:
                 why = None
                 if peer.startswith("torch") and torch is None:
@@ -618,14 +639,15 @@ def main():
                     tracemalloc.start()
                     try:
                         if s["ps"] != "fwd":
-                            dout = np.load(os.path.join(tmp, "do.npy"))
+                            dout = np.load(os.path.join(tmp, "do.npy")).reshape(
+                                q.shape[:-1] + (s["dv"],))
                             fn = make_torch_grad(torch, q, k, v, dout, scale, vis,
                                                  s["ps"] == "fwdbwd", at)
                         elif peer == "numpy":
                             fn = make_numpy(np, q, k, v, scale, vis)
                         else:
                             fn = make_torch(torch, q, k, v, scale, vis, peer == "torch-sdpa", at,
-                                            a.scale is not None)
+                                            a.scale is not None, g == 1 and s["nq"] == s["nk"])
                         o = fn()
                     except RuntimeError as e:   # torch refusing a type or out of memory
                         why = f"torch {torch.__version__}: " + str(e).strip().split("\n")[0]
@@ -642,10 +664,12 @@ def main():
                     opath = os.path.join(tmp, "o.npy")
                     if s["ps"] != "fwd":
                         for grad, x in zip(("dq", "dk", "dv"), o[1:]):
+                            if grad == "dq":
+                                x = x.reshape(shape_o[:3] + (s["dk"],))
                             np.save(os.path.join(tmp, f"{grad}.npy"),
                                     np.ascontiguousarray(x, dtype=np.float32))
                         o = o[0]
-                    np.save(opath, np.ascontiguousarray(o, dtype=np.float32))
+                    np.save(opath, np.ascontiguousarray(o.reshape(shape_o), dtype=np.float32))
                     cmd = [a.attnbench, "--peer", name, "--check-output", opath] + args + out
                     if a.reps > 0:
                         iters, real, cpu, budget = time_runs(fn, a)

@@ -1,8 +1,8 @@
 """The chart of results/gpu (gpu.png, gpu.svg) from the CSV scripts/results-gpu
 wrote: prefill GFLOP/s against N for vulkan, vulkan-3pass and PyTorch's SDPA
 on the same GPU (torch-sdpa-cuda), fp32 and fp16, one panel per d and mask;
-and decoding's GB/s against Nk, one panel. Log scales: the rates are
-orders of magnitude apart.
+and decoding's GB/s against Nk, one panel per number of K/V heads. Log
+scales: the rates are orders of magnitude apart.
 
     python3 scripts/plot_gpu.py gpu.csv --out DIR [--machine TEXT]
 """
@@ -31,7 +31,7 @@ def main():
     ap.add_argument("--machine", default="")
     a = ap.parse_args()
     rows = csvload.read_csv(a.csv, ["backend", "verdict", "seq_q", "seq_kv", "d_k", "causal",
-                                    "dtype", "batch", "gflops", "gbs"],
+                                    "dtype", "batch", "heads", "kv_heads", "gflops", "gbs"],
                             "plot_gpu.py", "an attnbench CSV", "run scripts/results-gpu")
     rows = [r for r in rows if r["verdict"] == "PASSED" and r["gflops"]]
     if not rows:
@@ -56,24 +56,32 @@ def main():
         ax.set_xlabel("N = Nq = Nk")
         ax.set_ylabel("GFLOP/s (visible pairs)")
         ax.grid(True, which="both", alpha=0.3)
-    ax = axes[len(panels)]
-    for b in BACKENDS:
-        for batch in sorted({int(r["batch"]) for r in decode}):
-            pts = sorted((int(r["seq_kv"]), float(r["gbs"])) for r in decode
-                         if r["backend"] == b and int(r["batch"]) == batch)
-            if pts:
-                kw = style(b, "fp16")
-                kw["marker"] = "o" if batch == 1 else "s"
-                ax.plot(*zip(*pts), label=f"{b} fp16, decode B={batch}", **kw)
-    if decode:
-        r0 = decode[0]
-        ax.set_title(f"decoding, Nq=1, H={r0['heads']}, d={r0['d_k']}, fp16")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("Nk")
-    ax.set_ylabel("GB/s (K, V, Q, O once)")
-    ax.grid(True, which="both", alpha=0.3)
-    for extra in axes[len(panels) + 1:]:
+    def hkv(r):
+        return int(r["kv_heads"] or r["heads"])
+    kinds = sorted({hkv(r) for r in decode}, reverse=True)
+    if len(panels) + len(kinds) > len(axes):
+        csvload.die("plot_gpu.py", f"{a.csv}: {len(panels)} prefill and {len(kinds)} decoding "
+                    f"panels do not fit the {len(axes)} of the chart")
+    for ax, kv in zip(axes[len(panels):], kinds):
+        rs = [r for r in decode if hkv(r) == kv]
+        for b in BACKENDS:
+            for dt in ("fp32", "fp16"):
+                for batch in sorted({int(r["batch"]) for r in rs}):
+                    pts = sorted((int(r["seq_kv"]), float(r["gbs"])) for r in rs
+                                 if r["backend"] == b and r["dtype"] == dt and
+                                 int(r["batch"]) == batch)
+                    if pts:
+                        kw = style(b, dt)
+                        kw["marker"] = "o" if batch == 1 else "s"
+                        ax.plot(*zip(*pts), label=f"{b} {dt}, decode B={batch}", **kw)
+        r0 = rs[0]
+        ax.set_title(f"decoding, Nq=1, H={r0['heads']}, Hkv={kv}, d={r0['d_k']}")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("Nk")
+        ax.set_ylabel("GB/s (K, V, Q, O once)")
+        ax.grid(True, which="both", alpha=0.3)
+    for extra in axes[len(panels) + len(kinds):]:
         extra.axis("off")
     head = fig.suptitle("attnbench on a GPU: vulkan, vulkan-3pass and PyTorch SDPA (CUDA)" +
                         (f"\n{a.machine}" if a.machine else ""))

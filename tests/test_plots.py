@@ -173,7 +173,7 @@ def gpu(bench, plot, work, header_only):
     r1 = subprocess.run([bench, "--backend=naive,tiled", "--seq", "64:128:x2", "--causal=both"] +
                         common, capture_output=True)
     r2 = subprocess.run([bench, "--backend=naive,tiled", "--batch", "1,2", "--seq", "1",
-                         "--seq-kv", "256,512"] + common, capture_output=True)
+                         "--kv-heads", "2,1", "--seq-kv", "256,512"] + common, capture_output=True)
     with open(raw) as f, open(path, "w") as g:
         g.write(f.read().replace(",naive,", ",vulkan,").replace(",tiled,", ",torch-sdpa-cuda,"))
     ok(r1.returncode == 0 and r2.returncode == 0, f"prefill and decode rows, fp32 and fp16: exit "
@@ -182,12 +182,13 @@ def gpu(bench, plot, work, header_only):
                        capture_output=True, text=True)
     pre = [ln for ln in r.stdout.splitlines()
            if re.match(r"\| fp(32|16) \| 1 \| 2 \| 8 \| [01] \|", ln)]
-    dec = [ln for ln in r.stdout.splitlines() if re.match(r"\| fp(32|16) \| [12] \| 2 \| 8 \| "
-                                                          r"(256|512) \|", ln)]
-    ok(r.returncode == 0 and len(pre) == 8 and len(dec) == 8 and
-       all(re.search(r"\| [0-9.]+x \| - \|$", ln) for ln in pre) and
-       "- vulkan: 16 PASSED" in r.stdout,
-       f"gpu_tables.py: 8 prefill and 8 decoding rows, vulkan over torch as a ratio, the verdicts "
+    dec = [ln for ln in r.stdout.splitlines() if re.match(r"\| fp(32|16) \| [12] \| 2 \| [12] \| "
+                                                          r"8 \| (256|512) \|", ln)]
+    ok(r.returncode == 0 and len(pre) == 8 and len(dec) == 16 and
+       all(re.search(r"\| [0-9.]+x \| - \|$", ln) for ln in pre + dec) and
+       "- vulkan: 24 PASSED" in r.stdout,
+       f"gpu_tables.py: 8 prefill and 16 decoding rows (Hkv = 2 and 1), vulkan over torch as a "
+       f"ratio, the verdicts "
        f"({len(pre)}, {len(dec)}; exit {r.returncode} {r.stderr.strip()[-200:]})")
     r = subprocess.run([sys.executable, os.path.join(scripts, "plot_gpu.py"), path, "--out", gdir,
                         "--machine", "test"], capture_output=True, text=True)
@@ -195,7 +196,9 @@ def gpu(bench, plot, work, header_only):
         if os.path.exists(os.path.join(gdir, "gpu.svg")) else ""
     why = check_png(os.path.join(gdir, "gpu.png"))
     ok(r.returncode == 0 and why is None and "torch-sdpa-cuda fp16, decode B=2" in body and
-       "vulkan fp32" in body, f"plot_gpu.py: gpu.png and gpu.svg with every series "
+       "vulkan fp32, decode B=1" in body and "vulkan fp32" in body and "Hkv=1" in body and
+       "Hkv=2" in body, f"plot_gpu.py: gpu.png and gpu.svg with every series, a decoding panel "
+       f"per Hkv "
        f"({why or 'valid png'}; exit {r.returncode} {r.stderr.strip()[-200:]})")
     # scripts/results-gpu on a machine without a Vulkan GPU stops before
     # measuring anything, saying why (with one, it would run for minutes).

@@ -1,9 +1,10 @@
 #version 450
 #extension GL_EXT_control_flow_attributes : require
 // Decoding (Nq = 1): one workgroup per (batch item, K/V head, block of up to
-// R of that head's query heads, split-KV chunk). Built twice: Q, K and V as
-// float, and (-DSTORAGE16) as fp16 read through 32-bit words and unpacked
-// (unpackHalf2x16); the math is fp32 either way.
+// R of that head's query heads, split-KV chunk). Built three times: Q, K
+// and V as float; (-DSTORAGE16) as fp16 and (-DSTORAGEBF16) as bf16, both
+// read through 32-bit words and unpacked (unpackHalf2x16; bf16 by shifts);
+// the math is fp32 every time.
 //
 // With one query row per head, flash.comp leaves most of a workgroup idle
 // and runs the softmax on one invocation; this kernel spreads a tile of WG
@@ -27,9 +28,10 @@
 // Every loop but the key loop has a trip count fixed by the specialization
 // constants and is unrolled, so an invocation runs one loop iteration per
 // key tile (Mesa's llvmpipe limit; plan.c counts it). plan.c takes this
-// kernel where d_k and d_v are multiples of 4 (8 for d_k in fp16, for the
-// 16-byte loads) and DV4 <= WG; elsewhere decoding runs flash.comp.
-#ifdef STORAGE16
+// kernel where d_k and d_v are multiples of 4 (8 for d_k in fp16 and bf16,
+// for the 16-byte loads) and DV4 <= WG; elsewhere decoding runs flash.comp.
+#if defined(STORAGE16) || defined(STORAGEBF16)
+#define HALVES
 #define KVEC uvec4                  // 8 halves
 #define QVEC uvec2                  // 4 halves
 #else
@@ -44,7 +46,7 @@ layout(constant_id = 3) const uint DV = 64;
 const uint WG = gl_WorkGroupSize.x;
 const uint BC = WG;                         // keys per tile
 const uint DK4 = DK / 4, DV4 = DV / 4;
-#ifdef STORAGE16
+#ifdef HALVES
 const uint DKL = DK / 8;                    // 16-byte loads per K row
 #else
 const uint DKL = DK / 4;
@@ -76,10 +78,20 @@ shared float Ps[R * PS];            // the tile's scores, rows PS apart
 shared vec4 Os[KQ * R * DV4];       // the groups' unnormalized O, at the end
 shared float Ms[KQ * R], Ls[KQ * R];
 
+// The two 16-bit values of a word, the first in its low half.
+vec2 unpack2(uint w)
+{
+#ifdef STORAGEBF16
+    return vec2(uintBitsToFloat(w << 16), uintBitsToFloat(w & 0xffff0000u));
+#else
+    return unpackHalf2x16(w);
+#endif
+}
+
 vec4 unpack4(QVEC x)
 {
-#ifdef STORAGE16
-    return vec4(unpackHalf2x16(x.x), unpackHalf2x16(x.y));
+#ifdef HALVES
+    return vec4(unpack2(x.x), unpack2(x.y));
 #else
     return x;
 #endif
@@ -129,9 +141,9 @@ void main()
             const uint kb = (kvh * pc.nk + uint(j)) * DKL;
             [[unroll]] for (uint c = 0; c < DKL; c++) {
                 const KVEC kx = k[kb + c];
-#ifdef STORAGE16
-                const vec4 ka = vec4(unpackHalf2x16(kx.x), unpackHalf2x16(kx.y));
-                const vec4 kb4 = vec4(unpackHalf2x16(kx.z), unpackHalf2x16(kx.w));
+#ifdef HALVES
+                const vec4 ka = vec4(unpack2(kx.x), unpack2(kx.y));
+                const vec4 kb4 = vec4(unpack2(kx.z), unpack2(kx.w));
                 [[unroll]] for (uint r = 0; r < R; r++)
                     d4[r] += Qs[r * DK4 + 2 * c] * ka + Qs[r * DK4 + 2 * c + 1] * kb4;
 #else

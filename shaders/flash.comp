@@ -1,12 +1,19 @@
 #version 450
 #extension GL_EXT_control_flow_attributes : require
-// Built twice: Q, K and V as float, and (-DSTORAGE16) as float16_t, fp16
-// storage read into fp32 (storageBuffer16BitAccess); the math is fp32.
-#ifdef STORAGE16
+// Built three times: Q, K and V as float; (-DSTORAGE16) as float16_t; and
+// (-DSTORAGEBF16) as bf16 bits in uint16_t, widened by a 16-bit shift. 16-bit
+// storage is read into fp32 (storageBuffer16BitAccess); the math is fp32.
+#if defined(STORAGEBF16)
+#extension GL_EXT_shader_16bit_storage : require
+#define ELEM uint16_t
+#define TOF(x) uintBitsToFloat(uint(x) << 16)
+#elif defined(STORAGE16)
 #extension GL_EXT_shader_16bit_storage : require
 #define ELEM float16_t
+#define TOF(x) float(x)
 #else
 #define ELEM float
+#define TOF(x) (x)
 #endif
 // Fused attention (FlashAttention): one workgroup per block of BR query rows
 // of one (batch, head). Per tile of BC keys the workgroup stages K in shared
@@ -96,8 +103,8 @@ vec4 load4(uint which, uint base, uint n, uint t)
     [[unroll]] for (uint e = 0; e < 4; e++) {
         const uint c = 4 * t + e;
         if (c < n)
-            x[e] = which == 0 ? float(q[base + c]) : which == 1 ? float(k[base + c])
-                                  : float(v[base + c]);
+            x[e] = which == 0 ? TOF(q[base + c]) : which == 1 ? TOF(k[base + c])
+                                  : TOF(v[base + c]);
     }
     return x;
 }

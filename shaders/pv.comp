@@ -1,12 +1,19 @@
 #version 450
 #extension GL_EXT_control_flow_attributes : require
-// Built twice: Q, K and V as float, and (-DSTORAGE16) as float16_t, fp16
-// storage read into fp32 (storageBuffer16BitAccess); the math is fp32.
-#ifdef STORAGE16
+// Built three times: Q, K and V as float; (-DSTORAGE16) as float16_t; and
+// (-DSTORAGEBF16) as bf16 bits in uint16_t, widened by a 16-bit shift. 16-bit
+// storage is read into fp32 (storageBuffer16BitAccess); the math is fp32.
+#if defined(STORAGEBF16)
+#extension GL_EXT_shader_16bit_storage : require
+#define ELEM uint16_t
+#define TOF(x) uintBitsToFloat(uint(x) << 16)
+#elif defined(STORAGE16)
 #extension GL_EXT_shader_16bit_storage : require
 #define ELEM float16_t
+#define TOF(x) float(x)
 #else
 #define ELEM float
+#define TOF(x) (x)
 #endif
 // Three-pass attention, pass 3: O = P.V for a chunk of heads, 16x16 output
 // tiles through shared memory. The key loop stops at the tile's last visible
@@ -54,7 +61,7 @@ void main()
     [[dont_unroll]] for (uint j0 = 0; j0 < end_tile; j0 += 16) {
         const uint pj = j0 + tx, vj = j0 + ty;
         Ps[ty][tx] = i < pc.nq && pj < pc.nk ? sc[(hc * pc.nq + i) * pc.nk + pj] : 0.0;
-        Vs[ty][tx] = vj < pc.nk && c < pc.dv ? float(v[(kvh * pc.nk + vj) * pc.dv + c]) : 0.0;
+        Vs[ty][tx] = vj < pc.nk && c < pc.dv ? TOF(v[(kvh * pc.nk + vj) * pc.dv + c]) : 0.0;
         barrier();
         // Keys this row cannot see are left out by the condition, not
         // multiplied by their 0, so a NaN or Inf in their V stays out of the

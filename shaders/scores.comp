@@ -1,12 +1,19 @@
 #version 450
 #extension GL_EXT_control_flow_attributes : require
-// Built twice: Q, K and V as float, and (-DSTORAGE16) as float16_t, fp16
-// storage read into fp32 (storageBuffer16BitAccess); the math is fp32.
-#ifdef STORAGE16
+// Built three times: Q, K and V as float; (-DSTORAGE16) as float16_t; and
+// (-DSTORAGEBF16) as bf16 bits in uint16_t, widened by a 16-bit shift. 16-bit
+// storage is read into fp32 (storageBuffer16BitAccess); the math is fp32.
+#if defined(STORAGEBF16)
+#extension GL_EXT_shader_16bit_storage : require
+#define ELEM uint16_t
+#define TOF(x) uintBitsToFloat(uint(x) << 16)
+#elif defined(STORAGE16)
 #extension GL_EXT_shader_16bit_storage : require
 #define ELEM float16_t
+#define TOF(x) float(x)
 #else
 #define ELEM float
+#define TOF(x) (x)
 #endif
 // Three-pass attention, pass 1: S = scale * Q.K^T for a chunk of heads,
 // 16x16 output tiles through shared memory, masked entries -inf. Tiles that
@@ -49,9 +56,9 @@ void main()
     if (int(j0) < end_tile) {
         [[dont_unroll]] for (uint d0 = 0; d0 < pc.dk; d0 += 16) {
             const uint d = d0 + tx;
-            Qs[ty][tx] = i < pc.nq && d < pc.dk ? float(q[(bh * pc.nq + i) * pc.dk + d]) : 0.0;
+            Qs[ty][tx] = i < pc.nq && d < pc.dk ? TOF(q[(bh * pc.nq + i) * pc.dk + d]) : 0.0;
             const uint kj = j0 + ty;
-            Ks[ty][tx] = kj < pc.nk && d < pc.dk ? float(k[(kvh * pc.nk + kj) * pc.dk + d]) : 0.0;
+            Ks[ty][tx] = kj < pc.nk && d < pc.dk ? TOF(k[(kvh * pc.nk + kj) * pc.dk + d]) : 0.0;
             barrier();
             [[unroll]] for (uint t = 0; t < 16; t++)
                 acc += Qs[ty][t] * Ks[tx][t];

@@ -18,7 +18,7 @@
 #include "util.h"
 #include "vulkan/vk.h"
 
-#define NCHECKS 35
+#define NCHECKS 37
 
 static void bail(const char *what)
 {
@@ -360,13 +360,14 @@ static void gpu_sizes(void)
 }
 
 /* decode.comp, where the plan takes it (Nq = 1, d a multiple of 4, of 8
- * for d_k in fp16), and flash.comp where it does not: query heads of a K/V
- * head in blocks of up to 8 (the last partial), a d whose vec4 columns do
- * not divide the invocations (the last P.V group of a tile short), padding
- * down to 0 keys, split-KV, fp16, MQA. */
+ * for d_k in fp16 and bf16), and flash.comp where it does not: query heads
+ * of a K/V head in blocks of up to 8 (the last partial), a d whose vec4
+ * columns do not divide the invocations (the last P.V group of a tile
+ * short), padding down to 0 keys, split-KV, fp16, bf16, MQA. */
 static void decode_kernel(void)
 {
-    static const int kv[] = { 777, 300, 0 }, kv2[] = { 1000, 999 }, kv3[] = { 300, 17 };
+    static const int kv[] = { 777, 300, 0 }, kv2[] = { 1000, 999 }, kv3[] = { 300, 17 },
+                     kv4[] = { 500, 77 };
     const struct { attn_problem p; bool decode; int splits; attn_fill_kind fill; } cs[] = {
         { { 3, 12, 1, 777, 40, 40, 0.15f, false, kv, .kv_heads = 1 }, true, 0,
           ATTN_FILL_EXTREME },
@@ -378,6 +379,10 @@ static void decode_kernel(void)
         { { 2, 4, 1, 300, 36, 36, 0.16f, false, kv3, .kv_heads = 2,
             .dtype = ATTN_DTYPE_FP16, .kv_dtype = ATTN_DTYPE_FP16 }, false, 0, ATTN_FILL_NORMAL },
         { { 2, 4, 1, 300, 6, 6, 0.4f, false, kv3, .kv_heads = 4 }, false, 0, ATTN_FILL_NORMAL },
+        { { 2, 8, 1, 500, 64, 64, 0.125f, true, kv4, .kv_heads = 2,
+            .dtype = ATTN_DTYPE_BF16, .kv_dtype = ATTN_DTYPE_BF16 }, true, 3, ATTN_FILL_EXTREME },
+        { { 2, 4, 1, 300, 36, 36, 0.16f, false, kv3, .kv_heads = 1,
+            .dtype = ATTN_DTYPE_BF16, .kv_dtype = ATTN_DTYPE_BF16 }, false, 0, ATTN_FILL_NORMAL },
     };
     for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++) {
         attn_setup s = test_setup(cs[i].fill, 0);

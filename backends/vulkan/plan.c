@@ -186,9 +186,9 @@ static uint32_t invocations(uint32_t gpu, bool cpu_device)
 }
 
 /* Decoding (Nq = 1) runs decode.comp where its vector loads fit the rows:
- * d_k and d_v multiples of 4 (d_k of 8 in fp16, read 16 bytes at a time),
- * one vec4 column of V per invocation of a group (d_v / 4 <= invocations),
- * and shared memory for at least one query head. Up to 8 query heads of one
+ * d_k and d_v multiples of 4 (d_k of 8 in fp16 and bf16, read 16 bytes at a
+ * time), one vec4 column of V per invocation of a group (d_v / 4 <=
+ * invocations), and shared memory for at least one query head. Up to 8 query heads of one
  * K/V head share each read of K and V (more would spill the registers that
  * hold their accumulators); a tile is one key per invocation: 128 on a GPU,
  * 64 on a CPU device. Elsewhere decoding runs flash.comp with one row a
@@ -197,7 +197,7 @@ static uint32_t invocations(uint32_t gpu, bool cpu_device)
 static bool plan_decode(const attn_problem *p, attn_vk_plan_t *pl)
 {
     const uint64_t limit = attn_vk_g.props.limits.maxComputeSharedMemorySize;
-    const int kmul = p->dtype == ATTN_DTYPE_FP16 ? 8 : 4;
+    const int kmul = attn_dtype_half(p->dtype) ? 8 : 4;
     if (p->seq_q != 1 || p->d_k % kmul || p->d_v % 4)
         return false;
     const uint32_t wg = invocations(128, pl->cpu_device);
@@ -354,9 +354,9 @@ static attn_status vk_supports_common(const attn_problem *p, const attn_config *
     attn_status st = attn_vk_open_device(cfg->device, why, len);
     if (st != ATTN_OK)
         return st;
-    if (p->dtype == ATTN_DTYPE_FP16 && !attn_vk_g.storage16) {
-        snprintf(why, len, "%s: %s lacks storageBuffer16BitAccess, which fp16 storage needs",
-                 name, attn_vk_g.props.deviceName);
+    if (attn_dtype_half(p->dtype) && !attn_vk_g.storage16) {
+        snprintf(why, len, "%s: %s lacks storageBuffer16BitAccess, which %s storage needs",
+                 name, attn_vk_g.props.deviceName, attn_dtype_name(p->dtype));
         return ATTN_EUNSUPPORTED;
     }
     attn_vk_plan_t pl;

@@ -14,11 +14,13 @@
  * (upload, run, download) recorded in prepare. bind uploads, run submits the
  * recorded dispatches and waits, read downloads.
  *
- * fp16 storage (--dtype fp16, Q and K/V alike): the buffers hold fp16 and
- * the shaders built with -DSTORAGE16 read them as float16_t (the device's
- * storageBuffer16BitAccess, enabled when it has it; refused otherwise) and
- * compute in fp32: half the bytes to upload and to read. Vulkan has no bf16
- * type: bf16 cases are refused with that reason.
+ * 16-bit storage (--dtype fp16 or bf16, Q and K/V alike): the buffers hold
+ * the 16-bit values and the shaders built with -DSTORAGE16 read them as
+ * float16_t, those built with -DSTORAGEBF16 as uint16_t widened by a shift
+ * (GLSL has no bf16 type; bf16 is the upper half of an fp32), both through
+ * the device's storageBuffer16BitAccess (enabled when it has it; refused
+ * otherwise), and compute in fp32: half the bytes to upload and to read.
+ * decode.comp reads them through 32-bit words.
  *
  * Validation: with ATTN_VK_VALIDATION=1 in the environment the instance
  * enables VK_LAYER_KHRONOS_validation with synchronization validation and a
@@ -58,8 +60,8 @@ static const uint32_t combine_spv[] =
 static const uint32_t decode_spv[] =
 #include "decode.spv.h"
 ;
-/* The same shaders reading Q, K and V as fp16 (-DSTORAGE16). GLSL has no
- * bf16 type: bf16 cases are refused by the registry (dtypes below). */
+/* The same shaders reading Q, K and V as fp16 (-DSTORAGE16) and as bf16
+ * (-DSTORAGEBF16). */
 static const uint32_t flash16_spv[] =
 #include "flash16.spv.h"
 ;
@@ -72,6 +74,24 @@ static const uint32_t pv16_spv[] =
 static const uint32_t decode16_spv[] =
 #include "decode16.spv.h"
 ;
+static const uint32_t flashbf16_spv[] =
+#include "flashbf16.spv.h"
+;
+static const uint32_t scoresbf16_spv[] =
+#include "scoresbf16.spv.h"
+;
+static const uint32_t pvbf16_spv[] =
+#include "pvbf16.spv.h"
+;
+static const uint32_t decodebf16_spv[] =
+#include "decodebf16.spv.h"
+;
+/* A shader's SPIR-V for storage type dt (fp32, fp16, bf16), and its bytes. */
+#define SPV(name, dt) ((dt) == ATTN_DTYPE_FP16 ? name##16_spv                  \
+                       : (dt) == ATTN_DTYPE_BF16 ? name##bf16_spv : name##_spv)
+#define SPV_BYTES(name, dt) ((dt) == ATTN_DTYPE_FP16 ? sizeof(name##16_spv)     \
+                             : (dt) == ATTN_DTYPE_BF16 ? sizeof(name##bf16_spv)  \
+                                                       : sizeof(name##_spv))
 
 /* ---- one case ------------------------------------------------------------ */
 
@@ -350,7 +370,7 @@ static VkResult submit(vk_state *s, VkCommandBuffer cb)
 static VkResult build(vk_state *s)
 {
     const attn_problem *p = &s->p;
-    const bool half = p->dtype == ATTN_DTYPE_FP16;   /* Q, K and V alike (supports) */
+    const attn_dtype dt = p->dtype;                 /* Q, K and V alike (supports) */
     VkResult r;
     const VkBufferUsageFlags use = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
                                    VK_BUFFER_USAGE_TRANSFER_DST_BIT |
@@ -456,23 +476,19 @@ static VkResult build(vk_state *s)
                                  (uint32_t)p->d_v };
         const VkSpecializationInfo dspec = { 4, me, sizeof(dc), dc };
         if (s->plan.decode)
-            r = half ? make_pipeline(s, P_FLASH, decode16_spv, sizeof(decode16_spv), &dspec)
-                     : make_pipeline(s, P_FLASH, decode_spv, sizeof(decode_spv), &dspec);
+            r = make_pipeline(s, P_FLASH, SPV(decode, dt), SPV_BYTES(decode, dt), &dspec);
         else
-            r = half ? make_pipeline(s, P_FLASH, flash16_spv, sizeof(flash16_spv), &spec)
-                     : make_pipeline(s, P_FLASH, flash_spv, sizeof(flash_spv), &spec);
+            r = make_pipeline(s, P_FLASH, SPV(flash, dt), SPV_BYTES(flash, dt), &spec);
         if (r == VK_SUCCESS && s->plan.splits > 1)
             r = make_pipeline(s, P_COMBINE, combine_spv, sizeof(combine_spv), NULL);
         if (r != VK_SUCCESS)
             return r;
     } else {
-        r = half ? make_pipeline(s, P_SCORES, scores16_spv, sizeof(scores16_spv), NULL)
-                 : make_pipeline(s, P_SCORES, scores_spv, sizeof(scores_spv), NULL);
+        r = make_pipeline(s, P_SCORES, SPV(scores, dt), SPV_BYTES(scores, dt), NULL);
         if (r == VK_SUCCESS)
             r = make_pipeline(s, P_SOFTMAX, softmax_spv, sizeof(softmax_spv), NULL);
         if (r == VK_SUCCESS)
-            r = half ? make_pipeline(s, P_PV, pv16_spv, sizeof(pv16_spv), NULL)
-                     : make_pipeline(s, P_PV, pv_spv, sizeof(pv_spv), NULL);
+            r = make_pipeline(s, P_PV, SPV(pv, dt), SPV_BYTES(pv, dt), NULL);
         if (r != VK_SUCCESS)
             return r;
     }
@@ -574,7 +590,7 @@ static attn_status vk_bind(void *state, const attn_tensors *t)
 {
     vk_state *s = state;
     const unsigned long mark = attn_vk_validation_errors();
-    const bool half = s->p.dtype == ATTN_DTYPE_FP16;
+    const bool half = attn_dtype_half(s->p.dtype);   /* fp16 or bf16 bits */
     memcpy((char *)s->mapped + s->off[0], half ? (const void *)t->q16 : (const void *)t->q,
            s->b[B_Q].bytes);
     memcpy((char *)s->mapped + s->off[1], half ? (const void *)t->k16 : (const void *)t->k,
@@ -648,7 +664,7 @@ static const char *vk_version(void)
 }
 
 #define VK_COMMON                                                              \
-    .dtypes = ATTN_DTYPE_BIT(ATTN_DTYPE_FP16),                                  \
+    .dtypes = ATTN_DTYPE_BIT(ATTN_DTYPE_FP16) | ATTN_DTYPE_BIT(ATTN_DTYPE_BF16),  \
     .probe = attn_vk_probe, .bind = vk_bind,                                         \
     .run = vk_run, .read = vk_read, .release = vk_release,                      \
     .workspace = vk_workspace, .device_bytes = vk_device_bytes,                 \

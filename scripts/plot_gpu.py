@@ -1,8 +1,8 @@
 """The chart of results/gpu (gpu.png, gpu.svg) from the CSV scripts/results-gpu
 wrote: prefill GFLOP/s against N for vulkan, vulkan-3pass and PyTorch's SDPA
-on the same GPU (torch-sdpa-cuda), fp32 and fp16, one panel per d and mask;
-and decoding's GB/s against Nk, one panel per number of K/V heads. Log
-scales: the rates are orders of magnitude apart.
+on the same GPU (torch-sdpa-cuda), a line per storage type, a panel per d
+and mask; and decoding's GB/s against Nk, a panel per number of K/V heads.
+Log scales: the rates are orders of magnitude apart.
 
     python3 scripts/plot_gpu.py gpu.csv --out DIR [--machine TEXT]
 """
@@ -44,7 +44,7 @@ def main():
     axes = axes.ravel()
     for ax, (d, causal) in zip(axes, panels):
         for b in BACKENDS:
-            for dt in ("fp32", "fp16"):
+            for dt in ("fp32", "fp16", "bf16"):
                 pts = sorted((int(r["seq_q"]), float(r["gflops"])) for r in prefill
                              if r["backend"] == b and r["dtype"] == dt and int(r["d_k"]) == d
                              and r["causal"] == causal)
@@ -65,14 +65,17 @@ def main():
     for ax, kv in zip(axes[len(panels):], kinds):
         rs = [r for r in decode if hkv(r) == kv]
         for b in BACKENDS:
-            for dt in ("fp32", "fp16"):
+            for dt in ("fp32", "fp16", "bf16"):
                 for batch in sorted({int(r["batch"]) for r in rs}):
                     pts = sorted((int(r["seq_kv"]), float(r["gbs"])) for r in rs
                                  if r["backend"] == b and r["dtype"] == dt and
                                  int(r["batch"]) == batch)
                     if pts:
+                        # The colour for the backend, the marker for B, the
+                        # line for the storage type.
                         kw = style(b, dt)
                         kw["marker"] = "o" if batch == 1 else "s"
+                        kw["linestyle"] = {"fp32": "-", "fp16": "-.", "bf16": "--"}[dt]
                         ax.plot(*zip(*pts), label=f"{b} {dt}, decode B={batch}", **kw)
         r0 = rs[0]
         ax.set_title(f"decoding, Nq=1, H={r0['heads']}, Hkv={kv}, d={r0['d_k']}")

@@ -174,21 +174,26 @@ def gpu(bench, plot, work, header_only):
                         common, capture_output=True)
     r2 = subprocess.run([bench, "--backend=naive,tiled", "--batch", "1,2", "--seq", "1",
                          "--kv-heads", "2,1", "--seq-kv", "256,512"] + common, capture_output=True)
+    r3 = subprocess.run([bench, "--backend=naive,tiled", "--batch", "1", "--seq", "1",
+                         "--kv-heads", "1", "--seq-kv", "256", "--reps", "2", "--min-time",
+                         "0.005", "--dk", "8", "--heads", "2", "--dtype", "bf16", "--csv", raw,
+                         "--resume"], capture_output=True)
     with open(raw) as f, open(path, "w") as g:
         g.write(f.read().replace(",naive,", ",vulkan,").replace(",tiled,", ",torch-sdpa-cuda,"))
-    ok(r1.returncode == 0 and r2.returncode == 0, f"prefill and decode rows, fp32 and fp16: exit "
-       f"{r1.returncode}, {r2.returncode}")
+    ok(r1.returncode == 0 and r2.returncode == 0 and r3.returncode == 0,
+       f"prefill and decode rows, fp32 and fp16, and decoding in bf16: exit {r1.returncode}, "
+       f"{r2.returncode}, {r3.returncode}")
     r = subprocess.run([sys.executable, os.path.join(scripts, "gpu_tables.py"), path],
                        capture_output=True, text=True)
     pre = [ln for ln in r.stdout.splitlines()
            if re.match(r"\| fp(32|16) \| 1 \| 2 \| 8 \| [01] \|", ln)]
-    dec = [ln for ln in r.stdout.splitlines() if re.match(r"\| fp(32|16) \| [12] \| 2 \| [12] \| "
-                                                          r"8 \| (256|512) \|", ln)]
-    ok(r.returncode == 0 and len(pre) == 8 and len(dec) == 16 and
+    dec = [ln for ln in r.stdout.splitlines() if re.match(r"\| (fp32|fp16|bf16) \| [12] \| 2 \| "
+                                                          r"[12] \| 8 \| (256|512) \|", ln)]
+    ok(r.returncode == 0 and len(pre) == 8 and len(dec) == 17 and
        all(re.search(r"\| [0-9.]+x \| - \|$", ln) for ln in pre + dec) and
-       "- vulkan: 24 PASSED" in r.stdout,
-       f"gpu_tables.py: 8 prefill and 16 decoding rows (Hkv = 2 and 1), vulkan over torch as a "
-       f"ratio, the verdicts "
+       "- vulkan: 25 PASSED" in r.stdout,
+       f"gpu_tables.py: 8 prefill and 17 decoding rows (Hkv = 2 and 1, bf16), vulkan over torch "
+       f"as a ratio, the verdicts "
        f"({len(pre)}, {len(dec)}; exit {r.returncode} {r.stderr.strip()[-200:]})")
     r = subprocess.run([sys.executable, os.path.join(scripts, "plot_gpu.py"), path, "--out", gdir,
                         "--machine", "test"], capture_output=True, text=True)
@@ -196,7 +201,8 @@ def gpu(bench, plot, work, header_only):
         if os.path.exists(os.path.join(gdir, "gpu.svg")) else ""
     why = check_png(os.path.join(gdir, "gpu.png"))
     ok(r.returncode == 0 and why is None and "torch-sdpa-cuda fp16, decode B=2" in body and
-       "vulkan fp32, decode B=1" in body and "vulkan fp32" in body and "Hkv=1" in body and
+       "vulkan fp32, decode B=1" in body and "vulkan bf16, decode B=1" in body and
+       "vulkan fp32" in body and "Hkv=1" in body and
        "Hkv=2" in body, f"plot_gpu.py: gpu.png and gpu.svg with every series, a decoding panel "
        f"per Hkv "
        f"({why or 'valid png'}; exit {r.returncode} {r.stderr.strip()[-200:]})")

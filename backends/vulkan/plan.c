@@ -186,14 +186,14 @@ static uint32_t invocations(uint32_t gpu, bool cpu_device)
 }
 
 /* Decoding (Nq = 1) runs decode.comp where its vector loads fit the rows:
- * d_k and d_v multiples of 4 (d_k of 8 in fp16 and bf16, read 16 bytes at a
- * time), one vec4 column of V per invocation of a group (d_v / 4 <=
- * invocations), and shared memory for at least one query head. Up to 8 query heads of one
- * K/V head share each read of K and V (more would spill the registers that
- * hold their accumulators); a tile is one key per invocation: 128 on a GPU,
- * 64 on a CPU device. Elsewhere decoding runs flash.comp with one row a
- * block. Sets pl->decode, rows (query heads per workgroup), keys and
- * invocations; false where it does not apply. */
+ * d_k and d_v multiples of 4 (d_k of 8 in fp16 and bf16, read 16 bytes at
+ * a time), one vec4 column of V per invocation of a group (d_v / 4 <=
+ * invocations), and shared memory for at least one query head. Up to 8
+ * query heads of one K/V head share each read of K and V (more would spill
+ * the registers that hold their accumulators); a tile is one key per
+ * invocation: 128 on a GPU, 64 on a CPU device. Elsewhere decoding runs
+ * flash.comp with one row a block. Sets pl->decode, rows (query heads per
+ * workgroup), keys and invocations; false where it does not apply. */
 static bool plan_decode(const attn_problem *p, attn_vk_plan_t *pl)
 {
     const uint64_t limit = attn_vk_g.props.limits.maxComputeSharedMemorySize;
@@ -201,7 +201,7 @@ static bool plan_decode(const attn_problem *p, attn_vk_plan_t *pl)
     if (p->seq_q != 1 || p->d_k % kmul || p->d_v % 4)
         return false;
     const uint32_t wg = invocations(128, pl->cpu_device);
-    if ((uint32_t)p->d_v / 4 > wg || wg < 2)
+    if ((uint32_t)p->d_v / 4 > wg)
         return false;
     uint32_t r = attn_group(p) < 8 ? (uint32_t)attn_group(p) : 8;
     while (r > 1 && attn_vk_decode_shared(r, wg, p->d_k, p->d_v) > limit)

@@ -113,11 +113,15 @@ attn_status attn_backend_supports(const attn_backend *be, const attn_problem *p,
             return ATTN_EINVAL;
         }
         if (d != ATTN_DTYPE_FP32 && !(be->dtypes & ATTN_DTYPE_BIT(d))) {
+            /* "fp32", "fp32 and fp16", "fp32, bf16 and fp16" */
             char types[128] = "fp32";
+            int n = 0, left = 0;
+            for (int t = 1; t < ATTN_DTYPE_COUNT; t++)
+                left += (be->dtypes & ATTN_DTYPE_BIT(t)) != 0;
             for (int t = 1; t < ATTN_DTYPE_COUNT; t++)
                 if (be->dtypes & ATTN_DTYPE_BIT(t))
-                    snprintf(types + strlen(types), sizeof(types) - strlen(types), " and %s",
-                             attn_dtype_name((attn_dtype)t));
+                    snprintf(types + strlen(types), sizeof(types) - strlen(types), "%s%s",
+                             ++n == left ? " and " : ", ", attn_dtype_name((attn_dtype)t));
             snprintf(why, len, "%s computes from %s storage only (this case stores %s in %s)",
                      be->name, types, x ? "K and V" : "Q", attn_dtype_name(d));
             return ATTN_EUNSUPPORTED;

@@ -170,6 +170,19 @@ static attn_status plan_splits(const attn_problem *p, int want, uint64_t wgs,
     return ATTN_OK;
 }
 
+/* Whether the fused kernels' grid (x, y, z; z before split-KV) fits the
+ * device's workgroup counts; why says it where it does not. */
+static bool grid_fits(uint64_t x, uint64_t y, uint64_t z, char *why, size_t len)
+{
+    const uint32_t *n = attn_vk_g.props.limits.maxComputeWorkGroupCount;
+    if (x <= n[0] && y <= n[1] && z <= n[2])
+        return true;
+    snprintf(why, len, "vulkan: the grid (%llu, %llu, %llu) exceeds this device's "
+             "maxComputeWorkGroupCount (%u, %u, %u)", (unsigned long long)x,
+             (unsigned long long)y, (unsigned long long)z, n[0], n[1], n[2]);
+    return false;
+}
+
 /* Invocations per workgroup of the fused kernels: `gpu` on a GPU, 64 on a
  * CPU device, or what a test forces, within the device's limits. */
 static uint32_t invocations(uint32_t gpu, bool cpu_device)
@@ -242,15 +255,8 @@ attn_status attn_vk_plan(const attn_problem *p, bool fused, int splits, attn_vk_
     if (fused && plan_decode(p, pl)) {
         const uint64_t blocks = ((uint64_t)attn_group(p) + pl->rows - 1) / pl->rows;
         const uint32_t hkv = (uint32_t)attn_kv_heads(p);
-        if (blocks > lim->maxComputeWorkGroupCount[0] ||
-            hkv > lim->maxComputeWorkGroupCount[1] ||
-            (uint32_t)p->batch > lim->maxComputeWorkGroupCount[2]) {
-            snprintf(why, len, "vulkan: the grid (%llu, %u, %d) exceeds this device's "
-                     "maxComputeWorkGroupCount (%u, %u, %u)", (unsigned long long)blocks, hkv,
-                     p->batch, lim->maxComputeWorkGroupCount[0],
-                     lim->maxComputeWorkGroupCount[1], lim->maxComputeWorkGroupCount[2]);
+        if (!grid_fits(blocks, hkv, (uint64_t)p->batch, why, len))
             return ATTN_EUNSUPPORTED;
-        }
         st = plan_splits(p, splits, blocks * hkv * (uint64_t)p->batch, pl, range, why, len);
         if (st != ATTN_OK)
             return st;
@@ -283,15 +289,8 @@ attn_status attn_vk_plan(const attn_problem *p, bool fused, int splits, attn_vk_
             return ATTN_EUNSUPPORTED;
         }
         const uint64_t blocks = ((uint64_t)p->seq_q + rows - 1) / rows;
-        if (blocks > lim->maxComputeWorkGroupCount[0] ||
-            (uint32_t)p->heads > lim->maxComputeWorkGroupCount[1] ||
-            (uint32_t)p->batch > lim->maxComputeWorkGroupCount[2]) {
-            snprintf(why, len, "vulkan: the grid (%llu, %d, %d) exceeds this device's "
-                     "maxComputeWorkGroupCount (%u, %u, %u)", (unsigned long long)blocks,
-                     p->heads, p->batch, lim->maxComputeWorkGroupCount[0],
-                     lim->maxComputeWorkGroupCount[1], lim->maxComputeWorkGroupCount[2]);
+        if (!grid_fits(blocks, (uint64_t)p->heads, (uint64_t)p->batch, why, len))
             return ATTN_EUNSUPPORTED;
-        }
         pl->rows = (uint32_t)rows;
         pl->keys = (uint32_t)keys;
         /* Invocations per workgroup: 256 for blocks of 32 rows, 128 for

@@ -12,7 +12,8 @@ attnbench cannot check them, only that every output is finite.
         --csv gpu.csv     # PyTorch on a CUDA GPU: rows torch-sdpa-cuda
 
 --dtype fp16 or bf16 takes attnbench's inputs rounded to that type (its
---dtype) and computes in it (numpy SKIPS: it has no bf16 and no fast fp16).
+--dtype) and computes in it (numpy SKIPS: it has no bf16 and no fast fp16);
+a list (fp16,bf16) runs each case in each, in attnbench's order.
 --device cuda runs the torch peers on the first CUDA device of the PyTorch
 in use; their names gain -cuda, the inputs are on the GPU before timing
 (the upload and the download are timed once each, outside the timed runs,
@@ -49,6 +50,7 @@ say so (SKIPPED).
 """
 import argparse
 import ctypes
+import itertools
 import math
 import os
 import subprocess
@@ -106,8 +108,9 @@ def options():
     ap.add_argument("--pass", dest="passes", default="fwd",
                     help="fwd, bwd, fwdbwd or a list (attnbench's --pass)")
     ap.add_argument("--fill", default="normal", choices=["normal", "extreme"])
-    ap.add_argument("--dtype", default="fp32", choices=DTYPES,
-                    help="storage and arithmetic type of the inputs (attnbench's --dtype)")
+    ap.add_argument("--dtype", default="fp32", metavar="TYPES",
+                    help="storage and arithmetic types of the inputs, a list of "
+                         f"{', '.join(DTYPES)} (attnbench's --dtype)")
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
                     help="where the torch peers compute (cuda: rows named PEER-cuda)")
     ap.add_argument("--seed", type=int, default=1)
@@ -151,6 +154,10 @@ def options():
     a.seq_kv = sizes("seq-kv", a.seq_kv, 1, 1 << 24) if a.seq_kv else None
     a.dk = sizes("dk", a.dk, 1, 4096)
     a.dv = sizes("dv", a.dv, 1, 4096) if a.dv else None
+    a.dtypes = a.dtype.split(",")
+    for dt in a.dtypes:
+        if dt not in DTYPES or a.dtypes.count(dt) > 1:
+            die(f"--dtype: '{dt}' is not one of {', '.join(DTYPES)} (each once)")
     a.passes = a.passes.split(",")
     for ps in a.passes:
         if ps not in ("fwd", "bwd", "fwdbwd") or a.passes.count(ps) > 1:
@@ -169,19 +176,19 @@ def options():
 
 
 def shapes(a):
-    """attnbench's order: batch, heads, kv_heads, seq, seq_kv, dk, dv, causal, pass
-    (fastest)."""
+    """attnbench's order: batch, heads, kv_heads, seq, seq_kv, dk, dv, dtype, causal,
+    pass (fastest)."""
     for b in a.batch:
         for h in a.heads:
             for hkv in a.kv_heads or [h]:
                 for nq in a.seq:
                     for nk in a.seq_kv or [nq]:
                         for dk in a.dk:
-                            for dv in a.dv or [dk]:
+                            for dv, dt in itertools.product(a.dv or [dk], a.dtypes):
                                 for c in a.causal:
                                     for ps in a.passes:
                                         yield dict(b=b, h=h, hkv=hkv, nq=nq, nk=nk, dk=dk,
-                                                   dv=dv, causal=c, ps=ps)
+                                                   dv=dv, dtype=dt, causal=c, ps=ps)
 
 
 def case_args(a, s):
@@ -189,7 +196,7 @@ def case_args(a, s):
     args = ["--batch", str(s["b"]), "--heads", str(s["h"]), "--kv-heads", str(s["hkv"]),
             "--seq", str(s["nq"]),
             "--seq-kv", str(s["nk"]), "--dk", str(s["dk"]), "--dv", str(s["dv"]),
-            "--causal=" + ("yes" if s["causal"] else "no"), "--fill", a.fill, "--dtype", a.dtype,
+            "--causal=" + ("yes" if s["causal"] else "no"), "--fill", a.fill, "--dtype", s["dtype"],
             "--seed", str(a.seed), "--threads", str(a.threads), "--check-rows", a.check_rows]
     if a.scale is not None:
         args += ["--scale", repr(a.scale)]
@@ -212,8 +219,8 @@ def key(a, s, peer, np):
          f"/dv:{s['dv']}/causal:{s['causal']}")
     if s["hkv"] != s["h"]:
         k += f"/hkv:{s['hkv']}"
-    if a.dtype != "fp32":
-        k += f"/dtype:{a.dtype}"
+    if s["dtype"] != "fp32":
+        k += f"/dtype:{s['dtype']}"
     if a.scale is not None and np.float32(a.scale) != np.float32(1.0 / math.sqrt(s["dk"])):
         k += f"/scale:{float(np.float32(a.scale)):.9g}"
     if a.fill != "normal":
@@ -587,7 +594,8 @@ def main():
         if not torch.cuda.is_available():
             die(f"--device cuda: torch {torch.__version__} sees no CUDA device")
     if torch is not None:
-        at = Place(torch, a.device, a.dtype)
+        places = {dt: Place(torch, a.device, dt) for dt in a.dtypes}
+        at = places[a.dtypes[0]]
     suffix = "-cuda" if a.device == "cuda" else ""
     print(f"peers: numpy {np.__version__}" +
           (f", torch {torch.__version__}" if torch else f"; {torch_why}") +
@@ -600,6 +608,8 @@ def main():
             todo = [p for p in a.peers if key(a, s, p + suffix, np) not in held]
             if not todo:
                 continue
+            if torch is not None:
+                at = places[s["dtype"]]
             args = case_args(a, s)
             r = subprocess.run([a.attnbench, "--dump-inputs", tmp] + args, capture_output=True,
                                text=True)
@@ -627,8 +637,9 @@ def main():
                 elif s["ps"] != "fwd" and peer != "torch-math":
                     why = (f"{peer} has no backward here: torch-math's autograd is the peers' "
                            "backward")
-                elif peer == "numpy" and a.dtype != "fp32":
-                    why = f"numpy computes in fp32 here ({a.dtype}: no bf16 type, no fast fp16)"
+                elif peer == "numpy" and s["dtype"] != "fp32":
+                    why = (f"numpy computes in fp32 here ({s['dtype']}: no bf16 type, "
+                           "no fast fp16)")
                 out = ["--csv", a.csv, "--resume"] if a.csv else []
                 name = peer + suffix
                 if not why:

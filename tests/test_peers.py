@@ -133,20 +133,28 @@ def main():
         if bad:
             diag(bad[0]["reason"])
 
-    # 16-bit peers: the inputs rounded by attnbench (--dtype), computed in that type.
+    # 16-bit peers: the inputs rounded by attnbench (--dtype), computed in that type; a
+    # list runs each case in each type.
     half = os.path.join(out, "bf16.csv")
     r = subprocess.run([sys.executable, peers, "--attnbench", attnbench, "--csv", half,
-                        "--backend=torch-math,numpy", "--dtype", "bf16"] + size,
+                        "--backend=torch-math,numpy", "--dtype", "bf16,fp16"] + size,
                        capture_output=True, text=True)
-    got = {(x["backend"], x["causal"]): x for x in rows(half)} if os.path.exists(half) else {}
-    tm = [got.get(("torch-math", c), {}) for c in ("0", "1")]
-    ok(all("/dtype:bf16/" in x.get("key", "") and x.get("dtype") == "bf16" and
-           (x.get("verdict") == "PASSED" or x.get("verdict") == "SKIPPED" and x.get("reason"))
-           for x in tm), f"--dtype bf16: torch-math's rows keyed and typed bf16, checked in its "
-       f"class ({[(x.get('verdict'), x.get('reason')) for x in tm]}; exit {r.returncode})")
-    nb = got.get(("numpy", "0"), {})
+    got = {(x["backend"], x["dtype"], x["causal"]): x for x in rows(half)} \
+        if os.path.exists(half) else {}
+    for dt in ("bf16", "fp16"):
+        tm = [got.get(("torch-math", dt, c), {}) for c in ("0", "1")]
+        ok(all(f"/dtype:{dt}/" in x.get("key", "") and x.get("dtype") == dt and
+               (x.get("verdict") == "PASSED" or x.get("verdict") == "SKIPPED" and x.get("reason"))
+               for x in tm), f"--dtype bf16,fp16: torch-math's {dt} rows keyed and typed {dt}, "
+           f"checked in its class ({[(x.get('verdict'), x.get('reason')) for x in tm]}; "
+           f"exit {r.returncode})")
+    nb = got.get(("numpy", "bf16", "0"), {})
     ok(nb.get("verdict") == "SKIPPED" and "numpy computes in fp32" in nb.get("reason", ""),
        f"--dtype bf16: numpy SKIPPED, saying why ({nb.get('reason')})")
+    r = subprocess.run([sys.executable, peers, "--attnbench", attnbench, "--dtype", "fp16,fp8"],
+                       capture_output=True, text=True)
+    ok(r.returncode == 2 and "--dtype: 'fp8' is not one of" in r.stderr,
+       f"--dtype with an unknown type is refused: {r.stderr.strip()}")
     r = subprocess.run([sys.executable, peers, "--attnbench", attnbench,
                         "--backend=torch-sdpa-cuda,numpy"], capture_output=True, text=True)
     ok(r.returncode == 2 and "mixes CUDA and CPU peers" in r.stderr,

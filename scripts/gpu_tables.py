@@ -1,10 +1,11 @@
 """The tables of results/gpu, as Markdown on stdout, from the one CSV that
 scripts/results-gpu wrote: the devices the rows ran on; every backend's
-verdicts; prefill (per storage type, d, causal and N) with the median wall
-time and GFLOP/s of vulkan, vulkan-3pass and PyTorch's SDPA on the same GPU
-(torch-sdpa-cuda), vulkan's device time (timestamp queries), and each of
-ours over torch's time; decoding with times and GB/s. Every figure of
-results/gpu/README.md is here.
+verdicts; the cases a backend of the run has no row for; prefill (per
+storage type, d, causal and N) with the median wall time and GFLOP/s of
+vulkan, vulkan-3pass and PyTorch's SDPA on the same GPU (torch-sdpa-cuda),
+vulkan's device time (timestamp queries), and each of ours over torch's
+time; decoding with times and GB/s. Every figure of results/gpu/README.md
+is here.
 
     python3 scripts/gpu_tables.py gpu.csv
 """
@@ -49,13 +50,27 @@ def main():
     for (b, why), rs in sorted(skipped.items()):
         print(f"  - {b}: {len(rs)} SKIPPED: {why}")
 
+    # A case some backend of the run has no row for (a run cut short, a
+    # command refused): named, so that a "-" in the tables is explained.
+    def case_key(r):
+        return (r["dtype"], int(r["batch"]), int(r["heads"]), int(r["seq_q"]), int(r["seq_kv"]),
+                int(r["d_k"]), r["causal"], int(r["kv_heads"] or r["heads"]))
+    ran = {}
+    for r in rows:
+        ran.setdefault(case_key(r), set()).add(r["backend"])
+    present = [b for b in BACKENDS if any(b in v for v in ran.values())]
+    missing = [(b, k) for k, v in sorted(ran.items()) for b in present if b not in v]
+    print(f"\nCases without a row of each backend of the run: {len(missing)}" +
+          ("." if not missing else ":"))
+    for b, k in missing:
+        print(f"- {b}: {k[0]} B={k[1]} H={k[2]} Hkv={k[7]} N={k[3]} Nk={k[4]} d={k[5]} "
+              f"causal={k[6]}")
+
     cases = {}
     for r in rows:
         if r["verdict"] != "PASSED" or not r["real_median_s"]:
             continue
-        k = (r["dtype"], int(r["batch"]), int(r["heads"]), int(r["seq_q"]), int(r["seq_kv"]),
-             int(r["d_k"]), r["causal"], int(r["kv_heads"] or r["heads"]))
-        cases.setdefault(k, {})[r["backend"]] = r
+        cases.setdefault(case_key(r), {})[r["backend"]] = r
     prefill = sorted(k for k in cases if k[3] > 1)
     decode = sorted(k for k in cases if k[3] == 1)
 

@@ -325,10 +325,18 @@ tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg, int pa
     t.head_groups = (attn_kv_heads(p) + t.heads - 1) / t.heads;
     const long nqb = (p->seq_q + t.br - 1) / t.br;
     t.items = (long)p->batch * t.head_groups * ((nqb + t.sb - 1) / t.sb);
-    /* Chunks of whole key tiles from the span's first key; with more chunks
-     * than tiles the last ones are empty and merge as nothing. */
+    /* Chunks of equal length from the span's first key, a multiple of 16
+     * keys (a chunk's last tile may be short); with more chunks than that
+     * allows the last ones are empty and merge as nothing. Whole tiles
+     * made them unequal: multi-query decoding (H = 32, Hkv = 1, d = 128)
+     * tiles 192 keys, so 8 chunks of Nk = 8K took 1152 keys each but the
+     * last (128): one thread of two ran 4 whole chunks, the other 3 and
+     * that one. On the 2-core Intel Xeon (Skylake-SP), 2 threads, B = 1,
+     * Nk = 8K (in L3), 6 interleaved rounds: 744-766 us against 792-821
+     * (fp32 K/V), 855-885 against 937-948 (bf16); from memory (Nk = 16K to
+     * 128K, B = 1 and 8) inside the noise either way. */
     const long per = ((long)key_hi - t.key_lo + t.splits - 1) / t.splits;
-    t.chunk = (int)round_up((size_t)(per > 0 ? per : 1), (size_t)t.bc);
+    t.chunk = (int)round_up((size_t)(per > 0 ? per : 1), 16);
     t.part_floats = t.splits > 1 ? round_up(2 * (size_t)t.brp + (size_t)t.cols * p->d_v, 16) : 0;
     t.sub_bytes = sub_bytes(p, &t);
     t.tile_bytes = tile_bytes(p, &t);

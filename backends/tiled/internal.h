@@ -98,7 +98,9 @@ typedef struct tiled_plan {
                             decoding from a cache stored a token at a time */
     int head_groups;     /* ceil(Hkv / heads): work items per batch item and query run */
     int splits;          /* key chunks per block; 1: unsplit */
-    int chunk;           /* keys per chunk, a multiple of bc */
+    int chunk;           /* keys per chunk, a multiple of 16 */
+    bool chunks_even;    /* every row sees the whole key span: the chunks are
+                            equal work, handed out to the threads in runs */
     int key_lo;          /* the first key of chunk 0: the first any query sees */
     long blocks;         /* B * Hkv * ceil(Nq / br) */
     long items;          /* B * head_groups * ceil(ceil(Nq / br) / sb): work items

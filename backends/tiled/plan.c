@@ -337,6 +337,13 @@ tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg, int pa
      * 128K, B = 1 and 8) inside the noise either way. */
     const long per = ((long)key_hi - t.key_lo + t.splits - 1) / t.splits;
     t.chunk = (int)round_up((size_t)(per > 0 ? per : 1), 16);
+    t.chunks_even = true;
+    for (int b = 0; b < p->batch && t.chunks_even; b++) {
+        int l0, h0, l1, h1;
+        attn_visible_range(p, b, 0, &l0, &h0);
+        attn_visible_range(p, b, p->seq_q - 1, &l1, &h1);
+        t.chunks_even = l0 == t.key_lo && l1 == t.key_lo && h0 == key_hi && h1 == key_hi;
+    }
     t.part_floats = t.splits > 1 ? round_up(2 * (size_t)t.brp + (size_t)t.cols * p->d_v, 16) : 0;
     t.sub_bytes = sub_bytes(p, &t);
     t.tile_bytes = tile_bytes(p, &t);

@@ -332,9 +332,9 @@ tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg, int pa
      * tiles 192 keys, so 8 chunks of Nk = 8K took 1152 keys each but the
      * last (128): one thread of two ran 4 whole chunks, the other 3 and
      * that one. On the 2-core Intel Xeon (Skylake-SP), 2 threads, B = 1,
-     * Nk = 8K (in L3), 6 interleaved rounds: 744-766 us against 792-821
-     * (fp32 K/V), 855-885 against 937-948 (bf16); from memory (Nk = 16K to
-     * 128K, B = 1 and 8) inside the noise either way. */
+     * Nk = 8K (in L3), interleaved rounds: 744-766 us against 792-821 (fp32
+     * K/V, 6 rounds), medians 874 against 939 (bf16, 5 rounds); from memory
+     * (Nk = 16K to 128K, B = 1 and 8) inside the noise either way. */
     const long per = ((long)key_hi - t.key_lo + t.splits - 1) / t.splits;
     t.chunk = (int)round_up((size_t)(per > 0 ? per : 1), 16);
     t.chunks_even = true;

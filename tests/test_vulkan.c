@@ -5,8 +5,10 @@
  * is refused, and run anyway it is wrong), decoding takes decode.comp where
  * it applies and keeps test_nonfinite's rules there, vulkan-3pass chunks
  * heads when S does not fit one binding, the device's timestamps and
- * transfers are reported, shapes larger than the test grid pass, and a tile
- * that cannot fit in shared memory is refused.
+ * transfers are reported, shapes larger than the test grid pass, a tile
+ * that cannot fit in shared memory is refused, and fp16 prefill on the
+ * matrix units (flash_cm.comp), where the device has them, passes the
+ * checker and keeps test_nonfinite's rules.
  *
  * meson test runs this with ATTN_VK_VALIDATION=1, synchronization
  * validation and VK_DRIVER_FILES pinned to lavapipe. With no Vulkan device
@@ -14,11 +16,13 @@
 #include <math.h>
 #include <string.h>
 
+#include "kernels/half.h"
 #include "tap.h"
 #include "util.h"
 #include "vulkan/vk.h"
 
-#define NCHECKS 37
+#define NCHECKS 45
+#define CM_CHECKS 8
 
 static void bail(const char *what)
 {
@@ -26,22 +30,28 @@ static void bail(const char *what)
     exit(2);
 }
 
-/* Runs be on p with the given inputs straight through its verbs into o. */
-static attn_status run_verbs(const attn_backend *be, const attn_problem *p, const float *q,
-                             const float *k, const float *v, float *o)
+/* Runs be on p with the inputs of t straight through its verbs into t->o. */
+static attn_status run_tensors(const attn_backend *be, const attn_problem *p,
+                               const attn_tensors *t)
 {
     attn_tracker tr;
     attn_tracker_init(&tr);
     const attn_config cfg = { .threads = 1, .alloc = &tr.iface, .device = -1 };
-    const attn_tensors t = { .q = q, .k = k, .v = v, .o = o };
     void *state = NULL;
     attn_status st = be->prepare(p, &cfg, &state);
-    if (st == ATTN_OK && (st = be->bind(state, &t)) == ATTN_OK && (st = be->run(state)) == ATTN_OK)
-        st = be->read(state, o);
+    if (st == ATTN_OK && (st = be->bind(state, t)) == ATTN_OK && (st = be->run(state)) == ATTN_OK)
+        st = be->read(state, t->o);
     if (state)
         be->release(state);
     attn_tracker_destroy(&tr);
     return st;
+}
+
+/* run_tensors with Q, K and V in fp32. */
+static attn_status run_verbs(const attn_backend *be, const attn_problem *p, const float *q,
+                             const float *k, const float *v, float *o)
+{
+    return run_tensors(be, p, &(attn_tensors){ .q = q, .k = k, .v = v, .o = o });
 }
 
 static void validation_on(void)
@@ -464,6 +474,114 @@ static void decode_nonfinite(void)
     free(o);
 }
 
+/* Causal attention, B = H = 1, N = 128, d = 64, in fp16 through
+ * flash_cm.comp with one NaN planted at (key j, element c) of K or V:
+ * whether each output element is NaN exactly where test_nonfinite's rules
+ * put it (K: rows >= j; V: column c of rows >= j). */
+static bool cm_nonfinite(bool in_v, int j, int c, bool *planned)
+{
+    enum { N = 128, D = 64 };
+    const attn_problem p = { 1, 1, N, N, D, D, 0.125f, true, NULL,
+                             .dtype = ATTN_DTYPE_FP16, .kv_dtype = ATTN_DTYPE_FP16 };
+    float *q = malloc(N * D * sizeof(float)), *k = malloc(N * D * sizeof(float));
+    float *v = malloc(N * D * sizeof(float)), *o = malloc(N * D * sizeof(float));
+    if (!q || !k || !v || !o)
+        bail("out of memory");
+    for (int i = 0; i < N * D; i++) {
+        q[i] = (float)((i * 37) % 101) / 50.0f - 1.0f;
+        k[i] = (float)((i * 53) % 97) / 48.0f - 1.0f;
+        v[i] = (float)((i * 29) % 89) / 44.0f - 1.0f;
+    }
+    (in_v ? v : k)[j * D + c] = NAN;
+    uint16_t *h = malloc(3 * N * D * sizeof(uint16_t));
+    if (!h)
+        bail("out of memory");
+    for (int i = 0; i < N * D; i++) {
+        h[i] = attn_f32_to_f16(q[i]);
+        h[N * D + i] = attn_f32_to_f16(k[i]);
+        h[2 * N * D + i] = attn_f32_to_f16(v[i]);
+    }
+    attn_vk_plan_t plan;
+    char why[512] = "";
+    attn_vk_plan_info(&p, true, 0, &plan, why, sizeof(why));
+    *planned = plan.coopmat;
+    const attn_status st = run_tensors(attn_backend_find("vulkan"), &p,
+                                       &(attn_tensors){ .q16 = h, .k16 = h + N * D,
+                                                        .v16 = h + 2 * N * D, .o = o });
+    free(h);
+    int wrong = 0;
+    for (int i = 0; i < N; i++)
+        for (int x = 0; x < D; x++) {
+            const bool want = i >= j && (!in_v || x == c);
+            const float y = o[i * D + x];
+            wrong += isnan(y) != want || (!want && !isfinite(y));
+        }
+    free(q);
+    free(k);
+    free(v);
+    free(o);
+    if (wrong)
+        tap_diag("%d elements wrong", wrong);
+    return st == ATTN_OK && wrong == 0;
+}
+
+/* flash_cm.comp, fp16 prefill on the matrix units, where the device has
+ * them (VK_NV_cooperative_matrix): the last block of 64 rows partial,
+ * causal with Nq < Nk and padding (a batch item of no key), GQA with
+ * split-KV forced, 16 rows, d = 64 and 128, fill=extreme; the same shape on
+ * flash.comp when asked; and non-finite K and V on the causal diagonal
+ * (test_nonfinite's rules). Where the device has no matrix units every
+ * check says SKIP with the reason. */
+static void coopmat(void)
+{
+    const attn_problem p0 = { 1, 1, 64, 64, 64, 64, 0.125f, false, NULL,
+                              .dtype = ATTN_DTYPE_FP16, .kv_dtype = ATTN_DTYPE_FP16 };
+    attn_vk_plan_t plan;
+    char why[512] = "", shape[256];
+    attn_vk_plan_info(&p0, true, 0, &plan, why, sizeof(why));
+    if (!plan.coopmat) {
+        const char *no = attn_vk_coopmat_why();
+        for (int i = 0; i < CM_CHECKS; i++)
+            tap_skip(no[0] ? no : why[0] ? why : "the plan did not take flash_cm.comp",
+                     "vulkan: flash_cm.comp check %d of %d", i + 1, CM_CHECKS);
+        return;
+    }
+    static const int kv[] = { 777, 300 }, kv0[] = { 513, 0 };
+    const struct { attn_problem p; int splits; attn_fill_kind fill; bool off; } cs[] = {
+        { { 2, 4, 1000, 1000, 128, 128, 0.088f, false, NULL }, 0, ATTN_FILL_NORMAL, false },
+        { { 2, 4, 300, 777, 64, 64, 0.125f, true, kv }, 0, ATTN_FILL_EXTREME, false },
+        { { 1, 8, 200, 1500, 128, 128, 0.088f, true, NULL, .kv_heads = 2 }, 3,
+          ATTN_FILL_NORMAL, false },
+        { { 1, 2, 16, 4000, 64, 64, 0.125f, false, NULL }, 0, ATTN_FILL_NORMAL, false },
+        { { 2, 4, 513, 513, 64, 64, 0.125f, true, kv0 }, 0, ATTN_FILL_NORMAL, false },
+        { { 2, 4, 1000, 1000, 128, 128, 0.088f, false, NULL }, 0, ATTN_FILL_NORMAL, true },
+    };
+    for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++) {
+        attn_problem p = cs[i].p;
+        p.dtype = p.kv_dtype = ATTN_DTYPE_FP16;
+        attn_setup s = test_setup(cs[i].fill, 0);
+        s.splits = cs[i].splits;
+        attn_vk_no_coopmat(cs[i].off);
+        const attn_status st = attn_vk_plan_info(&p, true, cs[i].splits, &plan, why,
+                                                 sizeof(why));
+        attn_result r;
+        const attn_verdict v = run_case_setup(attn_backend_find("vulkan"), &p, &s, &r);
+        attn_vk_no_coopmat(false);
+        attn_problem_describe(&p, shape, sizeof(shape));
+        if (!tap_ok(st == ATTN_OK && v == ATTN_PASSED && plan.coopmat == !cs[i].off,
+                    "vulkan: %s (%u chunks) %s%s", plan.coopmat ? "flash_cm.comp" : "flash.comp",
+                    plan.splits, shape, cs[i].fill == ATTN_FILL_EXTREME ? " fill=extreme" : ""))
+            tap_diag("%s: %s; coopmat %d", attn_verdict_str(v), r.why, plan.coopmat);
+    }
+    bool planned = false;
+    bool ok = cm_nonfinite(true, 70, 5, &planned);
+    tap_ok(ok && planned, "vulkan (flash_cm.comp): NaN in v_j[c] on the causal diagonal reaches "
+           "column c of the rows that see key j and nothing else");
+    ok = cm_nonfinite(false, 30, 5, &planned);
+    tap_ok(ok && planned, "vulkan (flash_cm.comp): NaN in k_j reaches the rows that see key j "
+           "and nothing else");
+}
+
 /* A d whose one row and one key overflow shared memory is refused, not run. */
 static void too_wide(void)
 {
@@ -502,6 +620,7 @@ int main(void)
     split_kv();
     gpu_sizes();
     too_wide();
+    coopmat();
     if (tap_count != NCHECKS)
         bail("the plan's count is wrong");
     return 0;

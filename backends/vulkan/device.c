@@ -35,6 +35,18 @@ void attn_vk_cap_binding(uint64_t bytes)
 
 atomic_uint attn_vk_invocations;
 
+atomic_bool attn_vk_coopmat_off;
+
+void attn_vk_no_coopmat(bool off)
+{
+    atomic_store(&attn_vk_coopmat_off, off);
+}
+
+const char *attn_vk_coopmat_why(void)
+{
+    return attn_vk_g.dev && !attn_vk_g.coopmat ? attn_vk_g.coopmat_why : "";
+}
+
 void attn_vk_force_invocations(uint32_t n)
 {
     atomic_store(&attn_vk_invocations, n);
@@ -255,6 +267,75 @@ int attn_vk_devices(char *buf, size_t len)
     return (int)at;
 }
 
+/* Whether pd can run flash_cm.comp: VK_NV_cooperative_matrix with 16 x 16
+ * x 16 products of fp16 into fp32 in a subgroup of 32 invocations that
+ * shuffles, fp16 arithmetic, the Vulkan memory model (which the extension's
+ * SPIR-V declares) and 16-bit storage buffers. Where not, why says what is
+ * missing. */
+static bool coopmat_usable(VkPhysicalDevice pd, bool storage16, char *why, size_t len)
+{
+    VkExtensionProperties ext[512];
+    uint32_t n = 512;
+    bool have = false;
+    if (vkEnumerateDeviceExtensionProperties(pd, NULL, &n, ext) >= 0)
+        for (uint32_t i = 0; i < n && !have; i++)
+            have = !strcmp(ext[i].extensionName, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    if (!have) {
+        snprintf(why, len, "no %s", VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+        return false;
+    }
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV cm = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
+    };
+    VkPhysicalDeviceVulkan12Features v12 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES, .pNext = &cm,
+    };
+    VkPhysicalDeviceFeatures2 f2 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+                                     .pNext = &v12 };
+    vkGetPhysicalDeviceFeatures2(pd, &f2);
+    VkPhysicalDeviceSubgroupProperties sub = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES,
+    };
+    VkPhysicalDeviceProperties2 p2 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+                                       .pNext = &sub };
+    vkGetPhysicalDeviceProperties2(pd, &p2);
+    const VkSubgroupFeatureFlags ops = VK_SUBGROUP_FEATURE_BASIC_BIT |
+                                       VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
+    const char *no = NULL;
+    if (!cm.cooperativeMatrix)
+        no = "the cooperativeMatrix feature is off";
+    else if (!v12.shaderFloat16 || !v12.vulkanMemoryModel || !storage16)
+        no = "it lacks shaderFloat16, vulkanMemoryModel or storageBuffer16BitAccess";
+    else if (sub.subgroupSize != 32 || !(sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) ||
+             (sub.supportedOperations & ops) != ops)
+        no = "its subgroups are not of 32 invocations with basic and shuffle operations";
+    if (no) {
+        snprintf(why, len, "%s: %s", VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME, no);
+        return false;
+    }
+    PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV get =
+        (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)vkGetInstanceProcAddr(
+            attn_vk_g.instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV");
+    VkCooperativeMatrixPropertiesNV props[64];
+    uint32_t np = 64;
+    for (uint32_t i = 0; i < np; i++)
+        props[i] = (VkCooperativeMatrixPropertiesNV){
+            .sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV };
+    if (!get || get(pd, &np, props) < 0)
+        np = 0;
+    for (uint32_t i = 0; i < np; i++) {
+        const VkCooperativeMatrixPropertiesNV *c = &props[i];
+        if (c->MSize == 16 && c->NSize == 16 && c->KSize == 16 &&
+            c->AType == VK_COMPONENT_TYPE_FLOAT16_NV && c->BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+            c->CType == VK_COMPONENT_TYPE_FLOAT32_NV && c->DType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+            c->scope == VK_SCOPE_SUBGROUP_NV)
+            return true;
+    }
+    snprintf(why, len, "%s: no 16x16x16 fp16 x fp16 + fp32 product in a subgroup among its %u",
+             VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME, np);
+    return false;
+}
+
 /* Opens device index (or the best one for -1) as the current logical device. */
 attn_status attn_vk_open_device(int index, char *why, size_t len)
 {
@@ -336,11 +417,32 @@ attn_status attn_vk_open_device(int index, char *why, size_t len)
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
         .storageBuffer16BitAccess = VK_TRUE,
     };
+    /* flash_cm.comp's extension and features, where it can run. */
+    char cm_why[160] = "";
+    attn_vk_g.coopmat = coopmat_usable(pd, attn_vk_g.storage16, cm_why, sizeof(cm_why));
+    snprintf(attn_vk_g.coopmat_why, sizeof(attn_vk_g.coopmat_why), "%s: %s",
+             attn_vk_g.props.deviceName, cm_why);
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV want_cm = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
+        .cooperativeMatrix = VK_TRUE,
+    };
+    VkPhysicalDeviceVulkan12Features want12 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+        .pNext = (void *)&want16,
+        .shaderFloat16 = VK_TRUE,
+        .vulkanMemoryModel = VK_TRUE,
+    };
+    const char *cm_ext = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
+    if (attn_vk_g.coopmat)
+        want_cm.pNext = &want12;
     const VkDeviceCreateInfo dci = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
-        .pNext = attn_vk_g.storage16 ? &want16 : NULL,
+        .pNext = attn_vk_g.coopmat ? (const void *)&want_cm
+                 : attn_vk_g.storage16 ? (const void *)&want16 : NULL,
         .queueCreateInfoCount = 1,
         .pQueueCreateInfos = &qci,
+        .enabledExtensionCount = attn_vk_g.coopmat ? 1 : 0,
+        .ppEnabledExtensionNames = attn_vk_g.coopmat ? &cm_ext : NULL,
     };
     VkResult r = vkCreateDevice(pd, &dci, NULL, &attn_vk_g.dev);
     if (r != VK_SUCCESS) {

@@ -50,7 +50,8 @@ size_t attn_vk_bytes(const attn_problem *p, int which)
  *                 the invocations, over the tiles of one split (all
  *                 ceil(Nk / BC) tiles without split-KV)
  *   decode.comp   the tiles of one split and nothing else (its key loop is
- *                 its last)
+ *                 its last; flash_cm.comp's likewise, but no CPU device
+ *                 has the matrix units it needs)
  *   combine.comp  with split-KV: two passes over the S splits and, for
  *                 each of ceil(d_v / 64) columns, one more: (2 + ceil(d_v /
  *                 64)) (S + 1) + ceil(d_v / 64) + 1
@@ -68,7 +69,8 @@ static uint64_t loop_iterations(const attn_problem *p, bool fused, const attn_vk
         const uint64_t bc = pl->keys, wg = pl->invocations, sp = pl->splits;
         const uint64_t ns = wg % bc ? ((uint64_t)pl->rows * bc + wg - 1) / wg + 1 : 0;
         const uint64_t keys = sp > 1 && pl->split_keys < nk ? pl->split_keys : nk;
-        const uint64_t n = (keys + bc - 1) / bc * (pl->decode ? 1 : 1 + ns + (bc + 1));
+        const uint64_t n = (keys + bc - 1) / bc * (pl->decode || pl->coopmat ? 1
+                                                                          : 1 + ns + (bc + 1));
         const uint64_t cols = ((uint64_t)p->d_v + 63) / 64;
         const uint64_t combine = sp > 1 ? (2 + cols) * (sp + 1) + cols + 1 : 0;
         return n > combine ? n : combine;
@@ -109,6 +111,15 @@ uint64_t attn_vk_fused_shared(uint64_t br, uint64_t bc, int d_k, int d_v)
     const uint64_t ks = dk4 | 1, ps = bc | 1;
     const uint64_t kv = bc * (ks > dv4 ? ks : dv4);
     return (br * dk4 + kv) * 4 * sizeof(float) + (br * ps + 3 * br) * sizeof(float);
+}
+
+uint64_t attn_vk_cm_shared(int d)
+{
+    /* K/V tile (64 keys, rows of d + 8 halves), scores (4 x 16 rows of 68
+     * floats), P (4 x 16 rows of 72 halves), 4 scratch 16 x 16 floats, l
+     * of 64 rows, a flag in 4 words: flash_cm.comp's declarations. */
+    return 64 * ((uint64_t)d + 8) * 2 + 4 * 16 * 68 * 4 + 4 * 16 * 72 * 2 + 4 * 256 * 4 +
+           64 * 4 + 16;
 }
 
 uint64_t attn_vk_decode_shared(uint64_t r, uint64_t wg, int d_k, int d_v)
@@ -228,6 +239,40 @@ static bool plan_decode(const attn_problem *p, attn_vk_plan_t *pl)
     return true;
 }
 
+/* fp16 prefill on the matrix units: flash_cm.comp where the open device
+ * can run it (device.c says why not), Q and K/V in fp16, d_k = d_v = 64 or
+ * 128 (the builds there are), Nq >= 16 (a block is 64 rows; fewer would
+ * leave most of the product to rows that do not exist), and its shared
+ * memory within the limit. Sets pl->coopmat, 64 rows and keys a tile,
+ * 128 invocations; false where it does not apply. */
+static bool plan_coopmat(const attn_problem *p, attn_vk_plan_t *pl)
+{
+    if (!attn_vk_g.coopmat || atomic_load(&attn_vk_coopmat_off) ||
+        p->dtype != ATTN_DTYPE_FP16 || p->kv_dtype != ATTN_DTYPE_FP16 || p->d_k != p->d_v ||
+        (p->d_k != 64 && p->d_k != 128) || p->seq_q < 16 ||
+        attn_vk_cm_shared(p->d_k) > attn_vk_g.props.limits.maxComputeSharedMemorySize ||
+        attn_vk_g.props.limits.maxComputeWorkGroupSize[0] < 128 ||
+        attn_vk_g.props.limits.maxComputeWorkGroupInvocations < 128)
+        return false;
+    pl->coopmat = true;
+    pl->rows = 64;
+    pl->keys = 64;
+    pl->invocations = 128;
+    return true;
+}
+
+/* The fused kernels' split-KV chunks over `wgs` workgroups and their loop
+ * count against the driver's limit, once the tile is planned. */
+static attn_status plan_fused_rest(const attn_problem *p, int splits, uint64_t wgs,
+                                   attn_vk_plan_t *pl, uint64_t range, char *why, size_t len)
+{
+    const attn_status st = plan_splits(p, splits, wgs, pl, range, why, len);
+    if (st != ATTN_OK)
+        return st;
+    pl->loop_iterations = loop_iterations(p, true, pl);
+    return check_loops(p, true, pl, why, len);
+}
+
 /* What the device allows for p, decided before anything is allocated. The
  * fused kernel's tile comes from d and the shared-memory limit; the 3-pass
  * score chunk from maxStorageBufferRange. */
@@ -237,7 +282,6 @@ attn_status attn_vk_plan(const attn_problem *p, bool fused, int splits, attn_vk_
     memset(pl, 0, sizeof(*pl));
     pl->cpu_device = attn_vk_g.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
     const VkPhysicalDeviceLimits *lim = &attn_vk_g.props.limits;
-    attn_status st;
     const uint64_t cap = atomic_load(&attn_vk_binding_cap);
     const uint64_t range = cap && cap < lim->maxStorageBufferRange ? cap
                                                                  : lim->maxStorageBufferRange;
@@ -257,11 +301,14 @@ attn_status attn_vk_plan(const attn_problem *p, bool fused, int splits, attn_vk_
         const uint32_t hkv = (uint32_t)attn_kv_heads(p);
         if (!grid_fits(blocks, hkv, (uint64_t)p->batch, why, len))
             return ATTN_EUNSUPPORTED;
-        st = plan_splits(p, splits, blocks * hkv * (uint64_t)p->batch, pl, range, why, len);
-        if (st != ATTN_OK)
-            return st;
-        pl->loop_iterations = loop_iterations(p, true, pl);
-        return check_loops(p, true, pl, why, len);
+        return plan_fused_rest(p, splits, blocks * hkv * (uint64_t)p->batch, pl, range, why, len);
+    }
+    if (fused && plan_coopmat(p, pl)) {
+        const uint64_t blocks = ((uint64_t)p->seq_q + pl->rows - 1) / pl->rows;
+        if (!grid_fits(blocks, (uint64_t)p->heads, (uint64_t)p->batch, why, len))
+            return ATTN_EUNSUPPORTED;
+        return plan_fused_rest(p, splits, blocks * (uint64_t)p->heads * (uint64_t)p->batch, pl,
+                               range, why, len);
     }
     if (fused) {
         /* Shared memory (flash.comp) holds Q of BR rows, K or V of BC keys
@@ -302,12 +349,8 @@ attn_status attn_vk_plan(const attn_problem *p, bool fused, int splits, attn_vk_
          * (lavapipe) 64: there 256 took 1.34-1.39x the time of 64 (B=1,
          * H=4, N=256, d=64 and 128, 3 rounds). */
         pl->invocations = invocations(rows >= 32 ? 256 : 128, pl->cpu_device);
-        st = plan_splits(p, splits, blocks * (uint64_t)p->heads * (uint64_t)p->batch, pl, range,
-                         why, len);
-        if (st != ATTN_OK)
-            return st;
-        pl->loop_iterations = loop_iterations(p, true, pl);
-        return check_loops(p, true, pl, why, len);
+        return plan_fused_rest(p, splits, blocks * (uint64_t)p->heads * (uint64_t)p->batch, pl,
+                               range, why, len);
     }
     if (lim->maxComputeWorkGroupInvocations < 256 || lim->maxComputeWorkGroupSize[0] < 64 ||
         lim->maxComputeWorkGroupSize[1] < 16) {

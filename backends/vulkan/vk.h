@@ -37,11 +37,20 @@ void attn_vk_cap_binding(uint64_t bytes);
 void attn_vk_force_invocations(uint32_t n);
 
 
+/* For tests and comparisons: flash.comp where flash_cm.comp would run
+ * (true), or the plan's own choice (false). */
+void attn_vk_no_coopmat(bool off);
+
+/* Why the open device cannot run flash_cm.comp ("" where it can, or where
+ * no device could be opened). */
+const char *attn_vk_coopmat_why(void);
+
 /* How the backend would run p on the default device, computed as in
  * prepare but without the loop-limit refusal, so tests can stand on either
  * side of that limit. */
 typedef struct attn_vk_plan_t {
     bool decode;                    /* fused: decode.comp (Nq = 1) rather than flash.comp */
+    bool coopmat;                   /* fused: flash_cm.comp (fp16 on the matrix units) */
     uint32_t rows, keys;            /* fused: query rows per workgroup (decode.comp: query
                                        heads of one K/V head), keys per tile */
     uint32_t invocations;           /* fused: invocations per workgroup */

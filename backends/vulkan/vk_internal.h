@@ -35,6 +35,8 @@ typedef struct vk_global {
     VkPhysicalDeviceDriverProperties driver;
     VkPhysicalDeviceMemoryProperties mem;
     bool storage16;                 /* storageBuffer16BitAccess, enabled on the device */
+    bool coopmat;                   /* flash_cm.comp can run (VK_NV_cooperative_matrix) */
+    char coopmat_why[448];          /* why not, where it cannot */
 } vk_global;
 
 /* The process-wide instance and open device (device.c), under its lock. */
@@ -43,6 +45,8 @@ extern vk_global attn_vk_g;
 extern atomic_int attn_vk_planted;
 /* attn_vk_cap_binding's bytes (0: none). */
 extern atomic_ullong attn_vk_binding_cap;
+/* attn_vk_no_coopmat's choice. */
+extern atomic_bool attn_vk_coopmat_off;
 /* attn_vk_force_invocations' count (0: the plan's own). */
 extern atomic_uint attn_vk_invocations;
 
@@ -65,6 +69,8 @@ size_t attn_vk_bytes(const attn_problem *p, int which);
 
 /* Bytes of shared memory flash.comp declares for br rows and bc keys. */
 uint64_t attn_vk_fused_shared(uint64_t br, uint64_t bc, int d_k, int d_v);
+/* Bytes of shared memory flash_cm.comp declares for d = d_k = d_v. */
+uint64_t attn_vk_cm_shared(int d);
 /* Bytes of shared memory decode.comp declares for r query heads and wg
  * invocations (a tile of wg keys). */
 uint64_t attn_vk_decode_shared(uint64_t r, uint64_t wg, int d_k, int d_v);

@@ -2,7 +2,9 @@
  * this file holds the per-case part: buffers, pipelines, recording and the
  * verbs (device.c: the device layer; plan.c: what a device allows).
  *   vulkan        one dispatch of the fused FlashAttention kernel (flash.comp,
- *                 or decode.comp where Nq = 1 and plan.c takes it); with
+ *                 decode.comp where Nq = 1 and plan.c takes it, or
+ *                 flash_cm.comp on the matrix units for fp16 where the
+ *                 device has VK_NV_cooperative_matrix); with
  *                 split-KV (plan.c) a second, combine.comp, merging the
  *                 chunks' partial rows
  *   vulkan-3pass  scores (scores.comp), row softmax (softmax.comp) and P.V
@@ -85,6 +87,12 @@ static const uint32_t pvbf16_spv[] =
 ;
 static const uint32_t decodebf16_spv[] =
 #include "decodebf16.spv.h"
+;
+static const uint32_t flash_cm64_spv[] =
+#include "flash_cm64.spv.h"
+;
+static const uint32_t flash_cm128_spv[] =
+#include "flash_cm128.spv.h"
 ;
 /* A shader's SPIR-V for storage type dt (fp32, fp16, bf16), and its bytes. */
 #define SPV(name, dt) ((dt) == ATTN_DTYPE_FP16 ? name##16_spv                  \
@@ -475,7 +483,11 @@ static VkResult build(vk_state *s)
         const uint32_t dc[4] = { s->plan.invocations, s->plan.rows, (uint32_t)p->d_k,
                                  (uint32_t)p->d_v };
         const VkSpecializationInfo dspec = { 4, me, sizeof(dc), dc };
-        if (s->plan.decode)
+        if (s->plan.coopmat && p->d_k == 64)
+            r = make_pipeline(s, P_FLASH, flash_cm64_spv, sizeof(flash_cm64_spv), NULL);
+        else if (s->plan.coopmat)
+            r = make_pipeline(s, P_FLASH, flash_cm128_spv, sizeof(flash_cm128_spv), NULL);
+        else if (s->plan.decode)
             r = make_pipeline(s, P_FLASH, SPV(decode, dt), SPV_BYTES(decode, dt), &dspec);
         else
             r = make_pipeline(s, P_FLASH, SPV(flash, dt), SPV_BYTES(flash, dt), &spec);

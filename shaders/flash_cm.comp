@@ -21,6 +21,9 @@
 //     fp16 (the fp16 class allows that one rounding, docs/correctness.md);
 //   - each subgroup rescales its 16 x D fp32 accumulators by the rows'
 //     factors and adds P V.
+// K, V, Q and P sit in shared memory as words of fp16 pairs (uvec4 for K
+// and V, uint for Q and P), so staging writes 16 or 4 bytes at a time; the
+// matrix loads count their offsets and strides in those words.
 // Every shared array is a multiple of 16 bytes long, so each starts on a
 // 16-byte boundary wherever the driver places it: the matrix loads and
 // stores need that (on the H200 a 4-byte flag before the arrays shifted
@@ -45,10 +48,10 @@
 layout(local_size_x = 128) in;
 const uint BR = 64, BC = 64;
 const uint DT = D / 16, CT = BC / 16;      // 16-wide slices of d, of a key tile
-const uint KS = D + 8;                     // K/V row stride (halves; 16-byte rows
+const uint KS = D / 8 + 1;                 // K/V row stride (uvec4 of 8 halves; rows
                                            // that fall on different banks)
 const uint SS = BC + 4;                    // score row stride (floats)
-const uint PS = BC + 8;                    // P row stride (halves)
+const uint PS = BC / 2 + 4;                // P row stride (words of 2 halves)
 const uint D8 = D / 8;                     // uvec4 per row of K or V
 
 #define M16 fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
@@ -69,9 +72,10 @@ layout(push_constant) uniform Push {
     uint rows;
 } pc;
 
-shared float16_t KV[BC * KS];       // the tile's K, then its V
+shared uvec4 KV[BC * KS];           // the tile's K, then its V, 8 halves a word
 shared float Ss[4 * 16 * SS];       // each subgroup's scores
-shared float16_t Ps[4 * 16 * PS];   // each subgroup's P (at the start: Q, 16 x 16 at a time)
+shared uint Ps[4 * 16 * PS];        // each subgroup's P, 2 halves a word (at the start:
+                                    // Q, 16 x 16 at a time)
 shared float Xs[4 * 256];           // each subgroup's 16 x 16 fp32 scratch
 shared float Lx[BR];                // each row's l at the end
 shared uint vbad[4];                // [0]: a non-finite V in a partly visible tile (four
@@ -85,20 +89,19 @@ int visible_end(uint b, int i)
     return max(end, 0);
 }
 
+// Element i of a row of halves, from the word holding i and i ^ 1.
+float half_at(uint w, uint i)
+{
+    const f16vec2 h = unpackFloat2x16(w);
+    return float((i & 1u) != 0u ? h.y : h.x);
+}
+
 // Whether a 16-bit float of the word is Inf or NaN.
 bool nonfinite2(uint w)
 {
     return (w & 0x7c00u) == 0x7c00u || (w & 0x7c000000u) == 0x7c000000u;
 }
 
-void store8(uint at, uvec4 w)
-{
-    [[unroll]] for (uint e = 0; e < 4; e++) {
-        const f16vec2 h = unpackFloat2x16(w[e]);
-        KV[at + 2 * e] = h.x;
-        KV[at + 2 * e + 1] = h.y;
-    }
-}
 
 
 // A matrix of the accumulators' type whose element (r, c) is r (cols: c).
@@ -144,10 +147,11 @@ void main()
     {
         const uint rr = lane >> 1, cc = (lane & 1) * 8, row = sg * 16 + rr;
         [[unroll]] for (uint t = 0; t < DT; t++) {
-            [[unroll]] for (uint e = 0; e < 8; e++)
-                Ps[sg * 16 * PS + rr * PS + cc + e] =
-                    row < rows ? q[(bh * pc.nq + i0 + row) * D + 16 * t + cc + e]
-                               : float16_t(0.0);
+            [[unroll]] for (uint e = 0; e < 8; e += 2) {
+                const uint at = (bh * pc.nq + i0 + row) * D + 16 * t + cc + e;
+                Ps[sg * 16 * PS + rr * PS + (cc + e) / 2] =
+                    row < rows ? packFloat2x16(f16vec2(q[at], q[at + 1])) : 0u;
+            }
             barrier();
             coopMatLoadNV(qf[t], Ps, sg * 16 * PS, PS, false);
             barrier();
@@ -166,8 +170,7 @@ void main()
         [[unroll]] for (uint n = 0; n < BC * D8 / 128; n++) {
             const uint x = tid + n * 128, c = x / D8, t = x % D8;
             const int j = j0 + int(c);
-            store8(c * KS + 8 * t,
-                   j < kvl ? k4[((kvh * pc.nk + uint(j)) * D) / 8 + t] : uvec4(0u));
+            KV[c * KS + t] = j < kvl ? k4[((kvh * pc.nk + uint(j)) * D) / 8 + t] : uvec4(0u);
         }
         barrier();
         {
@@ -176,7 +179,7 @@ void main()
                 sf[c] = M32(0.0);
                 [[unroll]] for (uint t = 0; t < DT; t++) {
                     M16 kf;
-                    coopMatLoadNV(kf, KV, c * 16 * KS + t * 16, KS, true);
+                    coopMatLoadNV(kf, KV, c * 16 * KS + t * 2, KS, true);
                     sf[c] = coopMatMulAddNV(qf[t], kf, sf[c]);
                 }
             }
@@ -191,7 +194,7 @@ void main()
             if (part_tile && (nonfinite2(w.x) || nonfinite2(w.y) || nonfinite2(w.z) ||
                               nonfinite2(w.w)))
                 atomicOr(vbad[0], 1u);
-            store8(c * KS + 8 * t, w);
+            KV[c * KS + t] = w;
         }
         // The online softmax, as flash.comp's: keys a row cannot see are -inf
         // and weigh 0.
@@ -206,11 +209,12 @@ void main()
             }
             mt = max(mt, subgroupShuffleXor(mt, 16));
             float sum = 0.0;
-            const uint pb = sg * 16 * PS + r * PS + half_ * (BC / 2);
-            [[unroll]] for (uint e = 0; e < BC / 2; e++) {
-                const float p = sv[e] == ninf ? 0.0 : exp2(sv[e] - mt);
-                Ps[pb + e] = float16_t(p);
-                sum += p;
+            const uint pb = sg * 16 * PS + r * PS + half_ * (BC / 4);
+            [[unroll]] for (uint e = 0; e < BC / 2; e += 2) {
+                const float p0 = sv[e] == ninf ? 0.0 : exp2(sv[e] - mt);
+                const float p1 = sv[e + 1] == ninf ? 0.0 : exp2(sv[e + 1] - mt);
+                Ps[pb + e / 2] = packFloat2x16(f16vec2(p0, p1));
+                sum += p0 + p1;
             }
             sum += subgroupShuffleXor(sum, 16);
             const float alpha = exp2(m - mt);
@@ -231,10 +235,10 @@ void main()
         if (vbad[0] == 0u) {
             [[unroll]] for (uint c = 0; c < CT; c++) {
                 M16 pf;
-                coopMatLoadNV(pf, Ps, sg * 16 * PS + c * 16, PS, false);
+                coopMatLoadNV(pf, Ps, sg * 16 * PS + c * 8, PS, false);
                 [[unroll]] for (uint t = 0; t < DT; t++) {
                     M16 vf;
-                    coopMatLoadNV(vf, KV, c * 16 * KS + t * 16, KS, false);
+                    coopMatLoadNV(vf, KV, c * 16 * KS + t * 2, KS, false);
                     of[t] = coopMatMulAddNV(pf, vf, of[t]);
                 }
             }
@@ -249,7 +253,8 @@ void main()
                     const int re = row < rows ? visible_end(b, int(i0 + row)) : 0;
                     float a = of[t][i];
                     for (uint c = 0; c < BC && j0 + int(c) < re; c++)
-                        a += float(Ps[sg * 16 * PS + rr * PS + c]) * float(KV[c * KS + col]);
+                        a += half_at(Ps[sg * 16 * PS + rr * PS + c / 2], c) *
+                             half_at(KV[c * KS + col / 8][(col / 2) % 4], col);
                     of[t][i] = a;
                 }
         }

@@ -735,6 +735,16 @@ void attn_vk_force_invocations(uint32_t n)
     (void)n;
 }
 
+void attn_vk_no_coopmat(bool off)
+{
+    (void)off;
+}
+
+const char *attn_vk_coopmat_why(void)
+{
+    return "";
+}
+
 attn_status attn_vk_plan_info(const attn_problem *p, bool fused, int splits,
                               attn_vk_plan_t *out, char *why, size_t len)
 {

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""The table of results/gpu/coopmat-ab (ab.md), from the CSVs cm.sh wrote:
-   ab.py DIR > DIR/ab.md
-fp16 prefill with `vulkan` before flash_cm.comp (old-1.csv, old-2.csv:
-flash.comp) and with it (new-1.csv, new-2.csv), two rounds alternating old
-and new: device median ms per round and new over old (medians of the
-rounds); the new build's device GFLOP/s; its wall time beside
-torch-sdpa-cuda's (torch.csv, the same shapes in the same call) and their
-ratio."""
+"""The tables of results/gpu/coopmat-ab (ab.md, words/ab.md), from the CSVs
+cm.sh (cm2.sh) wrote:
+   ab.py DIR [OLD NEW] > DIR/ab.md
+fp16 prefill with `vulkan` in two builds (old-1.csv, old-2.csv; new-1.csv,
+new-2.csv), two rounds alternating old and new: device median ms per round
+and new over old (medians of the rounds); the new build's device GFLOP/s;
+where DIR has torch.csv (torch-sdpa-cuda on the same shapes in the same
+call), the new build's wall time beside torch's and their ratio. OLD and
+NEW name the builds' kernels (flash.comp and flash_cm.comp)."""
 import csv
 import os
 import statistics
@@ -32,18 +33,23 @@ def med(rows, field):
     return statistics.median(v) if v else None
 
 
-runs = {n: load(n) for n in ('old-1', 'new-1', 'old-2', 'new-2', 'torch')}
+names = sys.argv[2:4] if len(sys.argv) > 3 else ['flash.comp', 'flash_cm.comp']
+runs = {n: load(n) for n in ('old-1', 'new-1', 'old-2', 'new-2', 'torch')
+        if os.path.exists(os.path.join(out, n + '.csv'))}
 keys = sorted({k for n, rows in runs.items() if n != 'torch' for k in rows})
 verdicts = [r['verdict'] for rows in runs.values() for r in rows.values()]
-print('fp16 prefill, Nq = Nk = N, device median ms of each run (old: flash.comp; new: '
-      'flash_cm.comp), rounds in the order they ran; new / old is the ratio of the two '
-      'rounds\' medians; new GFLOP/s over the visible pairs at the device median; wall ms '
-      'of the new build and of torch-sdpa-cuda, and their ratio (below 1: ours faster). '
-      '%d rows, %s.\n' % (len(verdicts), ', '.join('%d %s' % (verdicts.count(v), v)
-                                                   for v in sorted(set(verdicts)))))
+torch = 'torch' in runs
+print('fp16 prefill, Nq = Nk = N, device median ms of each run (old: %s; new: %s), '
+      'rounds in the order they ran; new / old is the ratio of the two rounds\' medians; '
+      'new GFLOP/s over the visible pairs at the device median' % tuple(names)
+      + ('; wall ms of the new build and of torch-sdpa-cuda, and their ratio (below 1: ours '
+         'faster)' if torch else '')
+      + '. %d rows, %s.\n' % (len(verdicts), ', '.join('%d %s' % (verdicts.count(v), v)
+                                                      for v in sorted(set(verdicts)))))
 print('| B | H | Hkv | d | causal | N | old 1 | new 1 | old 2 | new 2 | new / old '
-      '| new GFLOP/s (device) | new wall ms | torch wall ms | new / torch (wall) |')
-print('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|')
+      '| new GFLOP/s (device) |'
+      + (' new wall ms | torch wall ms | new / torch (wall) |' if torch else ''))
+print('|---|---|---|---|---|---|---|---|---|---|---|---|' + ('---|---|---|' if torch else ''))
 ratios, vt = [], []
 for k in keys:
     cell = {n: runs[n][k] for n in runs if k in runs[n]}
@@ -62,9 +68,12 @@ for k in keys:
     print('| %d | %d | %d | %d | %d | %d | ' % k[1:]
           + ' | '.join(f(float(cell[n]['device_median_s']) * 1e3 if n in cell else None)
                        for n in ('old-1', 'new-1', 'old-2', 'new-2'))
-          + ' | %s | %s | %s | %s | %s |' % (f(ratio, '%.2f'), f(gf, '%.0f'),
-                                             f(wall and wall * 1e3), f(tw and tw * 1e3),
-                                             f(wall / tw if wall and tw else None, '%.2f')))
+          + ' | %s | %s |' % (f(ratio, '%.2f'), f(gf, '%.0f'))
+          + (' %s | %s | %s |' % (f(wall and wall * 1e3), f(tw and tw * 1e3),
+                                  f(wall / tw if wall and tw else None, '%.2f'))
+             if torch else ''))
 if ratios:
-    print('\nnew / old (device): %.2f - %.2f over %d cases; new / torch (wall): %.2f - %.2f '
-          'over %d.' % (min(ratios), max(ratios), len(ratios), min(vt), max(vt), len(vt)))
+    print('\nnew / old (device): %.2f - %.2f over %d cases' % (min(ratios), max(ratios),
+                                                             len(ratios))
+          + ('; new / torch (wall): %.2f - %.2f over %d' % (min(vt), max(vt), len(vt))
+             if vt else '') + '.')

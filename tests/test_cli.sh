@@ -133,10 +133,12 @@ refused 2 "--device: '-1' is not an integer in [0, 255]" --device -1
 refused 2 "--device: 'gpu' is not an integer in [0, 255]" --device gpu
 if "$bin" --list 2>/dev/null | grep -q '^vulkan  *available'; then
     runs 0 "devices of vulkan, vulkan-3pass (--device N):" --list
+    runs 0 "]; fp16 prefill: flash" --list
     runs 4 "vulkan: ERROR: vulkan: --device 255, but this machine has" --backend=vulkan --device 255 --seq 8 --heads 1 --reps 0
 else
     why=$("$bin" --list 2>/dev/null | grep '^vulkan ' | sed 's/^vulkan  *//')
     skip "vulkan cannot run here: $why" "--list names the Vulkan devices"
+    skip "vulkan cannot run here: $why" "--list says which kernel prefills fp16 on each device"
     skip "vulkan cannot run here: $why" "a --device past the last device is an ERROR naming the count"
 fi
 runs 0 "exit codes" --help

@@ -246,27 +246,6 @@ static void device_props(VkPhysicalDevice pd, VkPhysicalDeviceProperties *p,
         vkGetPhysicalDeviceProperties2(pd, &p2);
 }
 
-int attn_vk_devices(char *buf, size_t len)
-{
-    char why[256];
-    if (global_init(why, sizeof(why)) != ATTN_OK)
-        return snprintf(buf, len, "%s\n", why);
-    size_t at = 0;
-    int n = 0;
-    for (uint32_t i = 0; i < attn_vk_g.ndev; i++) {
-        VkPhysicalDeviceProperties p;
-        VkPhysicalDeviceDriverProperties d;
-        device_props(attn_vk_g.phys[i], &p, &d);
-        n = snprintf(buf + (at < len ? at : len), at < len ? len - at : 0,
-                     "%u: %s [%s; %s %s; Vulkan %u.%u]\n", i, p.deviceName,
-                     attn_vk_type_str(p.deviceType), d.driverName[0] ? d.driverName : "driver",
-                     d.driverInfo, VK_API_VERSION_MAJOR(p.apiVersion),
-                     VK_API_VERSION_MINOR(p.apiVersion));
-        at += n > 0 ? (size_t)n : 0;
-    }
-    return (int)at;
-}
-
 /* Whether pd can run flash_cm.comp: VK_NV_cooperative_matrix with 16 x 16
  * x 16 products of fp16 into fp32 in a subgroup of 32 invocations that
  * shuffles, fp16 arithmetic, the Vulkan memory model (which the extension's
@@ -334,6 +313,43 @@ static bool coopmat_usable(VkPhysicalDevice pd, bool storage16, char *why, size_
     snprintf(why, len, "%s: no 16x16x16 fp16 x fp16 + fp32 product in a subgroup among its %u",
              VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME, np);
     return false;
+}
+
+int attn_vk_devices(char *buf, size_t len)
+{
+    char why[256];
+    if (global_init(why, sizeof(why)) != ATTN_OK)
+        return snprintf(buf, len, "%s\n", why);
+    size_t at = 0;
+    int n = 0;
+    for (uint32_t i = 0; i < attn_vk_g.ndev; i++) {
+        VkPhysicalDeviceProperties p;
+        VkPhysicalDeviceDriverProperties d;
+        device_props(attn_vk_g.phys[i], &p, &d);
+        /* Which kernel fp16 prefill would take there (vulkan), and why. */
+        char cm[160] = "Vulkan 1.2 needed";
+        bool cm_ok = false;
+        if (p.apiVersion >= VK_API_VERSION_1_2) {
+            VkPhysicalDevice16BitStorageFeatures s16 = {
+                .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
+            };
+            VkPhysicalDeviceFeatures2 f2 = {
+                .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &s16,
+            };
+            vkGetPhysicalDeviceFeatures2(attn_vk_g.phys[i], &f2);
+            cm_ok = coopmat_usable(attn_vk_g.phys[i], s16.storageBuffer16BitAccess == VK_TRUE, cm,
+                                   sizeof(cm));
+        }
+        n = snprintf(buf + (at < len ? at : len), at < len ? len - at : 0,
+                     "%u: %s [%s; %s %s; Vulkan %u.%u]; fp16 prefill: %s%s%s\n", i,
+                     p.deviceName, attn_vk_type_str(p.deviceType),
+                     d.driverName[0] ? d.driverName : "driver", d.driverInfo,
+                     VK_API_VERSION_MAJOR(p.apiVersion), VK_API_VERSION_MINOR(p.apiVersion),
+                     cm_ok ? "flash_cm.comp (matrix units)" : "flash.comp (", cm_ok ? "" : cm,
+                     cm_ok ? "" : ")");
+        at += n > 0 ? (size_t)n : 0;
+    }
+    return (int)at;
 }
 
 /* Opens device index (or the best one for -1) as the current logical device. */

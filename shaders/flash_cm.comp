@@ -102,8 +102,6 @@ bool nonfinite2(uint w)
     return (w & 0x7c00u) == 0x7c00u || (w & 0x7c000000u) == 0x7c000000u;
 }
 
-
-
 // A matrix of the accumulators' type whose element (r, c) is r (cols: c).
 M32 index_matrix(uint sg, uint lane, bool cols)
 {

@@ -292,21 +292,32 @@ static void pv_cut(const tiled_state *s, const float *st, const tile_ops *x, con
 
 /* Q.K^T on widen_k: the tile's 16-bit K widened (a quantized K read back)
  * into kb (x->kb) and
- * multiplied by qk a register tile's rows (TILE_ROWS keys) at a time, so
+ * multiplied by qk WIDEN_ROWS keys at a time, so
  * that K's loads from memory, and cvt_rows' prefetches of the rows ahead,
  * fall among the FMAs instead of in one burst before them (each score is
  * the same sum either way). Measured on the 2-core EPYC (Zen 5), H = 32,
  * Hkv = 8, Nq = 4, d = 128, Nk = 32K, bf16 K/V, 2 threads, 6 interleaved
  * processes: B = 1 6.6 against 7.6 ms, B = 8 51.8 against 59.3 ms. A
- * tile a mask cuts is widened whole, then cut. */
+ * tile a mask cuts is widened whole, then cut.
+ * WIDEN_ROWS is 12, the rows of AVX-512 qk's one-vector register tile
+ * (ROWS_NARROW: 13 to 16 columns), two of the 6-row tiles elsewhere. At 6,
+ * the AVX-512 qk ran its 6-row tile there, 7 loads for 6 FMAs. On the
+ * 2-core Intel Xeon (Skylake-SP), H = 32, d = 128, the two in one process
+ * (the same inputs, 9 to 15 alternating rounds, ratio of the medians, the
+ * output the same bits): Hkv = 8, Nq = 4, bf16 K/V 0.85x the time at
+ * B = 1, Nk = 32K, 0.92x at B = 8, Nk = 4K, 0.93x on one thread at
+ * Nk = 1K; q8_0 0.93x (Nk = 32K); multi-query (Hkv = 1, Nq = 1, 32
+ * columns in 6-row tiles) bf16 0.96-0.97x; the AVX2 kernels 0.97-1.00x. */
+#define WIDEN_ROWS 12
+
 static void qk_widened(const tiled_state *s, float *st, float *kb, const tile_ops *x,
                        const scratch *w, int n, int nc, const int *end)
 {
     const int dk = s->h.p.d_k;
     const int bf16 = s->h.p.kv_dtype == ATTN_DTYPE_BF16;
     const bool q = s->plan.path == PATH_QUANT;   /* a quantized K: read back */
-    for (int j = 0; j < n; j += end ? n : TILE_ROWS) {
-        const int r = end ? n : n - j < TILE_ROWS ? n - j : TILE_ROWS;
+    for (int j = 0; j < n; j += end ? n : WIDEN_ROWS) {
+        const int r = end ? n : n - j < WIDEN_ROWS ? n - j : WIDEN_ROWS;
         if (q)
             s->h.k->dequant_rows(kb + (size_t)j * dk, dk, x->kq + (size_t)j * x->krow,
                                  (ptrdiff_t)x->krow, r, dk, x->fmt, x->ksc);

@@ -277,7 +277,14 @@ INLINE unsigned pv_pf_mask(int g, int groups)
  * (Skylake-SP), bench_kernels' pv_q of 48 keys, d = 128, 4 queries, q8_0:
  * 868 ns as here, 1009 with the scales read one by one, 1088 with 16 keys'
  * scales gathered at once (vpgatherdd); perf put 710 of a 1130 ns call on
- * the tiles alone, where pv16 takes 598 ns over bf16 rows. */
+ * the tiles alone, where pv16 takes 598 ns over bf16 rows.
+ * Nor, in prefill (fp32 V, 64 queries x 192 keys: V's 64-column strip is
+ * 48 KB, over L1), the keys in blocks of 24 to 96, every row group over a
+ * block before the next, so that its rows of V and P^T stay in L1: on the
+ * Skylake-SP Xeon, one thread, the two alternating 40 times in one
+ * process, best of each, the blocks took 1.01-1.24x the time (d = 64 and
+ * 128), so P.V's 85% of the FMA peak there (bench_kernels) is not L2's
+ * bandwidth. */
 INLINE void pv_any(float *restrict o, ptrdiff_t o_stride, const float *restrict pt,
                    ptrdiff_t pt_stride, rows_of v, const float *restrict alpha, int nq, int nk,
                    int dv, ptrdiff_t pf, const int ST, const int TR)

@@ -101,7 +101,12 @@ static int key_run(const tiled_state *s, int j0)
  * the distance, more than L1 holds: Llama-3.1-8B, bf16, Nk = 32K, pages of
  * 256 (then in tiles of 64: 128 keys ahead rather than 256), 2 threads, medians
  * of 6 interleaved runs on the 2-core Zen 3 EPYC: B = 1 10.96 ms against
- * 11.56, B = 4 31.1 against 33.1, B = 16 116.8 against 124.1. */
+ * 11.56, B = 4 31.1 against 33.1, B = 16 116.8 against 124.1. For 16-bit
+ * rows, as many rows ahead as fp32's (half the bytes) or four times (twice
+ * the bytes) instead of twice: H = 32, d = 128, Nq = 1, 2 threads of the
+ * Skylake-SP Xeon, the two in one process (11 to 21 rounds, ratio of the
+ * medians): 0.97-0.99x and 1.08x at Hkv = 8, B = 1, Nk = 32K; the first
+ * 0.98x at Hkv = 32 and at B = 8 (Nk = 16K), inside this VM's noise. */
 static ptrdiff_t pf_rows(const tiled_state *s, size_t g, int j0, size_t r0)
 {
     const attn_problem *p = &s->h.p;
@@ -307,7 +312,11 @@ static void pv_cut(const tiled_state *s, const float *st, const tile_ops *x, con
  * output the same bits): Hkv = 8, Nq = 4, bf16 K/V 0.85x the time at
  * B = 1, Nk = 32K, 0.92x at B = 8, Nk = 4K, 0.93x on one thread at
  * Nk = 1K; q8_0 0.93x (Nk = 32K); multi-query (Hkv = 1, Nq = 1, 32
- * columns in 6-row tiles) bf16 0.96-0.97x; the AVX2 kernels 0.97-1.00x. */
+ * columns in 6-row tiles) bf16 0.96-0.97x; the AVX2 kernels 0.97-1.00x.
+ * Not kept: every piece widened into the same 12 rows of kb (a sixth of
+ * L1 instead of the tile's 24 KB at d = 128), measured the same way:
+ * bf16 0.98x at Nk = 32K and 0.99x at Nk = 1K on one thread, q8_0 1.05x
+ * at Nk = 32K. */
 #define WIDEN_ROWS 12
 
 static void qk_widened(const tiled_state *s, float *st, float *kb, const tile_ops *x,

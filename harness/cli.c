@@ -968,6 +968,10 @@ int attn_options_parse(const attn_option *opts, size_t n, int argc, char **argv,
             else
                 return usage_error("--%s needs a value (see --help)", def->name);
         } else if (def->arg == ATTN_ARG_OPTIONAL) {
+            /* A value as the next word (--causal both) is not taken: say how */
+            if (!eq && a + 1 < argc && strncmp(argv[a + 1], "--", 2))
+                return usage_error("--%s takes its value after '=': --%s=%s, not '--%s %s'",
+                                   def->name, def->name, argv[a + 1], def->name, argv[a + 1]);
             val = eq ? eq + 1 : NULL;
         } else if (eq) {
             return usage_error("--%s takes no value", def->name);

@@ -60,6 +60,7 @@ refused 2 "unknown option '--frobnicate'" --frobnicate
 refused 2 "unknown option '--seq2'" --seq2=4
 refused 2 "unexpected argument 'naive'" naive
 refused 2 "--seq needs a value" --seq
+refused 2 "--causal takes its value after '=': --causal=both, not '--causal both'" --causal both
 refused 2 "--causal: 'maybe' is not one of: yes, no, both" --causal=maybe
 # Score modifiers and presets: each bad value in one line.
 refused 2 "--window: '-1' is not L or L,R" --window -1

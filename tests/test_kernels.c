@@ -1573,27 +1573,55 @@ static void test_planted(const attn_kernels *c)
 
 /* ---- --bench ----------------------------------------------------------------------- */
 
-static double best_seconds(void (*fn)(const attn_kernels *, void *), const attn_kernels *kr,
-                           void *ctx)
+/* Each usable ISA's best time for one call of fn (0 where the CPU or build
+ * lacks the ISA): a repetition of each ISA in every round, the ISAs in an
+ * order rotated by one from the round before, so that a machine whose
+ * speed drifts (a VM's neighbours) moves every ISA's best alike, where
+ * repetitions of one ISA after another put the drift between them. */
+static void best_by_isa(void (*fn)(const attn_kernels *, void *), void *ctx,
+                        double best[ATTN_ISA_COUNT])
 {
-    long iters = 1;
-    for (;;) {
-        const double t0 = attn_now();
-        for (long i = 0; i < iters; i++)
-            fn(kr, ctx);
-        if (attn_now() - t0 > 0.02 || iters > (1L << 24))
-            break;
-        iters *= 2;
+    long iters[ATTN_ISA_COUNT] = { 0 };
+    for (int isa = 0; isa < ATTN_ISA_COUNT; isa++) {
+        best[isa] = 0;
+        const attn_kernels *kr = isa >= ATTN_ISA_C ? attn_kernels_for((attn_isa)isa) : NULL;
+        if (!kr)
+            continue;
+        iters[isa] = 1;
+        for (;;) {
+            const double t0 = attn_now();
+            for (long i = 0; i < iters[isa]; i++)
+                fn(kr, ctx);
+            if (attn_now() - t0 > 0.02 || iters[isa] > (1L << 24))
+                break;
+            iters[isa] *= 2;
+        }
+        best[isa] = 1e30;
     }
-    double best = 1e30;
-    for (int r = 0; r < 7; r++) {
-        const double t0 = attn_now();
-        for (long i = 0; i < iters; i++)
-            fn(kr, ctx);
-        const double t = (attn_now() - t0) / (double)iters;
-        best = t < best ? t : best;
-    }
-    return best;
+    for (int r = 0; r < 7; r++)
+        for (int k = 0; k < ATTN_ISA_COUNT; k++) {
+            const int isa = (k + r) % ATTN_ISA_COUNT;
+            if (!iters[isa])
+                continue;
+            const attn_kernels *kr = attn_kernels_for((attn_isa)isa);
+            const double t0 = attn_now();
+            for (long i = 0; i < iters[isa]; i++)
+                fn(kr, ctx);
+            const double t = (attn_now() - t0) / (double)iters[isa];
+            best[isa] = t < best[isa] ? t : best[isa];
+        }
+}
+
+/* --bench NAME...: only the kernels named (all without names). */
+static char **bench_only;
+static int bench_nonly;
+
+static bool bench_wanted(const char *name)
+{
+    for (int i = 0; i < bench_nonly; i++)
+        if (!strcmp(bench_only[i], name))
+            return true;
+    return bench_nonly == 0;
 }
 
 typedef struct bench_ctx {
@@ -1656,7 +1684,8 @@ static int bench(void)
                  { "step", run_step, 2 }, { "pack_qt", run_pack_qt, 0 },
                  { "softmax_rows", run_softmax_rows, 0 }, { "exp2", run_exp2, 0 } };
     printf("kernel speed on one thread, tiles of the tiled backend in prefill (Br = 64\n"
-           "queries, Bc = %d keys), every operand in L1 or L2; best of 7 repetitions.\n"
+           "queries, Bc = %d keys), every operand in L1 or L2; each ISA's best of 7\n"
+           "rounds, every ISA once a round in a rotated order.\n"
            "GFLOP/s counts 2*d per score entry and product; step is qk, softmax and pv\n"
            "in a row, as one key tile of the backend's loop.\n\n",
            BENCH_KEYS);
@@ -1677,19 +1706,18 @@ static int bench(void)
             b.l[i] = 1.0f;
         }
         for (size_t kk = 0; kk < sizeof(ks) / sizeof(ks[0]); kk++) {
-            if (kk >= 5 && d != 64)
+            if ((kk >= 5 && d != 64) || !bench_wanted(ks[kk].name))
                 continue;
-            double tc = 0;
+            double best[ATTN_ISA_COUNT];
+            best_by_isa(ks[kk].fn, &b, best);
+            const double tc = best[ATTN_ISA_C];
             for (int isa = ATTN_ISA_C; isa < ATTN_ISA_COUNT; isa++) {
-                const attn_kernels *kr = attn_kernels_for((attn_isa)isa);
-                if (!kr) {
+                if (!best[isa]) {
                     printf("%-12s %4d %-8s %12s   (not usable on this CPU or build)\n", ks[kk].name,
                            d, attn_isa_name((attn_isa)isa), "-");
                     continue;
                 }
-                const double t = best_seconds(ks[kk].fn, kr, &b);
-                if (isa == ATTN_ISA_C)
-                    tc = t;
+                const double t = best[isa];
                 char gf[32] = "-";
                 if (ks[kk].flops)
                     snprintf(gf, sizeof(gf), "%.1f",
@@ -1820,8 +1848,23 @@ static void dec_qk_rows_i8(const attn_kernels *kr, void *p)
 }
 
 /* A quantized tile read back: DEC_KEYS rows of DEC_D values per format. */
+typedef struct deq_ctx {
+    float *dst;
+    const uint8_t *src;
+    size_t rb;
+    attn_kvq fmt;
+} deq_ctx;
+
+static void deq_rows(const attn_kernels *kr, void *p)
+{
+    const deq_ctx *b = p;
+    kr->dequant_rows(b->dst, DEC_D, b->src, (ptrdiff_t)b->rb, DEC_KEYS, DEC_D, b->fmt, 0.01f);
+}
+
 static void bench_dequant(void)
 {
+    if (!bench_wanted("dequant_rows"))
+        return;
     printf("\nquantized K/V tiles read back to fp32 (dequant_rows): %d rows of d = %d, in L1;\n"
            "GB/s counts the bytes read.\n\n", DEC_KEYS, DEC_D);
     printf("%-12s %-8s %-8s %12s %10s %9s\n", "kernel", "format", "isa", "ns/call", "GB/s", "vs c");
@@ -1837,23 +1880,14 @@ static void bench_dequant(void)
         const size_t rb = attn_kvq_row_bytes((attn_kvq)f, DEC_D);
         for (int r = 0; r < DEC_KEYS; r++)
             attn_kvq_quantize_row(src + r * rb, x + r * DEC_D, DEC_D, (attn_kvq)f, 0.01f);
-        double tc = 0;
+        deq_ctx b = { dst, src, rb, (attn_kvq)f };
+        double bests[ATTN_ISA_COUNT];
+        best_by_isa(deq_rows, &b, bests);
+        const double tc = bests[ATTN_ISA_C];
         for (int isa = ATTN_ISA_C; isa < ATTN_ISA_COUNT; isa++) {
-            const attn_kernels *kr = attn_kernels_for((attn_isa)isa);
-            if (!kr)
+            if (!bests[isa])
                 continue;
-            double best = 1e30;
-            for (int rep = 0; rep < 7; rep++) {
-                const int iters = 20000;
-                const double t0 = attn_now();
-                for (int i = 0; i < iters; i++)
-                    kr->dequant_rows(dst, DEC_D, src, (ptrdiff_t)rb, DEC_KEYS, DEC_D, (attn_kvq)f,
-                                     0.01f);
-                const double t = (attn_now() - t0) / iters;
-                best = t < best ? t : best;
-            }
-            if (isa == ATTN_ISA_C)
-                tc = best;
+            const double best = bests[isa];
             printf("%-12s %-8s %-8s %12.1f %10.1f %8.2fx\n", "dequant_rows", names[f],
                    attn_isa_name((attn_isa)isa), best * 1e9, (double)rb * DEC_KEYS / best * 1e-9,
                    tc / best);
@@ -1894,14 +1928,15 @@ static void bench_decode(void)
     for (size_t cc = 0; cc < sizeof(cols) / sizeof(cols[0]); cc++) {
         b.cols = cols[cc];
         for (size_t kk = 0; kk < sizeof(ks) / sizeof(ks[0]); kk++) {
-            double tc = 0;
+            if (!bench_wanted(ks[kk].name))
+                continue;
+            double best[ATTN_ISA_COUNT];
+            best_by_isa(ks[kk].fn, &b, best);
+            const double tc = best[ATTN_ISA_C];
             for (int isa = ATTN_ISA_C; isa < ATTN_ISA_COUNT; isa++) {
-                const attn_kernels *kr = attn_kernels_for((attn_isa)isa);
-                if (!kr)
+                if (!best[isa])
                     continue;
-                const double t = best_seconds(ks[kk].fn, kr, &b);
-                if (isa == ATTN_ISA_C)
-                    tc = t;
+                const double t = best[isa];
                 if (ks[kk].fn == dec_softmax)
                     printf("%-12s %4d %-8s %12.1f %10s %8.2fx\n", ks[kk].name, b.cols,
                            attn_isa_name((attn_isa)isa), t * 1e9, "-", tc / t);
@@ -1938,14 +1973,15 @@ static void bench_decode(void)
             for (size_t kk = 0; kk < sizeof(kq) / sizeof(kq[0]); kk++) {
                 if (kq[kk].fn == dec_qk_rows_i8 && (f > ATTN_KVQ_Q4_0 || !b.q8))
                     continue;   /* Q in q8_0 against q8_0 and q4_0 K only */
-                double tc = 0;
+                if (!bench_wanted(kq[kk].name))
+                    continue;
+                double best[ATTN_ISA_COUNT];
+                best_by_isa(kq[kk].fn, &b, best);
+                const double tc = best[ATTN_ISA_C];
                 for (int isa = ATTN_ISA_C; isa < ATTN_ISA_COUNT; isa++) {
-                    const attn_kernels *kr = attn_kernels_for((attn_isa)isa);
-                    if (!kr)
+                    if (!best[isa])
                         continue;
-                    const double t = best_seconds(kq[kk].fn, kr, &b);
-                    if (isa == ATTN_ISA_C)
-                        tc = t;
+                    const double t = best[isa];
                     printf("%-12s %-8s %4d %-8s %12.1f %10.1f %8.2fx\n", kq[kk].name, fmts[f],
                            b.cols, attn_isa_name((attn_isa)isa), t * 1e9,
                            2.0 * b.cols * DEC_KEYS * DEC_D / t * 1e-9, tc / t);
@@ -1962,6 +1998,25 @@ static void bench_decode(void)
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "--bench")) {
+        static const char *const known[] = {
+            "qk", "softmax", "pv", "step", "pack_qt", "softmax_rows", "exp2", "qk_rows",
+            "qk_rows16", "qk+pf", "pv+pf", "pv16", "pv16+pf", "qk_rows_q", "pv_q", "qk_rows_i8",
+            "dequant_rows"
+        };
+        for (int a = 2; a < argc; a++) {
+            size_t i = 0;
+            while (i < sizeof(known) / sizeof(known[0]) && strcmp(known[i], argv[a]))
+                i++;
+            if (i == sizeof(known) / sizeof(known[0])) {
+                fprintf(stderr, "%s: no kernel '%s' (known:", argv[0], argv[a]);
+                for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+                    fprintf(stderr, " %s", known[i]);
+                fprintf(stderr, ")\n");
+                return 2;
+            }
+        }
+        bench_only = argv + 2;
+        bench_nonly = argc - 2;
         const int rc = bench();
         if (!rc) {
             bench_decode();
@@ -1970,7 +2025,7 @@ int main(int argc, char **argv)
         return rc;
     }
     if (argc > 1) {
-        fprintf(stderr, "usage: %s [--bench]\n", argv[0]);
+        fprintf(stderr, "usage: %s [--bench [KERNEL...]]\n", argv[0]);
         return 2;
     }
     const attn_kernels *c = attn_kernels_for(ATTN_ISA_C);

@@ -233,16 +233,8 @@ static void drive(attn_result *r, const attn_backend *be, const attn_config *cfg
     attn_backend_device_name(be, state, r->device, sizeof(r->device), &r->device_is_cpu);
     /* Each input in its storage type only (backend.h). */
     const attn_problem *p = &r->p;
-    const bool kvq = attn_dtype_quantized(p->kv_dtype);
-    const bool q16 = attn_dtype_half(p->dtype), kv16 = p->kv_dtype != ATTN_DTYPE_FP32 && !kvq;
-    const bool lower = kv16 || kvq;   /* K and V not handed in fp32 */
-    attn_tensors t = { .q = q16 ? NULL : in->q, .k = lower ? NULL : in->k,
-                             .v = lower ? NULL : in->v, .q16 = q16 ? in->q16 : NULL,
-                             .k16 = kv16 ? in->k16 : NULL, .v16 = kv16 ? in->v16 : NULL,
-                             .kq = kvq ? in->kq : NULL, .vq = kvq ? in->vq : NULL,
-                             .kscale = kvq ? in->kscale : NULL, .vscale = kvq ? in->vscale : NULL,
-                             .sinks = p->mods.sinks ? in->sinks : NULL, .pages = in->pages,
-                             .o = out->o.data };
+    attn_tensors t = attn_inputs_stored(in, p);
+    t.o = out->o.data;
     if (attn_backward(p)) {
         t.dout = in->dout;
         t.lse = out->lse.data;

@@ -111,6 +111,21 @@ static inline attn_tensors attn_inputs_tensors(const attn_inputs *in)
                            .sinks = in->sinks, .pages = in->pages, .dout = in->dout };
 }
 
+/* The view a backend is handed, from the reference's (attn_inputs_tensors):
+ * each input in its storage type only (backend.h); o unset. */
+static inline attn_tensors attn_inputs_stored(const attn_tensors *in, const attn_problem *p)
+{
+    const bool kvq = attn_dtype_quantized(p->kv_dtype);
+    const bool q16 = attn_dtype_half(p->dtype), kv16 = p->kv_dtype != ATTN_DTYPE_FP32 && !kvq;
+    const bool lower = kv16 || kvq;   /* K and V not handed in fp32 */
+    return (attn_tensors){ .q = q16 ? NULL : in->q, .k = lower ? NULL : in->k,
+                           .v = lower ? NULL : in->v, .q16 = q16 ? in->q16 : NULL,
+                           .k16 = kv16 ? in->k16 : NULL, .v16 = kv16 ? in->v16 : NULL,
+                           .kq = kvq ? in->kq : NULL, .vq = kvq ? in->vq : NULL,
+                           .kscale = kvq ? in->kscale : NULL, .vscale = kvq ? in->vscale : NULL,
+                           .sinks = p->mods.sinks ? in->sinks : NULL, .pages = in->pages };
+}
+
 /* The one memory check. A case of p holds its inputs, the reference, two
  * output buffers and `workspace` bytes of the backend; all of it must stay
  * within --max-mem, and what is not yet allocated (everything, or with

@@ -164,7 +164,7 @@ static int on_option(void *ctx, int id, const char *name, const char *val)
     }
 }
 
-/* "tiled (isa avx512, tile 64x192, splits 4, 2 threads)": what was set. */
+/* "tiled (2 threads, isa avx512, tile 64x192, splits 4)": what was set. */
 static void describe(const arm *x, char *buf, size_t len)
 {
     const attn_config *c = &x->cfg;

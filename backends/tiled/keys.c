@@ -312,7 +312,8 @@ static void pv_cut(const tiled_state *s, const float *st, const tile_ops *x, con
  * output the same bits): Hkv = 8, Nq = 4, bf16 K/V 0.85x the time at
  * B = 1, Nk = 32K, 0.92x at B = 8, Nk = 4K, 0.93x on one thread at
  * Nk = 1K; q8_0 0.93x (Nk = 32K); multi-query (Hkv = 1, Nq = 1, 32
- * columns in 6-row tiles) bf16 0.96-0.97x; the AVX2 kernels 0.97-1.00x.
+ * columns in 6-row tiles) bf16 0.96-0.97x; the AVX2 kernels (bf16, Nk = 1K, one
+ * thread) 0.97x.
  * Not kept: every piece widened into the same 12 rows of kb (a sixth of
  * L1 instead of the tile's 24 KB at d = 128), measured the same way:
  * bf16 0.98x at Nk = 32K and 0.99x at Nk = 1K on one thread, q8_0 1.05x

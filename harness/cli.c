@@ -107,7 +107,7 @@ int attn_opt_int(const char *name, const char *val, long lo, long hi, int *dst)
 
 /* "BRxBC[xSB]": query and key block sizes of the tiled backend, each
  * 1..MAX_TILE, and the query blocks sharing a pass over K/V, 1..MAX_TILE_SB. */
-static int parse_tile(const char *val, int *tq, int *tkv, int *tsb)
+int attn_opt_tile(const char *name, const char *val, int *tq, int *tkv, int *tsb)
 {
     char buf[3][32];
     long v[3] = { 0, 0, 0 };
@@ -132,8 +132,8 @@ static int parse_tile(const char *val, int *tq, int *tkv, int *tsb)
     *tsb = (int)v[2];
     return -1;
 bad:
-    return usage_error("--tile: '%s' is not BRxBC with both in [1, %d], or BRxBCxSB with SB in "
-                       "[1, %d] (e.g. 64x48 or 64x48x4)", val, MAX_TILE, MAX_TILE_SB);
+    return usage_error("--%s: '%s' is not BRxBC with both in [1, %d], or BRxBCxSB with SB in "
+                       "[1, %d] (e.g. 64x48 or 64x48x4)", name, val, MAX_TILE, MAX_TILE_SB);
 }
 
 int attn_opt_seed(const char *name, const char *val, uint64_t *dst)
@@ -306,7 +306,7 @@ static int parse_passes(const char *val, attn_list *out)
 }
 
 /* --isa: a kernel ISA this build has and this CPU runs. */
-static int parse_isa(const char *val, attn_isa *dst)
+int attn_opt_isa(const char *name, const char *val, attn_isa *dst)
 {
     const attn_isa isa = attn_isa_from_name(val);
     if (isa == ATTN_ISA_COUNT) {
@@ -315,11 +315,11 @@ static int parse_isa(const char *val, attn_isa *dst)
         for (int i = 0; i < ATTN_ISA_COUNT; i++)
             at += (size_t)snprintf(known + at, sizeof(known) - at, "%s%s", i ? ", " : "",
                                    attn_isa_name((attn_isa)i));
-        return usage_error("--isa: '%s' is not one of: %s", val, known);
+        return usage_error("--%s: '%s' is not one of: %s", name, val, known);
     }
     if (!attn_isa_usable(isa))
-        return usage_error("--isa: %s kernels are not in this build or this CPU lacks their "
-                           "instructions", val);
+        return usage_error("--%s: %s kernels are not in this build or this CPU lacks their "
+                           "instructions", name, val);
     *dst = isa;
     return -1;
 }
@@ -574,9 +574,10 @@ static int apply(void *ctx, int opt, const char *name, const char *val)
     case O_REPS:    return attn_opt_int(name, val, 0, ATTN_MAX_REPS, &o->setup.timer.reps);
     case O_WARMUP:  return attn_opt_int(name, val, 1, MAX_WARMUP, &o->setup.timer.warmup);
     case O_MAX_MEM: return parse_bytes(val, &o->setup.max_mem);
-    case O_TILE:    return parse_tile(val, &o->setup.tile_q, &o->setup.tile_kv, &o->setup.tile_sb);
+    case O_TILE:    return attn_opt_tile(name, val, &o->setup.tile_q, &o->setup.tile_kv,
+                                         &o->setup.tile_sb);
     case O_DEVICE:  return attn_opt_int(name, val, 0, MAX_DEVICE, &o->setup.device);
-    case O_ISA:     return parse_isa(val, &o->setup.isa);
+    case O_ISA:     return attn_opt_isa(name, val, &o->setup.isa);
     case O_KV_HEADS: return attn_parse_list(name, val, 1, MAX_HEADS, &o->kv_heads);
     case O_DTYPE:   return parse_dtypes(name, val, &o->dtype);
     case O_KV_DTYPE: return parse_dtypes(name, val, &o->kv_dtype);

@@ -89,6 +89,10 @@ int attn_options_parse(const attn_option *opts, size_t n, int argc, char **argv,
 int attn_opt_int(const char *name, const char *val, long lo, long hi, int *dst);
 int attn_opt_real(const char *name, const char *val, double lo, double hi, double *dst);
 int attn_opt_seed(const char *name, const char *val, uint64_t *dst);
+/* --tile's BRxBC[xSB] into *tq, *tkv, *tsb (0 without SB); --isa's name of
+ * kernels this build and CPU run. */
+int attn_opt_tile(const char *name, const char *val, int *tq, int *tkv, int *tsb);
+int attn_opt_isa(const char *name, const char *val, attn_isa *dst);
 
 /* Parses argv into o. Returns -1 to go on, or an exit code after printing
  * one line to stderr that names the option and what it accepts. */

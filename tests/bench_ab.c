@@ -91,30 +91,6 @@ static void usage(FILE *f, const char *prog)
             prog, ROUNDS_MAX);
 }
 
-static int parse_tile(const char *name, const char *val, attn_config *c)
-{
-    int q = 0, k = 0, sb = 0, used = 0;
-    if (sscanf(val, "%dx%d%n", &q, &k, &used) != 2 ||
-        (val[used] == 'x' && sscanf(val + used, "x%d%n", &sb, &used) != 1) || val[used] ||
-        q < 1 || k < 1 || (sb && (sb < 1 || sb > 8)) || strchr(val, ' ') || strchr(val, '-'))
-        return attn_error(ATTN_EXIT_USAGE, "--%s: '%s' is not BRxBC or BRxBCxSB (SB 1..8)", name,
-                          val);
-    c->tile_q = q;
-    c->tile_kv = k;
-    c->tile_sb = sb;
-    return -1;
-}
-
-static int parse_isa(const char *name, const char *val, attn_config *c)
-{
-    const attn_isa isa = attn_isa_from_name(val);
-    if (isa == ATTN_ISA_COUNT)
-        return attn_error(ATTN_EXIT_USAGE, "--%s: '%s' is not one of: auto, c, avx2, avx512",
-                          name, val);
-    c->isa = isa;
-    return -1;
-}
-
 static int parse_dtype(const char *name, const char *val, attn_dtype *d, bool kv)
 {
     const attn_dtype t = attn_dtype_from_name(val);
@@ -150,12 +126,14 @@ static int on_option(void *ctx, int id, const char *name, const char *val)
     case O_SEED:     return attn_opt_seed(name, val, &o->s.seed);
     case O_BACKEND:  o->names[0] = val; return -1;
     case O_VS:       o->names[1] = val; return -1;
-    case O_TILE:     return parse_tile(name, val, a);
-    case O_VS_TILE:  o->vs_tile = true; return parse_tile(name, val, b);
+    case O_TILE:     return attn_opt_tile(name, val, &a->tile_q, &a->tile_kv, &a->tile_sb);
+    case O_VS_TILE:
+        o->vs_tile = true;
+        return attn_opt_tile(name, val, &b->tile_q, &b->tile_kv, &b->tile_sb);
     case O_SPLITS:   return attn_opt_int(name, val, 1, 1 << 20, &a->splits);
     case O_VS_SPLITS: o->vs_splits = true; return attn_opt_int(name, val, 1, 1 << 20, &b->splits);
-    case O_ISA:      return parse_isa(name, val, a);
-    case O_VS_ISA:   o->vs_isa = true; return parse_isa(name, val, b);
+    case O_ISA:      return attn_opt_isa(name, val, &a->isa);
+    case O_VS_ISA:   o->vs_isa = true; return attn_opt_isa(name, val, &b->isa);
     case O_THREADS:  return attn_opt_int(name, val, 1, 1024, &a->threads);
     case O_VS_THREADS: o->vs_threads = true; return attn_opt_int(name, val, 1, 1024, &b->threads);
     case O_ROUNDS:   return attn_opt_int(name, val, 3, ROUNDS_MAX, &o->rounds);

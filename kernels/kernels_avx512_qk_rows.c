@@ -113,11 +113,13 @@ INLINE void qk_rows_keys(float *restrict st, ptrdiff_t ss, rows_of k, const floa
  * (the odd ones), Q's rows laid out even and odd to match, where
  * vpmovzxwd and vpslld take two instructions for 16: 754 against 757 ns
  * at 4 queries and 3006 against 3004 at 16 (best of 8 and 4 runs, old and
- * new builds in turn), so the widening is not what bounds this loop. */
+ * new builds in turn), so the widening is not what bounds this loop.
+ * q8_0 and q4_0 rows are whole blocks (d a multiple of 32, the formats'
+ * rule): WHOLE is the only instance compiled for them. */
 INLINE void qk_rows_any(float *restrict st, ptrdiff_t ss, rows_of k, const float *restrict q,
                         ptrdiff_t qs, int nk, int nq, int dk, ptrdiff_t pf_rows, const int ST)
 {
-    if (dk % 32 == 0)
+    if (dk % 32 == 0 || ST == ST_Q8_0 || ST == ST_Q4_0)
         qk_rows_keys(st, ss, k, q, qs, nk, nq, dk, pf_rows, ST, 1);
     else
         qk_rows_keys(st, ss, k, q, qs, nk, nq, dk, pf_rows, ST, 0);

@@ -188,7 +188,20 @@ INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, p
 
 #define PVT(R, NV, F, PF) \
     pv_tile(out, os, p, ps, v, c0, a, nk, R, NV, F, tail, PF, ST, TR, pf, 0, pfm)
+/* q8_0 and q4_0 V is a multiple of 32 wide (the formats' rule): strips of
+ * 2 or 4 whole vectors, the only tiles compiled for them. The six others
+ * were never run; without them kernels_avx512_pv_rows.c compiles in 135 s
+ * instead of 159 under the sanitizers (scripts/test's build-san/; one job,
+ * the 2-core Skylake-SP Xeon), kernels_avx512_qk_rows.c in 75 instead of
+ * 89 (qk_rows_any: the same for K). */
 #define PV_TILE_PF(R, PF) do {                                                 \
+        if (ST == ST_Q8_0 || ST == ST_Q4_0) {                                      \
+            if (nv == 2)                                                           \
+                PVT(R, 2, 1, PF);                                                  \
+            else                                                                   \
+                PVT(R, 4, 1, PF);                                                  \
+            break;                                                                 \
+        }                                                                          \
         switch (tail == 0xffff ? nv + 4 : nv) {                                    \
         case 1: PVT(R, 1, 0, PF); break;                                           \
         case 2: PVT(R, 2, 0, PF); break;                                           \
@@ -230,13 +243,9 @@ INLINE int pv_wide_fits(int nq, int dv, const int ST, const int TR)
     return ST != ST_F32 && !TR && dv % 32 == 0 && (nq == 8 || nq == 12 || nq == 16);
 }
 
-/* Not inlined (GCC makes one copy for each ST): inlined, the rows of 6
- * and fewer, compiled beside it, ran 3% slower at 4 queries of bf16. */
-static __attribute__((noinline, unused)) void pv_wide(float *restrict o, ptrdiff_t os,
-                                                      const float *restrict pt, ptrdiff_t ps,
-                                                      rows_of v, const float *restrict alpha,
-                                                      int nq, int nk, int dv, ptrdiff_t pf,
-                                                      const int ST)
+INLINE void pv_wide_any(float *restrict o, ptrdiff_t os, const float *restrict pt, ptrdiff_t ps,
+                        rows_of v, const float *restrict alpha, int nq, int nk, int dv,
+                        ptrdiff_t pf, const int ST)
 {
     for (int c0 = 0; c0 < dv; c0 += 32) {
         if (nq == 16) {
@@ -248,6 +257,37 @@ static __attribute__((noinline, unused)) void pv_wide(float *restrict o, ptrdiff
             PV_WIDE(8, 2, 0);
         }
     }
+}
+
+/* Not inlined: inlined, the rows of 6 and fewer, compiled beside it, ran
+ * 3% slower at 4 queries of bf16. A function of its own for each format,
+ * named, not left to GCC's cloning of one function over ST: whether GCC
+ * cloned it depended on the size of its callers, and in a build with
+ * smaller ones it did not; ST then tested at run time, pv16 took 1.07x
+ * the time and pv_q 1.26x (q8_0) at 16 queries (bench_kernels, the 2-core
+ * Skylake-SP Xeon, best of 28 rounds, the two builds in turn). */
+#define PV_WIDE_FN(NAME, ST)                                                                   \
+    static __attribute__((noinline, unused)) void NAME(                                        \
+        float *restrict o, ptrdiff_t os, const float *restrict pt, ptrdiff_t ps, rows_of v,     \
+        const float *restrict alpha, int nq, int nk, int dv, ptrdiff_t pf)                      \
+    {                                                                                          \
+        pv_wide_any(o, os, pt, ps, v, alpha, nq, nk, dv, pf, ST);                              \
+    }
+PV_WIDE_FN(pv_wide_f16, ST_F16)
+PV_WIDE_FN(pv_wide_bf16, ST_BF16)
+PV_WIDE_FN(pv_wide_q8_0, ST_Q8_0)
+PV_WIDE_FN(pv_wide_q4_0, ST_Q4_0)
+PV_WIDE_FN(pv_wide_e4m3, ST_E4M3)
+PV_WIDE_FN(pv_wide_e5m2, ST_E5M2)
+
+typedef void pv_wide_fn(float *restrict, ptrdiff_t, const float *restrict, ptrdiff_t, rows_of,
+                        const float *restrict, int, int, int, ptrdiff_t);
+
+/* ST's pv_wide (a constant once inlined: a direct call). */
+INLINE pv_wide_fn *pv_wide(const int ST)
+{
+    return ST == ST_F16 ? pv_wide_f16 : ST == ST_BF16 ? pv_wide_bf16 : ST == ST_Q8_0 ? pv_wide_q8_0
+           : ST == ST_Q4_0 ? pv_wide_q4_0 : ST == ST_E4M3 ? pv_wide_e4m3 : pv_wide_e5m2;
 }
 
 /* The vectors of a V row that the g-th of `groups` row groups prefetches
@@ -291,7 +331,7 @@ INLINE void pv_any(float *restrict o, ptrdiff_t o_stride, const float *restrict 
 {
     const ptrdiff_t os = o_stride, ps = pt_stride;
     if (pv_wide_fits(nq, dv, ST, TR)) {
-        pv_wide(o, os, pt, ps, v, alpha, nq, nk, dv, pf, ST);
+        pv_wide(ST)(o, os, pt, ps, v, alpha, nq, nk, dv, pf);
         return;
     }
     const int groups = (nq + ROWS - 1) / ROWS;

@@ -193,7 +193,13 @@ INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, p
  * were never run; without them kernels_avx512_pv_rows.c compiles in 135 s
  * instead of 159 under the sanitizers (scripts/test's build-san/; one job,
  * the 2-core Skylake-SP Xeon), kernels_avx512_qk_rows.c in 75 instead of
- * 89 (qk_rows_any: the same for K). */
+ * 89 (qk_rows_any: the same for K). Not kept: for every format, a partial
+ * strip's last vector in a tile of its own, its whole vectors in their
+ * whole tile (5 tile shapes instead of 8, 73 s instead of 165): GCC then
+ * kept the 4-row tile's tests of pfm on the stack, two loads a key in its
+ * loop, and pv16 with prefetches took 1.28x the time at 4 queries of bf16,
+ * 1.06-1.12x at 8 (bench_kernels, best of 28 rounds, the two builds in
+ * turn). */
 #define PV_TILE_PF(R, PF) do {                                                 \
         if (ST == ST_Q8_0 || ST == ST_Q4_0) {                                      \
             if (nv == 2)                                                           \

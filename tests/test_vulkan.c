@@ -21,7 +21,7 @@
 #include "util.h"
 #include "vulkan/vk.h"
 
-#define NCHECKS 45
+#define NCHECKS 46
 #define CM_CHECKS 8
 
 static void bail(const char *what)
@@ -367,6 +367,21 @@ static void gpu_sizes(void)
                     plan.rows, plan.keys, plan.splits, shape))
             tap_diag("%s: %s", attn_verdict_str(v), r.why);
     }
+    /* attn_vk_gpu_sizes (test_backends runs its grid so): the GPU's sizes
+     * on this device whatever its type, its own again after. */
+    const attn_problem p = { 1, 2, 64, 64, 96, 96, 0.1f, false, NULL };
+    attn_vk_plan_t on, off;
+    char why[512] = "";
+    attn_vk_gpu_sizes(true);
+    const attn_status st = attn_vk_plan_info(&p, true, 0, &on, why, sizeof(why));
+    attn_vk_gpu_sizes(false);
+    attn_vk_plan_info(&p, true, 0, &off, why, sizeof(why));
+    if (!tap_ok(st == ATTN_OK && on.rows == 32 && on.invocations == 256 &&
+                    off.invocations == (off.cpu_device ? 64u : 256u),
+                "vulkan: the GPU's workgroup sizes asked for on this %s device: %u invocations "
+                "for blocks of %u rows (its own: %u)", on.cpu_device ? "CPU" : "GPU",
+                on.invocations, on.rows, off.invocations))
+        tap_diag("%s: %s", attn_status_str(st), why);
 }
 
 /* decode.comp, where the plan takes it (Nq = 1, d a multiple of 4, of 8

@@ -52,6 +52,13 @@ void attn_vk_force_invocations(uint32_t n)
     atomic_store(&attn_vk_invocations, n);
 }
 
+atomic_bool attn_vk_gpu_sizes_on;
+
+void attn_vk_gpu_sizes(bool on)
+{
+    atomic_store(&attn_vk_gpu_sizes_on, on);
+}
+
 unsigned long attn_vk_validation_errors(void)
 {
     return atomic_load(&validation_errors);

@@ -195,11 +195,12 @@ static bool grid_fits(uint64_t x, uint64_t y, uint64_t z, char *why, size_t len)
 }
 
 /* Invocations per workgroup of the fused kernels: `gpu` on a GPU, 64 on a
- * CPU device, or what a test forces, within the device's limits. */
+ * CPU device (unless a test asks for the GPU's: attn_vk_gpu_sizes), or what
+ * a test forces, within the device's limits. */
 static uint32_t invocations(uint32_t gpu, bool cpu_device)
 {
     const VkPhysicalDeviceLimits *lim = &attn_vk_g.props.limits;
-    uint32_t wg = cpu_device ? 64 : gpu;
+    uint32_t wg = cpu_device && !atomic_load(&attn_vk_gpu_sizes_on) ? 64 : gpu;
     if (atomic_load(&attn_vk_invocations))
         wg = atomic_load(&attn_vk_invocations);
     if (wg > lim->maxComputeWorkGroupSize[0])

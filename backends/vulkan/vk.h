@@ -36,6 +36,11 @@ void attn_vk_cap_binding(uint64_t bytes);
  * own choice), so that a CPU device runs the GPUs' sizes too. */
 void attn_vk_force_invocations(uint32_t n);
 
+/* For tests: a CPU device's fused kernels in the workgroup sizes a GPU gets
+ * (true), or in its own (false); what attn_vk_force_invocations sets comes
+ * first. */
+void attn_vk_gpu_sizes(bool on);
+
 
 /* For tests and comparisons: flash.comp where flash_cm.comp would run
  * (true), or the plan's own choice (false). */

@@ -735,6 +735,11 @@ void attn_vk_force_invocations(uint32_t n)
     (void)n;
 }
 
+void attn_vk_gpu_sizes(bool on)
+{
+    (void)on;
+}
+
 void attn_vk_no_coopmat(bool off)
 {
     (void)off;

@@ -585,8 +585,8 @@ int main(void)
      * pipelines users measure, and lavapipe compiles them several times
      * faster than its own 64 (B=1 H=2 N=64 d=96, no shader cache: 2.2 s
      * against 16.4 on the 2-core Zen 5 EPYC; the grid's vulkan cases 142 s
-     * of a cold `meson test`). test_vulkan, test_cli and the charts' tests
-     * run the CPU device's own size. */
+     * of a cold `meson test`). test_vulkan, test_cli and test_plots run the
+     * CPU device's own size. */
     attn_vk_gpu_sizes(true);
     grid_case grid[128];
     const size_t ncases = build_grid(grid);

@@ -49,6 +49,7 @@ extern atomic_ullong attn_vk_binding_cap;
 extern atomic_bool attn_vk_coopmat_off;
 /* attn_vk_force_invocations' count (0: the plan's own). */
 extern atomic_uint attn_vk_invocations;
+/* attn_vk_gpu_sizes' switch: a CPU device planned in the GPU's workgroup sizes. */
 extern atomic_bool attn_vk_gpu_sizes_on;
 
 const char *attn_vk_result_str(VkResult r);

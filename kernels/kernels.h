@@ -56,6 +56,21 @@
     int nk, int nq, const int *restrict end, float *restrict m, float *restrict l, \
     float *restrict alpha)
 
+/* Q.K^T with the softmax's exp in its epilogue, against the running max m
+ * as it stands (a lazy rescale: m is not raised here). For i < nq, j < nk,
+ * with s = sum_c k[j][c] * qt[c][i] as qk computes it:
+ *   S^T[j][i] <- exp2(s - m[i]);  mx[i] <- max(mx[i], s);  sum[i] += S^T[j][i]
+ * (mx and sum are read, then written). Every m[i] must be finite. A score
+ * that is NaN does not raise mx but makes sum NaN. The weights are
+ * exp2(s - m) <= 2^t as long as every mx[i] <= m[i] + t: the caller keeps
+ * them (l += sum, alpha = 1) only then, and otherwise computes the tile
+ * again through qk and softmax. While scores stay below the max of the
+ * tiles before by less than t, one pass over the scores in registers
+ * replaces qk's stores and softmax's two passes (backends/tiled/keys.c). */
+#define decl_qk_exp_fn(name) void (name)(float *restrict st, ptrdiff_t st_stride, \
+    const float *restrict k, ptrdiff_t k_stride, const float *restrict qt, ptrdiff_t qt_stride, \
+    int nk, int nq, int dk, const float *restrict m, float *restrict mx, float *restrict sum)
+
 /* o[i][c] = alpha[i] * o[i][c] + sum_j pt[j][i] * v[j][c]  for i < nq, c < dv. */
 #define decl_pv_fn(name) void (name)(float *restrict o, ptrdiff_t o_stride, \
     const float *restrict pt, ptrdiff_t pt_stride, const float *restrict v, ptrdiff_t v_stride, \
@@ -209,6 +224,7 @@ typedef decl_pv_t_fn(attn_pv_t_fn);
 typedef decl_bwd_ds_fn(attn_bwd_ds_fn);
 typedef decl_mods_fn(attn_mods_fn);
 typedef decl_qk_fn(attn_qk_fn);
+typedef decl_qk_exp_fn(attn_qk_exp_fn);
 typedef decl_cvt_rows_fn(attn_cvt_rows_fn);
 typedef decl_dequant_rows_fn(attn_dequant_rows_fn);
 typedef decl_qk_rows16_fn(attn_qk_rows16_fn);
@@ -232,6 +248,7 @@ typedef decl_exp2_fn(attn_exp2_fn);
 typedef struct attn_kernels {
     attn_isa isa;
     attn_qk_fn *qk;
+    attn_qk_exp_fn *qk_exp;    /* NULL where the ISA has none (AVX2) */
     attn_qk_rows_fn *qk_rows;
     attn_pack_qt_fn *pack_qt;
     attn_softmax_fn *softmax;

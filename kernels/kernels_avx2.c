@@ -1144,6 +1144,7 @@ void attn_kernels_init_avx2(attn_kernels *k)
 {
     k->isa = ATTN_ISA_AVX2;
     k->qk = qk_avx2;
+    k->qk_exp = NULL;   /* C's would be slower than qk and softmax here */
     k->qk_rows = qk_rows_avx2;
     k->softmax = softmax_avx2;
     k->mods = mods_avx2;

@@ -30,6 +30,24 @@
  * GFLOP/s in L2, 91 against 96 streaming from memory). */
 #define ROWS_NARROW 12
 
+/* 2^x as in kernels_c.c, in 9 instructions: VREDUCEPS gives f = x - floor(x)
+ * and VSCALEFPS multiplies by 2^floor(x) itself, so n is never formed. The
+ * clamp turns -inf into a tiny value instead of the NaN -inf - -inf would
+ * give; NaN passes through it (MAXPS returns its second operand). */
+INLINE __m512 exp2_ps(__m512 x)
+{
+    x = _mm512_max_ps(_mm512_set1_ps(ATTN_EXP2_LO - 1.0f), x);
+    const __m512 f = _mm512_reduce_ps(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    __m512 p = _mm512_set1_ps(ATTN_EXP2_C6);
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(ATTN_EXP2_C5));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(ATTN_EXP2_C4));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(ATTN_EXP2_C3));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(ATTN_EXP2_C2));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(ATTN_EXP2_C1));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(ATTN_EXP2_C0));
+    return _mm512_scalef_ps(p, x);
+}
+
 /* One column c of K against row c of Q^T: R x NV vectors of scores. */
 INLINE void qk_step(__m512 acc[][VECS], const float *restrict k, ptrdiff_t ks,
                     const float *restrict qt, ptrdiff_t qs, int c, const int R, const int NV,
@@ -48,10 +66,15 @@ INLINE void qk_step(__m512 acc[][VECS], const float *restrict k, ptrdiff_t ks,
     }
 }
 
+/* EXP (a constant): the epilogue of qk_exp, the scores' weights against
+ * m[] with the columns' max and sum (m, mx and sm at the tile's first
+ * column; mx and sm read and written here, so that the 6-key tiles of a
+ * strip chain them through L1 rather than hold 8 more registers). */
 INLINE void qk_tile(float *restrict st, ptrdiff_t ss, const float *restrict k, ptrdiff_t ks,
                     const float *restrict qt, ptrdiff_t qs, int dk,
                     const int R, const int NV, const int FULL, __mmask16 tail, const int PF,
-                    ptrdiff_t ahead)
+                    ptrdiff_t ahead, const int EXP, const float *restrict m,
+                    float *restrict mx, float *restrict sm)
 {
     __m512 acc[ROWS_NARROW][VECS];
 #pragma GCC unroll 12
@@ -82,6 +105,24 @@ INLINE void qk_tile(float *restrict st, ptrdiff_t ss, const float *restrict k, p
         for (int c = c0; c < ce; c++)
             qk_step(acc, k, ks, qt, qs, c, R, NV, FULL, tail);
     }
+    if (EXP) {
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) {
+            const __m512 mv = load_v(m + 16 * v, v, NV, FULL, tail);
+            __m512 xv = load_v(mx + 16 * v, v, NV, FULL, tail);
+            __m512 sv = load_v(sm + 16 * v, v, NV, FULL, tail);
+#pragma GCC unroll 12
+            for (int r = 0; r < R; r++) {
+                xv = _mm512_max_ps(acc[r][v], xv);   /* a NaN score leaves xv */
+                const __m512 p = exp2_ps(_mm512_sub_ps(acc[r][v], mv));
+                store_v(st + r * ss + 16 * v, v, NV, FULL, tail, p);
+                sv = _mm512_add_ps(sv, p);
+            }
+            store_v(mx + 16 * v, v, NV, FULL, tail, xv);
+            store_v(sm + 16 * v, v, NV, FULL, tail, sv);
+        }
+        return;
+    }
 #pragma GCC unroll 12
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
@@ -89,16 +130,18 @@ INLINE void qk_tile(float *restrict st, ptrdiff_t ss, const float *restrict k, p
             store_v(st + r * ss + 16 * v, v, NV, FULL, tail, acc[r][v]);
 }
 
+#define QK_AT(R, NV, FULL, PF) \
+        qk_tile(s, ss, kr, ks, q, qs, dk, R, NV, FULL, tail, PF, pf, EXP, mq, xq, sq)
 #define QK_TILE_PF(R, PF) do {                                                     \
         switch (tail == 0xffff ? nv + 4 : nv) {                                    \
-        case 1: qk_tile(s, ss, kr, ks, q, qs, dk, R, 1, 0, tail, PF, pf); break;   \
-        case 2: qk_tile(s, ss, kr, ks, q, qs, dk, R, 2, 0, tail, PF, pf); break;   \
-        case 3: qk_tile(s, ss, kr, ks, q, qs, dk, R, 3, 0, tail, PF, pf); break;   \
-        case 4: qk_tile(s, ss, kr, ks, q, qs, dk, R, 4, 0, tail, PF, pf); break;   \
-        case 5: qk_tile(s, ss, kr, ks, q, qs, dk, R, 1, 1, tail, PF, pf); break;   \
-        case 6: qk_tile(s, ss, kr, ks, q, qs, dk, R, 2, 1, tail, PF, pf); break;   \
-        case 7: qk_tile(s, ss, kr, ks, q, qs, dk, R, 3, 1, tail, PF, pf); break;   \
-        default: qk_tile(s, ss, kr, ks, q, qs, dk, R, 4, 1, tail, PF, pf); break;  \
+        case 1: QK_AT(R, 1, 0, PF); break;   \
+        case 2: QK_AT(R, 2, 0, PF); break;   \
+        case 3: QK_AT(R, 3, 0, PF); break;   \
+        case 4: QK_AT(R, 4, 0, PF); break;   \
+        case 5: QK_AT(R, 1, 1, PF); break;   \
+        case 6: QK_AT(R, 2, 1, PF); break;   \
+        case 7: QK_AT(R, 3, 1, PF); break;   \
+        default: QK_AT(R, 4, 1, PF); break;  \
         }                                                                          \
     } while (0)
 #define QK_TILE(R) do {                                                        \
@@ -117,7 +160,8 @@ INLINE void qk_tile(float *restrict st, ptrdiff_t ss, const float *restrict k, p
  * PFS: the instance that prefetches (pf != 0), a function of its own. */
 INLINE void qk_any(float *restrict st, ptrdiff_t st_stride, const float *restrict k,
                    ptrdiff_t k_stride, const float *restrict qt, ptrdiff_t qt_stride, int nk,
-                   int nq, int dk, ptrdiff_t pf, const int PFS)
+                   int nq, int dk, ptrdiff_t pf, const int PFS, const int EXP,
+                   const float *restrict m, float *restrict mx, float *restrict sm)
 {
     const ptrdiff_t ss = st_stride, ks = k_stride, qs = qt_stride;
     for (int i0 = 0; i0 < nq; i0 += 16 * VECS) {
@@ -125,6 +169,8 @@ INLINE void qk_any(float *restrict st, ptrdiff_t st_stride, const float *restric
         const int nv = (w + 15) / 16;
         const __mmask16 tail = lanes(w - 16 * (nv - 1));
         const float *q = qt + i0;
+        const float *mq = EXP ? m + i0 : NULL;
+        float *xq = EXP ? mx + i0 : NULL, *sq = EXP ? sm + i0 : NULL;
         int j = 0;
         if (nv == 1)
             for (; j + ROWS_NARROW <= nk; j += ROWS_NARROW) {
@@ -132,13 +178,13 @@ INLINE void qk_any(float *restrict st, ptrdiff_t st_stride, const float *restric
                 const float *kr = k + j * ks;
                 if (PFS && pf && i0 == 0) {
                     if (tail == 0xffff)
-                        qk_tile(s, ss, kr, ks, q, qs, dk, ROWS_NARROW, 1, 1, tail, 1, pf);
+                        QK_AT(ROWS_NARROW, 1, 1, 1);
                     else
-                        qk_tile(s, ss, kr, ks, q, qs, dk, ROWS_NARROW, 1, 0, tail, 1, pf);
+                        QK_AT(ROWS_NARROW, 1, 0, 1);
                 } else if (tail == 0xffff) {
-                    qk_tile(s, ss, kr, ks, q, qs, dk, ROWS_NARROW, 1, 1, tail, 0, 0);
+                    QK_AT(ROWS_NARROW, 1, 1, 0);
                 } else {
-                    qk_tile(s, ss, kr, ks, q, qs, dk, ROWS_NARROW, 1, 0, tail, 0, 0);
+                    QK_AT(ROWS_NARROW, 1, 0, 0);
                 }
             }
         for (; j + ROWS <= nk; j += ROWS) {
@@ -168,7 +214,7 @@ static __attribute__((noinline)) void qk_pf_avx512(float *restrict st, ptrdiff_t
                                                    const float *restrict qt, ptrdiff_t qs, int nk,
                                                    int nq, int dk, ptrdiff_t pf)
 {
-    qk_any(st, ss, k, ks, qt, qs, nk, nq, dk, pf, 1);
+    qk_any(st, ss, k, ks, qt, qs, nk, nq, dk, pf, 1, 0, NULL, NULL, NULL);
 }
 
 static decl_qk_fn(qk_avx512)
@@ -176,7 +222,12 @@ static decl_qk_fn(qk_avx512)
     if (pf)
         qk_pf_avx512(st, st_stride, k, k_stride, qt, qt_stride, nk, nq, dk, pf);
     else
-        qk_any(st, st_stride, k, k_stride, qt, qt_stride, nk, nq, dk, 0, 0);
+        qk_any(st, st_stride, k, k_stride, qt, qt_stride, nk, nq, dk, 0, 0, 0, NULL, NULL, NULL);
+}
+
+static decl_qk_exp_fn(qk_exp_avx512)
+{
+    qk_any(st, st_stride, k, k_stride, qt, qt_stride, nk, nq, dk, 0, 0, 1, m, mx, sum);
 }
 
 /* Q^T in 16 x 16 blocks: 16 rows of Q loaded (rows past nq are zeros,
@@ -234,24 +285,6 @@ static decl_pack_qt_fn(pack_qt_avx512)
                                           _mm512_mul_ps(r[c], s));
         }
     }
-}
-
-/* 2^x as in kernels_c.c, in 9 instructions: VREDUCEPS gives f = x - floor(x)
- * and VSCALEFPS multiplies by 2^floor(x) itself, so n is never formed. The
- * clamp turns -inf into a tiny value instead of the NaN -inf - -inf would
- * give; NaN passes through it (MAXPS returns its second operand). */
-INLINE __m512 exp2_ps(__m512 x)
-{
-    x = _mm512_max_ps(_mm512_set1_ps(ATTN_EXP2_LO - 1.0f), x);
-    const __m512 f = _mm512_reduce_ps(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-    __m512 p = _mm512_set1_ps(ATTN_EXP2_C6);
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(ATTN_EXP2_C5));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(ATTN_EXP2_C4));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(ATTN_EXP2_C3));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(ATTN_EXP2_C2));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(ATTN_EXP2_C1));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(ATTN_EXP2_C0));
-    return _mm512_scalef_ps(p, x);
 }
 
 static decl_exp2_fn(exp2_avx512)
@@ -704,6 +737,7 @@ void attn_kernels_init_avx512(attn_kernels *k)
 {
     k->isa = ATTN_ISA_AVX512;
     k->qk = qk_avx512;
+    k->qk_exp = qk_exp_avx512;
     k->pack_qt = pack_qt_avx512;
     k->softmax = softmax_avx512;
     k->pv = pv_avx512;

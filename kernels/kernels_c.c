@@ -114,6 +114,22 @@ static decl_softmax_fn(softmax_c)
     }
 }
 
+/* qk's scores, then each one's weight against m as it stands (the lazy
+ * rescale, kernels.h). */
+static decl_qk_exp_fn(qk_exp_c)
+{
+    qk_c(st, st_stride, k, k_stride, qt, qt_stride, nk, nq, dk, 0);
+    for (int j = 0; j < nk; j++) {
+        float *s = st + j * st_stride;
+        for (int i = 0; i < nq; i++) {
+            if (s[i] > mx[i])
+                mx[i] = s[i];
+            s[i] = exp2_one(s[i] - m[i]);
+            sum[i] += s[i];
+        }
+    }
+}
+
 static decl_mods_fn(mods_c)
 {
     const float k2 = (float)(-2.0 * ATTN_LOG2E), inv = cap > 0 ? 1.0f / cap : 0.0f;
@@ -420,6 +436,7 @@ void attn_kernels_init_c(attn_kernels *k)
 {
     k->isa = ATTN_ISA_C;
     k->qk = qk_c;
+    k->qk_exp = qk_exp_c;
     k->qk_rows = qk_rows_c;
     k->pack_qt = pack_qt_c;
     k->softmax = softmax_c;

@@ -24,6 +24,7 @@
 #include "kernels/kernels.h"
 #include "memory.h"
 #include "problem.h"
+#include "tiled/tiled.h"
 #include "timer.h"
 
 #define ROUNDS_MAX 101
@@ -35,6 +36,7 @@ typedef struct arm {
     attn_tracker tr;
     attn_guarded out;
     void *state;
+    bool lazy_off;          /* tiled: the lazy rescale off (attn_tiled_lazy) */
     double t[ROUNDS_MAX];   /* seconds per run, each round */
     long iters;
 } arm;
@@ -46,13 +48,13 @@ typedef struct ab_opts {
     const char *names[2];
     int rounds;
     double min_time;
-    bool vs_isa, vs_tile, vs_splits, vs_threads;
+    bool vs_isa, vs_tile, vs_splits, vs_threads, vs_lazy;
 } ab_opts;
 
 enum {
     O_BATCH, O_HEADS, O_KV_HEADS, O_SEQ, O_SEQ_KV, O_DK, O_DV, O_CAUSAL, O_DTYPE, O_KV_DTYPE,
     O_FILL, O_SEED, O_BACKEND, O_VS, O_TILE, O_VS_TILE, O_SPLITS, O_VS_SPLITS, O_ISA, O_VS_ISA,
-    O_THREADS, O_VS_THREADS, O_ROUNDS, O_MIN_TIME, O_HELP
+    O_THREADS, O_VS_THREADS, O_LAZY, O_VS_LAZY, O_ROUNDS, O_MIN_TIME, O_HELP
 };
 
 static const attn_option options[] = {
@@ -67,6 +69,7 @@ static const attn_option options[] = {
     { "splits", O_SPLITS, ATTN_ARG_REQUIRED },   { "vs-splits", O_VS_SPLITS, ATTN_ARG_REQUIRED },
     { "isa", O_ISA, ATTN_ARG_REQUIRED },         { "vs-isa", O_VS_ISA, ATTN_ARG_REQUIRED },
     { "threads", O_THREADS, ATTN_ARG_REQUIRED }, { "vs-threads", O_VS_THREADS, ATTN_ARG_REQUIRED },
+    { "lazy", O_LAZY, ATTN_ARG_REQUIRED },       { "vs-lazy", O_VS_LAZY, ATTN_ARG_REQUIRED },
     { "rounds", O_ROUNDS, ATTN_ARG_REQUIRED },   { "min-time", O_MIN_TIME, ATTN_ARG_REQUIRED },
     { "help", O_HELP, ATTN_ARG_NONE },
 };
@@ -83,8 +86,9 @@ static void usage(FILE *f, const char *prog)
             "          q4_0, fp8e4m3, fp8e5m2) --fill normal|extreme --seed S\n"
             "          (defaults: 1, 8, H, 1024, NQ, 64, D, no, fp32, T, normal, 1)\n"
             "arm A:    --backend NAME (tiled) --tile BRxBC[xSB] --splits N --isa ISA\n"
-            "          --threads T (the CPUs this process may run on)\n"
-            "arm B:    --vs NAME (A's) --vs-tile --vs-splits --vs-isa --vs-threads\n"
+            "          --threads T (the CPUs this process may run on) --lazy on|off (tiled's\n"
+            "          lazy rescale, on)\n"
+            "arm B:    --vs NAME (A's) --vs-tile --vs-splits --vs-isa --vs-threads --vs-lazy\n"
             "          (each A's unless given)\n"
             "timing:   --rounds R (3..%d, default 15) --min-time S (a round's run of each,\n"
             "          default 0.05)\n",
@@ -98,6 +102,14 @@ static int parse_dtype(const char *name, const char *val, attn_dtype *d, bool kv
         return attn_error(ATTN_EXIT_USAGE, "--%s: '%s' is not a storage type of %s", name, val,
                           kv ? "K and V" : "Q");
     *d = t;
+    return -1;
+}
+
+static int parse_on_off(const char *name, const char *val, bool *off)
+{
+    if (strcmp(val, "on") && strcmp(val, "off"))
+        return attn_error(ATTN_EXIT_USAGE, "--%s: '%s' is not one of: on, off", name, val);
+    *off = !strcmp(val, "off");
     return -1;
 }
 
@@ -136,6 +148,8 @@ static int on_option(void *ctx, int id, const char *name, const char *val)
     case O_VS_ISA:   o->vs_isa = true; return attn_opt_isa(name, val, &b->isa);
     case O_THREADS:  return attn_opt_int(name, val, 1, 1024, &a->threads);
     case O_VS_THREADS: o->vs_threads = true; return attn_opt_int(name, val, 1, 1024, &b->threads);
+    case O_LAZY:     return parse_on_off(name, val, &o->a[0].lazy_off);
+    case O_VS_LAZY:  o->vs_lazy = true; return parse_on_off(name, val, &o->a[1].lazy_off);
     case O_ROUNDS:   return attn_opt_int(name, val, 3, ROUNDS_MAX, &o->rounds);
     case O_MIN_TIME: return attn_opt_real(name, val, 1e-4, 60, &o->min_time);
     default:         usage(stdout, "bench_ab"); return 0;
@@ -156,6 +170,8 @@ static void describe(const arm *x, char *buf, size_t len)
         n += snprintf(buf + n, len - (size_t)n, "x%d", c->tile_sb);
     if (c->splits && n < (int)len)
         n += snprintf(buf + n, len - (size_t)n, ", splits %d", c->splits);
+    if (x->lazy_off && n < (int)len)
+        n += snprintf(buf + n, len - (size_t)n, ", lazy rescale off");
     if (n < (int)len)
         snprintf(buf + n, len - (size_t)n, ")");
 }
@@ -177,7 +193,10 @@ static int start(arm *x, const attn_inputs *in, double min_time, const char *lab
     if (attn_guarded_alloc(&x->out, attn_q_rows(p) * (size_t)p->d_v) != ATTN_OK)
         return attn_error(ATTN_EXIT_TOO_LARGE, "%s: no memory for the output", label);
     attn_guarded_poison(&x->out);
-    if ((st = x->be->prepare(p, &x->cfg, &x->state)) != ATTN_OK)
+    attn_tiled_lazy(!x->lazy_off);   /* read by tiled's plan, in prepare */
+    st = x->be->prepare(p, &x->cfg, &x->state);
+    attn_tiled_lazy(true);
+    if (st != ATTN_OK)
         return attn_error(ATTN_EXIT_ERROR, "%s: prepare: %s", label, attn_status_str(st));
     /* Each input in its storage type only, as attnbench hands them. */
     const attn_tensors all = attn_inputs_tensors(in);
@@ -261,6 +280,7 @@ int main(int argc, char **argv)
         b->tile_sb = a->tile_sb;
     }
     b->splits = o.vs_splits ? b->splits : a->splits;
+    o.a[1].lazy_off = o.vs_lazy ? o.a[1].lazy_off : o.a[0].lazy_off;
     o.names[1] = o.names[1] ? o.names[1] : o.names[0];
     for (int i = 0; i < 2; i++) {
         char why[256];

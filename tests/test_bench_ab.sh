@@ -18,12 +18,13 @@ refused() {  # refused TEXT ARGS...
     result "$pass" "refused: $*" "exit $code, stderr: $(cat "$tmp/err")"
 }
 
-echo "1..7"
+echo "1..9"
 refused "unknown backend 'nosuch'" --vs nosuch
 refused "--tile: '64x' is not BRxBC" --tile 64x
 refused "--rounds: '2' is not an integer in [3, 101]" --rounds 2
 refused "--kv-heads 3 does not divide --heads 8" --kv-heads 3
 refused "--dtype: 'q4_0' is not a storage type of Q" --dtype q4_0
+refused "--vs-lazy: 'maybe' is not one of: on, off" --vs-lazy maybe
 
 small="--seq 64 --dk 32 --heads 2 --rounds 3 --min-time 0.001"
 # shellcheck disable=SC2086
@@ -42,4 +43,15 @@ pass=0
 [ "$code" = 0 ] && grep -q 'B: tiled (.*tile 16x48' "$tmp/out" &&
     grep -q '^B/A: [0-9.]* (medians)' "$tmp/out" && pass=1
 result "$pass" "B with another tile, causal: named and timed" \
+    "exit $code: $(cat "$tmp/out" "$tmp/err")"
+
+# The lazy rescale off in B, on C's kernels (every CPU has their qk_exp):
+# named, and the weights of the second key tile rounded another way.
+"$bin" --seq 200 --dk 32 --heads 2 --rounds 3 --min-time 0.001 --isa c --vs-lazy off \
+    >"$tmp/out" 2>"$tmp/err"
+code=$?
+pass=0
+[ "$code" = 0 ] && grep -q 'B: tiled (.*lazy rescale off)' "$tmp/out" &&
+    grep -q '^B/A: [0-9.]* (medians), [0-9.]* (best); outputs differ$' "$tmp/out" && pass=1
+result "$pass" "B with the lazy rescale off: named, timed, its outputs rounded otherwise" \
     "exit $code: $(cat "$tmp/out" "$tmp/err")"

@@ -252,12 +252,13 @@ static bool judge(const double ref_out[4], const float got[6], size_t nonfinite_
 
 /* The tiled backend with a bug planted in its grouped-head indexing or its
  * split-KV merge: the checker must reject both, and pass it without them. */
-static void tiled_expect(int bug, const attn_problem *p, int splits, const char *what,
-                         attn_verdict want)
+static void tiled_expect_on(int bug, const attn_problem *p, int splits, attn_fill_kind fill,
+                            attn_isa isa, const char *what, attn_verdict want)
 {
     const attn_backend *be = attn_backend_find("tiled");
-    attn_setup s = test_setup(ATTN_FILL_NORMAL, 0);
+    attn_setup s = test_setup(fill, 0);
     s.splits = splits;
+    s.isa = isa;
     attn_result r;
     attn_tiled_plant(bug);
     const attn_verdict v = run_case_setup(be, p, &s, &r);
@@ -266,6 +267,46 @@ static void tiled_expect(int bug, const attn_problem *p, int splits, const char 
         tap_diag("wanted %s; why: %s | %s", attn_verdict_str(want), r.why, r.repro);
     else if (r.why[0])
         tap_diag("%s", r.why);
+}
+
+static void tiled_expect(int bug, const attn_problem *p, int splits, const char *what,
+                         attn_verdict want)
+{
+    tiled_expect_on(bug, p, splits, ATTN_FILL_NORMAL, ATTN_ISA_AUTO, what, want);
+}
+
+/* The lazy rescale (backends/tiled/keys.c), on C's kernels so that it runs
+ * on every CPU: logits of about 10 nats raise some columns' max in place;
+ * at about 65 a tile's max sometimes rises past what that allows and the
+ * tile is computed again; logits to ~1e4 (--fill extreme) keep most tiles
+ * off it. Each passes, its paths counted, and weights kept without the
+ * check fail. */
+static void lazy_expect(float scale, attn_fill_kind fill, const char *what)
+{
+    const attn_problem p = { .batch = 1, .heads = 2, .seq_q = 100, .seq_kv = 2000, .d_k = 32,
+                             .d_v = 32, .scale = scale };
+    long kept, raised, redone;
+    attn_tiled_count_tiles(true);
+    tiled_expect_on(ATTN_TILED_PLANT_NONE, &p, 1, fill, ATTN_ISA_C, what, ATTN_PASSED);
+    attn_tiled_lazy_tiles(&kept, &raised, &redone);
+    const long tiles = attn_tiled_tiles();
+    attn_tiled_count_tiles(false);
+    const bool hot = scale > 5;
+    tap_ok(fill == ATTN_FILL_EXTREME ? redone + kept < tiles / 4
+           : kept > tiles / 4 && raised > 0 && (redone > 0) == hot,
+           "%s: of %ld tiles, %ld kept (%ld columns raised in place), %ld computed again", what,
+           tiles, kept, raised, redone);
+}
+
+static void tiled_lazy(void)
+{
+    lazy_expect(1.77f, ATTN_FILL_NORMAL, "lazy rescale, logits of about 10 nats");
+    lazy_expect(11.6f, ATTN_FILL_NORMAL, "lazy rescale, logits of about 65 nats");
+    lazy_expect(0.18f, ATTN_FILL_EXTREME, "lazy rescale, logits to ~1e4");
+    const attn_problem p = { .batch = 1, .heads = 2, .seq_q = 100, .seq_kv = 2000, .d_k = 32,
+                             .d_v = 32, .scale = 0.18f };
+    tiled_expect_on(ATTN_TILED_PLANT_LAZY_UNCHECKED, &p, 1, ATTN_FILL_EXTREME, ATTN_ISA_C,
+                    "planted: weights kept however far the max rises fail", ATTN_FAILED);
 }
 
 static void tiled_planted(void)
@@ -389,5 +430,6 @@ int main(void)
     nonfinite_checks();
     class_checks();
     tiled_planted();
+    tiled_lazy();
     return tap_done();
 }

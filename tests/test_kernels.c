@@ -139,6 +139,92 @@ static bool check_qk(const attn_kernels *kr, const attn_kernels *c, int nk, int 
     return ok;
 }
 
+/* ---- Q.K^T with the weights in its epilogue (the lazy rescale) ------------- */
+
+/* qk_exp against C's: each weight exp2(s - m) within what the score's
+ * rounding (check_qk's bound) and the subtraction move it by, plus exp2's
+ * ulps; the columns' max within the scores' bound, their sums within the
+ * weights'. mx and sum start from values of their own (they are read,
+ * then written). With nan_key, key 1 of K holds a NaN: its scores are NaN,
+ * which must leave mx alone and make every sum NaN. */
+static bool check_qk_exp(const attn_kernels *kr, const attn_kernels *c, int nk, int nq, int dk,
+                         bool nan_key, char *why, size_t len)
+{
+    const ptrdiff_t ks = dk + 3, qs = nq + PAD, ss = nq + PAD;
+    float *k = attn_host_alloc((size_t)nk * ks * sizeof(float));
+    float *qt = attn_host_alloc((size_t)dk * qs * sizeof(float));
+    float *m = malloc((size_t)(nq + 1) * sizeof(float));
+    guarded ref = guarded_new((size_t)nk * ss), got = guarded_new((size_t)nk * ss);
+    guarded stat[2][2];   /* [C, kr][mx, sum] */
+    for (int v = 0; v < 2; v++)
+        for (int x = 0; x < 2; x++)
+            stat[v][x] = guarded_new((size_t)nq);
+    for (ptrdiff_t i = 0; i < nk * ks; i++)
+        k[i] = uniform(-2, 2);
+    for (ptrdiff_t i = 0; i < dk * qs; i++)
+        qt[i] = uniform(-2, 2);
+    const int bad = nan_key && nk > 1 ? 1 : -1;
+    if (bad >= 0)
+        k[bad * ks] = NAN;
+    for (int i = 0; i <= nq; i++)
+        m[i] = uniform(-4, 8);
+    for (int i = 0; i < nq; i++) {
+        stat[0][0].data[i] = stat[1][0].data[i] = uniform(-10, 10);
+        stat[0][1].data[i] = stat[1][1].data[i] = uniform(0, 10);
+    }
+    c->qk_exp(ref.data, ss, k, ks, qt, qs, nk, nq, dk, m, stat[0][0].data, stat[0][1].data);
+    kr->qk_exp(got.data, ss, k, ks, qt, qs, nk, nq, dk, m, stat[1][0].data, stat[1][1].data);
+    bool ok = guarded_intact(&got, nk, nq, ss) && guarded_intact(&stat[1][0], 1, nq, nq) &&
+              guarded_intact(&stat[1][1], 1, nq, nq);
+    if (!ok)
+        snprintf(why, len, "wrote outside the %dx%d tile or its max and sum", nk, nq);
+    for (int i = 0; ok && i < nq; i++) {
+        double smax = 0, psum = 0;   /* the column's bounds on its max and sum */
+        for (int j = 0; ok && j < nk; j++) {
+            if (j == bad)
+                continue;
+            double mag = 0, s = 0;
+            for (int x = 0; x < dk; x++) {
+                mag += fabs((double)k[j * ks + x] * qt[x * qs + i]);
+                s += (double)k[j * ks + x] * qt[x * qs + i];
+            }
+            const double ts = 2.0 * dk * 0x1p-24 * mag + 1e-30;
+            const double tx = ts + 2 * ulp_of((float)(fabs(s) + fabs(m[i])));
+            const float p0 = ref.data[j * ss + i], p1 = got.data[j * ss + i];
+            const double tp = p0 * tx + 8 * ulp_of(p0) + 1e-37;
+            if (!close(p1, p0, tp)) {
+                snprintf(why, len, "P[%d][%d] = %.9g, C says %.9g (tol %.3g)", j, i, p1, p0, tp);
+                ok = false;
+            }
+            smax = ts > smax ? ts : smax;
+            psum += tp;
+        }
+        const float x0 = stat[0][0].data[i], x1 = stat[1][0].data[i];
+        const float u0 = stat[0][1].data[i], u1 = stat[1][1].data[i];
+        if (ok && !close(x1, x0, smax)) {
+            snprintf(why, len, "mx[%d] = %.9g, C says %.9g", i, x1, x0);
+            ok = false;
+        }
+        if (ok && (bad >= 0) != (bool)isnan(u1)) {
+            snprintf(why, len, "sum[%d] = %.9g with%s a NaN score", i, u1, bad >= 0 ? "" : "out");
+            ok = false;
+        }
+        if (ok && !close(u1, u0, psum + (nk + 8) * 4 * ulp_of(u0) + 1e-37)) {
+            snprintf(why, len, "sum[%d] = %.9g, C says %.9g", i, u1, u0);
+            ok = false;
+        }
+    }
+    attn_host_free(k);
+    attn_host_free(qt);
+    free(m);
+    attn_host_free(ref.base);
+    attn_host_free(got.base);
+    for (int v = 0; v < 2; v++)
+        for (int x = 0; x < 2; x++)
+            attn_host_free(stat[v][x].base);
+    return ok;
+}
+
 /* ---- online softmax step ---------------------------------------------------- */
 
 typedef enum { FIRST_BLOCK, LATER_BLOCK, EXTREME } sm_kind;
@@ -1193,6 +1279,22 @@ static void test_isa(const attn_kernels *kr, const attn_kernels *c)
     if (!tap_ok(ok, "qk_%s matches qk_c, every tail, guarded", name))
         tap_diag("%s", why);
 
+    /* qk_exp: qk's tails, and a NaN score. */
+    if (kr->qk_exp) {
+        ok = true;
+        static const int edks[] = { 1, 16, 20, 64 };
+        for (int nk = 1; ok && nk <= 25; nk++)
+            for (int nq = 1; ok && nq <= 81; nq++)
+                for (size_t d = 0; ok && d < sizeof(edks) / sizeof(edks[0]); d++)
+                    ok = check_qk_exp(kr, c, nk, nq, edks[d], (nk + nq) % 7 == 0, why,
+                                      sizeof(why));
+        if (!tap_ok(ok, "qk_exp_%s matches qk_exp_c: every tail, NaN scores, guarded", name))
+            tap_diag("%s", why);
+    } else {
+        tap_skip("this ISA has no qk_exp; the tiled backend runs qk and softmax there",
+                 "qk_exp_%s", name);
+    }
+
     /* Keys 1..40 and queries 1..17 (decoding tiles of up to 16 columns, in
      * blocks of 4 x 4 and every remainder); d every lane tail. */
     ok = true;
@@ -1327,6 +1429,22 @@ static decl_pack_qt_fn(pack_qt_swaps_last)
             qt[c * qt_stride + nq - 1] = qt[c * qt_stride + nq - 2];
             qt[c * qt_stride + nq - 2] = x;
         }
+}
+
+/* ... a qk_exp that takes each column's weights against the next column's m ... */
+static decl_qk_exp_fn(qk_exp_next_m)
+{
+    attn_kernels_for(ATTN_ISA_C)->qk_exp(st, st_stride, k, k_stride, qt, qt_stride, nk, nq, dk,
+                                         m + 1, mx, sum);
+}
+
+/* ... and one that leaves a tile's last key out of the sums. */
+static decl_qk_exp_fn(qk_exp_sum_drops_last)
+{
+    attn_kernels_for(ATTN_ISA_C)->qk_exp(st, st_stride, k, k_stride, qt, qt_stride, nk, nq, dk,
+                                         m, mx, sum);
+    for (int i = 0; i < nq; i++)
+        sum[i] -= st[(ptrdiff_t)(nk - 1) * st_stride + i];
 }
 
 /* ... and one that leaves a tile's last key out of l (a tail bug). */
@@ -1504,6 +1622,13 @@ static void test_planted(const attn_kernels *c)
     tap_ok(!check_pv(&bad, c, 5, 3, 20, why, sizeof(why)),
            "the checker rejects a pv that writes past its tile");
     bad = *c;
+    bad.qk_exp = qk_exp_next_m;
+    tap_ok(!check_qk_exp(&bad, c, 7, 20, 16, false, why, sizeof(why)),
+           "the checker rejects a qk_exp that weighs a column against the next column's max");
+    bad.qk_exp = qk_exp_sum_drops_last;
+    tap_ok(!check_qk_exp(&bad, c, 7, 20, 16, false, why, sizeof(why)),
+           "the checker rejects a qk_exp that leaves a tile's last key out of the sums");
+    bad = *c;
     bad.softmax = softmax_ignores_mask;
     tap_ok(!check_softmax(&bad, c, 9, 20, true, LATER_BLOCK, why, sizeof(why)),
            "the checker rejects a softmax that ignores the mask");
@@ -1626,7 +1751,7 @@ static bool bench_wanted(const char *name)
 
 typedef struct bench_ctx {
     int nk, nq, d;
-    float *st, *k, *qt, *v, *o, *m, *l, *alpha, *x;
+    float *st, *k, *qt, *v, *o, *m, *l, *alpha, *x, *mx, *sum;
 } bench_ctx;
 
 static void run_qk(const attn_kernels *kr, void *p)
@@ -1656,6 +1781,23 @@ static void run_step(const attn_kernels *kr, void *p)
     run_pv(kr, p);
 }
 
+/* The same tile where the scores stay below the tiles' max before by less
+ * than the lazy threshold: qk_exp (the weights in qk's epilogue), then pv.
+ * Nothing at an ISA without qk_exp (its row is not printed). */
+static void run_qk_exp(const attn_kernels *kr, void *p)
+{
+    bench_ctx *b = p;
+    if (kr->qk_exp)
+        kr->qk_exp(b->st, b->nq, b->k, b->d, b->qt, b->nq, b->nk, b->nq, b->d, b->m, b->mx,
+                   b->sum);
+}
+
+static void run_step_exp(const attn_kernels *kr, void *p)
+{
+    run_qk_exp(kr, p);
+    run_pv(kr, p);
+}
+
 static void run_pack_qt(const attn_kernels *kr, void *p)
 {
     bench_ctx *b = p;
@@ -1681,13 +1823,15 @@ static int bench(void)
 {
     static const struct { const char *name; void (*fn)(const attn_kernels *, void *); int flops; }
         ks[] = { { "qk", run_qk, 1 }, { "softmax", run_softmax, 0 }, { "pv", run_pv, 1 },
-                 { "step", run_step, 2 }, { "pack_qt", run_pack_qt, 0 },
+                 { "step", run_step, 2 }, { "qk_exp", run_qk_exp, 1 },
+                 { "step_exp", run_step_exp, 2 }, { "pack_qt", run_pack_qt, 0 },
                  { "softmax_rows", run_softmax_rows, 0 }, { "exp2", run_exp2, 0 } };
     printf("kernel speed on one thread, tiles of the tiled backend in prefill (Br = 64\n"
            "queries, Bc = %d keys), every operand in L1 or L2; each ISA's best of 7\n"
            "rounds, every ISA once a round in a rotated order.\n"
            "GFLOP/s counts 2*d per score entry and product; step is qk, softmax and pv\n"
-           "in a row, as one key tile of the backend's loop.\n\n",
+           "in a row, as one key tile of the backend's loop; step_exp is qk_exp and pv,\n"
+           "the tile where the lazy rescale holds.\n\n",
            BENCH_KEYS);
     printf("%-12s %4s %-8s %12s %10s %9s\n", "kernel", "d", "isa", "ns/call", "GFLOP/s", "vs c");
     for (int d = 64; d <= 128; d *= 2) {
@@ -1700,18 +1844,21 @@ static int bench(void)
             buf[i] = uniform(-1, 0);
         b.st = buf; b.k = buf + big; b.qt = buf + 2 * big; b.v = buf + 3 * big;
         b.o = buf + 4 * big; b.m = buf + 5 * big; b.l = b.m + 64; b.alpha = buf + 6 * big;
-        b.x = buf + 7 * big;
+        b.x = buf + 7 * big; b.mx = b.alpha + 64; b.sum = b.alpha + 128;
         for (int i = 0; i < 64; i++) {
             b.m[i] = 0.0f;
             b.l[i] = 1.0f;
         }
         for (size_t kk = 0; kk < sizeof(ks) / sizeof(ks[0]); kk++) {
-            if ((kk >= 5 && d != 64) || !bench_wanted(ks[kk].name))
+            if ((kk >= 7 && d != 64) || !bench_wanted(ks[kk].name))
                 continue;
             double best[ATTN_ISA_COUNT];
             best_by_isa(ks[kk].fn, &b, best);
             const double tc = best[ATTN_ISA_C];
             for (int isa = ATTN_ISA_C; isa < ATTN_ISA_COUNT; isa++) {
+                const attn_kernels *kr = best[isa] ? attn_kernels_for((attn_isa)isa) : NULL;
+                if (kr && !kr->qk_exp && (ks[kk].fn == run_qk_exp || ks[kk].fn == run_step_exp))
+                    continue;
                 if (!best[isa]) {
                     printf("%-12s %4d %-8s %12s   (not usable on this CPU or build)\n", ks[kk].name,
                            d, attn_isa_name((attn_isa)isa), "-");
@@ -1999,9 +2146,9 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "--bench")) {
         static const char *const known[] = {
-            "qk", "softmax", "pv", "step", "pack_qt", "softmax_rows", "exp2", "qk_rows",
-            "qk_rows16", "qk+pf", "pv+pf", "pv16", "pv16+pf", "qk_rows_q", "pv_q", "qk_rows_i8",
-            "dequant_rows"
+            "qk", "softmax", "pv", "step", "qk_exp", "step_exp", "pack_qt", "softmax_rows", "exp2",
+            "qk_rows", "qk_rows16", "qk+pf", "pv+pf", "pv16", "pv16+pf", "qk_rows_q", "pv_q",
+            "qk_rows_i8", "dequant_rows"
         };
         for (int a = 2; a < argc; a++) {
             size_t i = 0;
@@ -2030,7 +2177,7 @@ int main(int argc, char **argv)
     }
     const attn_kernels *c = attn_kernels_for(ATTN_ISA_C);
     const int isas = ATTN_ISA_COUNT - ATTN_ISA_C;
-    tap_plan(6 * (isas - 1) + 10 * isas + 22);
+    tap_plan(7 * (isas - 1) + 10 * isas + 24);
     test_planted(c);
     for (int isa = ATTN_ISA_C; isa < ATTN_ISA_COUNT; isa++) {
         const attn_kernels *kr = attn_kernels_for((attn_isa)isa);
@@ -2043,7 +2190,7 @@ int main(int argc, char **argv)
             for (int t = 0; t < 7; t++)
                 tap_skip(why, "%s 16-bit or quantized kernel %d", name, t);
             if (isa != ATTN_ISA_C)
-                for (int t = 0; t < 6; t++)
+                for (int t = 0; t < 7; t++)
                     tap_skip(why, "%s kernel %d against C", name, t);
             continue;
         }

@@ -57,6 +57,8 @@ static inline size_t round_up(size_t n, size_t to)
 extern atomic_int tiled_planted;
 extern atomic_bool tiled_counting;
 extern atomic_long tiled_tiles_seen;
+extern atomic_long tiled_lazy_kept, tiled_lazy_raised, tiled_lazy_redone;
+extern atomic_bool tiled_lazy_off;
 
 /* How the inputs reach the kernels. */
 typedef enum tiled_path {
@@ -88,6 +90,8 @@ typedef struct tiled_plan {
     bool stream;         /* one query block per batch item and K/V head (decoding):
                             K and V are read once, from memory, and the kernels that
                             read them in place prefetch ahead (the pf of qk, pv) */
+    bool lazy;           /* prefill's outer-product tiles in fp32 (read in place or
+                            widened) where the ISA has qk_exp: the lazy rescale (keys.c) */
     int br, bc;          /* queries of each head per block, keys per tile */
     int group;           /* G: query heads per K/V head, one work item together */
     int cols;            /* G * br: the columns of a tile */
@@ -172,6 +176,7 @@ typedef struct scratch {
     int *end;
     int *beg;                /* the window's first key of each column */
     float *pos, *slope;      /* ALiBi: each column's i' and slope (log2 units) */
+    float *mx, *sum;         /* qk_exp's max and sum of each column over a tile */
 } scratch;
 
 /* A block: batch item b, K/V head g, queries [i0, i0 + nq) of each of the

@@ -3,6 +3,7 @@
  * online softmax, P.V), with the masks' cuts; each tile for every K/V head
  * of the item in turn where decoding takes several (plan.c,
  * heads_per_item). */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -237,6 +238,89 @@ static void qk_part(const tiled_state *s, float *st, const tile_ops *x, const sc
         s->h.k->qk(st + (size_t)j * brp + c0, brp, x->kb + (size_t)j * x->kbs, x->kbs,
                    w->qt + c0, brp, rows, cols, dk,
                    s->plan.stream && s->plan.path == PATH_FP32 ? x->pfk : 0);
+}
+
+/* The lazy rescale (kernels.h, qk_exp; FlashAttention-4 raises its max the
+ * same way): while a block's scores stay within LAZY_MAX (log2 units) of
+ * its running max m, a tile's weights are exp2(s - m) against m as it
+ * stands, made in qk's epilogue from the scores in registers, and neither
+ * m nor the accumulator is rescaled (alpha = 1). The weights are then at
+ * most 2^LAZY_MAX and l sums them; O / l is the same softmax. A column
+ * whose max rises further, by up to LAZY_FIX, is raised in place: m to its
+ * max, its weights, l and (through alpha, in P.V) its accumulator times
+ * 2^(m_old - m_new), so that its weights are at most 1 again (until
+ * then they are at most 2^LAZY_FIX, and their sum finite). A tile with a
+ * column past that (or a NaN or infinite score) is computed again through
+ * qk and softmax, which raise m. A block takes its tiles this way only
+ * while the last tile it ran through the softmax, not its first, raised
+ * no column's max by more than LAZY_FIX (lazy_ready): its first tile, and
+ * the next, always take qk and softmax, and scores that jump that far
+ * (--fill extreme: logits to ~1e4) keep every tile there, where each tile
+ * computed twice would cost half a tile again.
+ * Returns whether the tile's weights were kept. Measured on the
+ * 2-core Zen 5 EPYC (one thread, a 64 x 192 tile in L1/L2, qk and softmax
+ * or qk_exp, then pv, 41 alternating rounds, medians): 0.96x the time at
+ * d = 64, 0.97x at d = 128. */
+#define LAZY_MAX 8.0f
+#define LAZY_FIX 100.0f
+#define LAZY_ALPHA 0x1p-100f   /* 2^-LAZY_FIX */
+
+/* After a tile through the softmax: whether the block's next tile may take
+ * the lazy rescale. After its first tile (fresh: every m was -inf), when
+ * every column saw another key within LAZY_NEAR of its max (l >= 1 +
+ * 2^-LAZY_NEAR): logits that far apart (--fill extreme) never do, and
+ * scores that close rarely jump by LAZY_FIX; later, when every column's
+ * max rose by at most LAZY_FIX (alpha = 2^(m_old - m_new)). A wrong
+ * guess costs the one tile computed twice. The planted bug takes the lazy
+ * rescale from a block's second tile on, whatever the scores did. */
+#define LAZY_NEAR 20
+static bool lazy_ready(const scratch *w, int nc, bool fresh)
+{
+    if (atomic_load_explicit(&tiled_planted, memory_order_relaxed) ==
+        ATTN_TILED_PLANT_LAZY_UNCHECKED)
+        return true;
+    bool ok = true;
+    for (int c = 0; c < nc; c++)   /* false for a NaN alpha or l */
+        ok &= fresh ? w->l[c] >= 1.0f + 0x1p-20f && w->m[c] > -INFINITY
+                    : w->alpha[c] >= LAZY_ALPHA;
+    return ok;
+}
+
+static bool qk_lazy(const tiled_state *s, float *st, const tile_ops *x, const scratch *w, int n,
+                    int nc, bool count)
+{
+    for (int c = 0; c < nc; c++) {
+        if (w->m[c] == -INFINITY)
+            return false;
+        w->mx[c] = -INFINITY;
+        w->sum[c] = 0.0f;
+    }
+    const int brp = s->plan.brp;
+    s->h.k->qk_exp(st, brp, x->kb, x->kbs, w->qt, brp, n, nc, s->h.p.d_k, w->m, w->mx, w->sum);
+    const bool unchecked = atomic_load_explicit(&tiled_planted, memory_order_relaxed) ==
+                           ATTN_TILED_PLANT_LAZY_UNCHECKED;
+    bool keep = true;
+    for (int c = 0; c < nc && !unchecked; c++)   /* false for a NaN sum or max */
+        keep &= w->mx[c] <= w->m[c] + LAZY_FIX && w->sum[c] <= FLT_MAX;
+    long raised = 0;
+    for (int c = 0; c < nc && keep; c++) {
+        float f = 1.0f;
+        if (!unchecked && w->mx[c] > w->m[c] + LAZY_MAX) {
+            f = exp2f(w->m[c] - w->mx[c]);
+            for (int j = 0; j < n; j++)
+                st[(size_t)j * brp + c] *= f;
+            w->m[c] = w->mx[c];
+            raised++;
+        }
+        w->l[c] = (w->l[c] + w->sum[c]) * f;
+        w->alpha[c] = f;
+    }
+    if (count) {
+        atomic_fetch_add_explicit(keep ? &tiled_lazy_kept : &tiled_lazy_redone, 1,
+                                  memory_order_relaxed);
+        atomic_fetch_add_explicit(&tiled_lazy_raised, raised, memory_order_relaxed);
+    }
+    return keep;
 }
 
 /* P.V of keys [0, n) into the accumulator rows of columns [c, c + r). */
@@ -677,9 +761,11 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
      * a prefix: wlo = wbig = 0). Blocks come in increasing query order, so
      * the last sees most. */
     int lo[SB_MAX], hi[SB_MAX], wlo[SB_MAX], wbig[SB_MAX], top = j_lo, first = j_hi;
+    bool lazy[SB_MAX];   /* the block's next tile may take qk_lazy (lazy_ready) */
     for (int u = 0; u < nb; u++) {
         const int nc = t->group * k[u].nq;
         load_q(s, &w[u], &k[u]);
+        lazy[u] = false;
         for (int c = 0; c < nc; c++) {
             w[u].m[c] = -INFINITY;
             w[u].l[c] = 0.0f;
@@ -731,6 +817,7 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
                     wu->end[c] = attn_visible_end(p, k[u].b, k[u].i0 + c % k[u].nq) - j0;
                 end = wu->end;
             }
+            bool kept = false;   /* qk_lazy's weights: no softmax to run */
             if (t->rows_dot)
                 kn->qk_rows_bf16(st, brp, x.kh, x.khs, (const uint16_t *)wu->qr, dk, n, nc, dk,
                                  s->qscale, x.pfk);
@@ -749,12 +836,19 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
                 qk_widened(s, st, (float *)tile, &x, wu, n, nc, end);
             else if (end)
                 qk_cut(s, st, &x, wu, n, nc, end);
-            else
+            else if (!(kept = lazy[u] && !scores_mod && !left &&
+                              qk_lazy(s, st, &x, wu, n, nc, count)))
                 qk_part(s, st, &x, wu, 0, 0, n, nc);
             if (scores_mod || left)
                 kn->mods(st, brp, n, nc, j0, cap, p->mods.alibi ? wu->slope : NULL, wu->pos,
                          left ? wu->beg : NULL);
-            kn->softmax(st, brp, n, nc, end, wu->m, wu->l, wu->alpha);
+            if (!kept) {
+                bool fresh = t->lazy;   /* the block's first tile */
+                for (int c = 0; c < nc && fresh; c++)
+                    fresh = wu->m[c] == -INFINITY;
+                kn->softmax(st, brp, n, nc, end, wu->m, wu->l, wu->alpha);
+                lazy[u] = t->lazy && lazy_ready(wu, nc, fresh);
+            }
             if (left)
                 tiled_unmask(st, brp, n, nc, j0, wu);
             if (t->path == PATH_BF16)

@@ -23,7 +23,7 @@
  * accumulator [cols][dv], Q's rows [max(ROWS_MAX, br)][dk] (for qk_rows,
  * and for 16-bit Q widened before packing), m, l, alpha [brp] floats, end
  * [brp] ints, and for the modifiers beg [brp] ints, pos, slope [brp]
- * floats. */
+ * floats, then qk_exp's max and sum [brp] floats. */
 static size_t qt_bytes(const attn_problem *p, const tiled_plan *t)
 {
     return round_up((size_t)p->d_k * t->brp * sizeof(float), ALIGN);
@@ -81,7 +81,7 @@ static long l2_bytes(void)
 
 static size_t sub_bytes(const attn_problem *p, const tiled_plan *t)
 {
-    return qt_bytes(p, t) + acc_bytes(p, t) + qr_bytes(p, t) + 7 * vec_bytes(t);
+    return qt_bytes(p, t) + acc_bytes(p, t) + qr_bytes(p, t) + 9 * vec_bytes(t);
 }
 
 /* Query blocks per work item (sb), unless the configuration sets it. Each
@@ -305,6 +305,8 @@ tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg, int pa
               (t.path == PATH_ROWS16 && narrow && p->kv_dtype == ATTN_DTYPE_FP16));
     t.widen_k = (t.path == PATH_ROWS16 || t.path == PATH_QUANT) && !t.dots;
     t.rows_dot = t.dots && bf16_rows;
+    t.lazy = (t.path == PATH_FP32 || t.path == PATH_WIDEN) && !t.dots && !t.stream && kn &&
+             kn->qk_exp && !atomic_load(&tiled_lazy_off);
     /* Q in q8_0 against a q8_0 or q4_0 K: Q.K^T in integers where the CPU
      * has int8 dot products (on the 2-core Zen 5 EPYC, bench_kernels' 48
      * keys of d = 128, 4 queries: 1.5x qk_rows_q for q8_0, 1.4x for q4_0);
@@ -398,5 +400,7 @@ scratch tiled_thread_scratch(const tiled_state *s, int tid, int u)
     w.beg = (int *)(at + 4 * vec_bytes(t));
     w.pos = (float *)(at + 5 * vec_bytes(t));
     w.slope = (float *)(at + 6 * vec_bytes(t));
+    w.mx = (float *)(at + 7 * vec_bytes(t));
+    w.sum = (float *)(at + 8 * vec_bytes(t));
     return w;
 }

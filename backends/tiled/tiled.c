@@ -68,6 +68,7 @@
 atomic_int tiled_planted;
 atomic_bool tiled_counting;
 atomic_long tiled_tiles_seen;
+atomic_long tiled_lazy_kept, tiled_lazy_raised, tiled_lazy_redone;
 
 void attn_tiled_plant(int bug)
 {
@@ -77,12 +78,29 @@ void attn_tiled_plant(int bug)
 void attn_tiled_count_tiles(bool on)
 {
     atomic_store(&tiled_tiles_seen, 0);
+    atomic_store(&tiled_lazy_kept, 0);
+    atomic_store(&tiled_lazy_raised, 0);
+    atomic_store(&tiled_lazy_redone, 0);
     atomic_store(&tiled_counting, on);
 }
 
 long attn_tiled_tiles(void)
 {
     return atomic_load(&tiled_tiles_seen);
+}
+
+atomic_bool tiled_lazy_off;
+
+void attn_tiled_lazy(bool on)
+{
+    atomic_store(&tiled_lazy_off, !on);
+}
+
+void attn_tiled_lazy_tiles(long *kept, long *raised, long *redone)
+{
+    *kept = atomic_load(&tiled_lazy_kept);
+    *raised = atomic_load(&tiled_lazy_raised);
+    *redone = atomic_load(&tiled_lazy_redone);
 }
 
 static size_t tiled_workspace(const attn_problem *p, const attn_config *cfg)

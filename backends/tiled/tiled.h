@@ -27,6 +27,8 @@ enum {
     ATTN_TILED_PLANT_HEADS_ONE_TILE,   /* decoding K/V heads taken together (plan.c,
                                           heads_per_item): each key tile loaded for the
                                           first head that sees it, and used for all */
+    ATTN_TILED_PLANT_LAZY_UNCHECKED,   /* the lazy rescale keeps qk_exp's weights however
+                                          far a tile's max rises past m (keys.c) */
 };
 void attn_tiled_plant(int bug);
 
@@ -35,6 +37,14 @@ void attn_tiled_plant(int bug);
 #include <stdbool.h>
 void attn_tiled_count_tiles(bool on);
 long attn_tiled_tiles(void);
+/* ... and of those, the tiles whose weights qk_exp gave and were kept (the
+ * lazy rescale, keys.c), the columns of those whose max was raised in
+ * place, and the tiles computed again through qk and softmax. */
+void attn_tiled_lazy_tiles(long *kept, long *raised, long *redone);
+
+/* The lazy rescale in the plans made after this call: on (the default) or
+ * off, for timing the two in one process (bench_ab --lazy). */
+void attn_tiled_lazy(bool on);
 
 /* The split-KV chunks the backend chooses for p with --splits auto. */
 struct attn_problem;

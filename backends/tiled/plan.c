@@ -227,7 +227,8 @@ static int page_tile(int bc, int page, bool decoding)
  *    d = 128 not). With Br = 64 (or 32, 16, ...) dividing 192, the causal
  *    diagonal of a query block never straddles two tiles, so each block
  *    has one masked tile, not up to two;
- *  - decoding (tiles of at most ROWS_MAX columns): the score tile and the
+ *  - decoding (tiles of at most ROWS_MAX columns, and multi-query decoding
+ *    on fp32 K/V, below): the score tile and the
  *    K and V rows it touches in half of L1 (48 at d = 128: see
  *    kernels/rows_of.h's PF_KEYS for why short tiles stream better);
  *    tiles of dot products (DOTS_MAX columns or fewer), which have no
@@ -252,9 +253,19 @@ tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg, int pa
     t.br = cfg->tile_q > 0 ? cfg->tile_q : (64 / t.group > 1 ? 64 / t.group : 1);
     t.br = t.br < p->seq_q ? t.br : p->seq_q > 0 ? p->seq_q : 1;
     t.cols = t.group * t.br;
+    t.stream = p->seq_q <= t.br;
+    /* Multi-query decoding (wider tiles, one query block) on fp32 K/V read
+     * in place takes decoding's rule too: P.V reads V's tile once for each
+     * of its row groups of 6 queries, from L1 in 48-key tiles, from L2 in
+     * the 192 of prefill's rule. On the 2-core Zen 5 EPYC (H = 32, Hkv = 1,
+     * d = 128, B = 1 and 8, Nk = 16K..128K, bench_ab, 7 to 11 alternating
+     * rounds, 16 runs over an hour), 192 keys took 0.96-1.13x the time of
+     * 48, 1.03x in the median run (1.19x in a run an hour before, at 32K);
+     * 16-bit K/V, widened, keep 192: 48 took them 1.02-1.11x its time. */
+    const bool l1_tile = t.cols <= ROWS_MAX || (t.stream && p->kv_dtype == ATTN_DTYPE_FP32);
     if (cfg->tile_kv > 0) {
         t.bc = cfg->tile_kv;
-    } else if (t.cols <= ROWS_MAX) {
+    } else if (l1_tile) {
         /* A quantized cache's tile is read back to fp32 beside its rows. */
         const long per_key =
             (long)t.cols * (long)sizeof(float) +
@@ -272,9 +283,8 @@ tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg, int pa
         t.bc = bc < 48 ? 48 : bc > 192 ? 192 : (int)bc;
     }
     if (page > 0 && cfg->tile_kv <= 0)
-        t.bc = page_tile(t.bc, page, t.cols <= ROWS_MAX);
+        t.bc = page_tile(t.bc, page, l1_tile);
     t.brp = (int)round_up((size_t)t.cols, 16);
-    t.stream = p->seq_q <= t.br;
     const bool kvq = attn_dtype_quantized(p->kv_dtype);
     const bool kv16 = p->kv_dtype != ATTN_DTYPE_FP32 && !kvq;
     t.path = PATH_FP32;

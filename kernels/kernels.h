@@ -62,11 +62,11 @@
  *   S^T[j][i] <- exp2(s - m[i]);  mx[i] <- max(mx[i], s);  sum[i] += S^T[j][i]
  * (mx and sum are read, then written). Every m[i] must be finite. A score
  * that is NaN does not raise mx but makes sum NaN. The weights are
- * exp2(s - m) <= 2^t as long as every mx[i] <= m[i] + t: the caller keeps
- * them (l += sum, alpha = 1) only then, and otherwise computes the tile
- * again through qk and softmax. While scores stay below the max of the
- * tiles before by less than t, one pass over the scores in registers
- * replaces qk's stores and softmax's two passes (backends/tiled/keys.c). */
+ * exp2(s - m) <= 2^t where mx[i] <= m[i] + t: from mx and sum the caller
+ * (backends/tiled/keys.c, qk_lazy) keeps them, raises a column's m in
+ * place, or computes the tile again through qk and softmax. Where it
+ * keeps them, one pass over the scores in registers has replaced qk's
+ * stores and softmax's two passes. */
 #define decl_qk_exp_fn(name) void (name)(float *restrict st, ptrdiff_t st_stride, \
     const float *restrict k, ptrdiff_t k_stride, const float *restrict qt, ptrdiff_t qt_stride, \
     int nk, int nq, int dk, const float *restrict m, float *restrict mx, float *restrict sum)

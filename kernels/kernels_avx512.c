@@ -131,17 +131,17 @@ INLINE void qk_tile(float *restrict st, ptrdiff_t ss, const float *restrict k, p
 }
 
 #define QK_AT(R, NV, FULL, PF) \
-        qk_tile(s, ss, kr, ks, q, qs, dk, R, NV, FULL, tail, PF, pf, EXP, mq, xq, sq)
+    qk_tile(s, ss, kr, ks, q, qs, dk, R, NV, FULL, tail, PF, pf, EXP, mq, xq, sq)
 #define QK_TILE_PF(R, PF) do {                                                     \
         switch (tail == 0xffff ? nv + 4 : nv) {                                    \
-        case 1: QK_AT(R, 1, 0, PF); break;   \
-        case 2: QK_AT(R, 2, 0, PF); break;   \
-        case 3: QK_AT(R, 3, 0, PF); break;   \
-        case 4: QK_AT(R, 4, 0, PF); break;   \
-        case 5: QK_AT(R, 1, 1, PF); break;   \
-        case 6: QK_AT(R, 2, 1, PF); break;   \
-        case 7: QK_AT(R, 3, 1, PF); break;   \
-        default: QK_AT(R, 4, 1, PF); break;  \
+        case 1: QK_AT(R, 1, 0, PF); break;                                         \
+        case 2: QK_AT(R, 2, 0, PF); break;                                         \
+        case 3: QK_AT(R, 3, 0, PF); break;                                         \
+        case 4: QK_AT(R, 4, 0, PF); break;                                         \
+        case 5: QK_AT(R, 1, 1, PF); break;                                         \
+        case 6: QK_AT(R, 2, 1, PF); break;                                         \
+        case 7: QK_AT(R, 3, 1, PF); break;                                         \
+        default: QK_AT(R, 4, 1, PF); break;                                        \
         }                                                                          \
     } while (0)
 #define QK_TILE(R) do {                                                        \

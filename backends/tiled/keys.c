@@ -251,29 +251,28 @@ static void qk_part(const tiled_state *s, float *st, const tile_ops *x, const sc
  * 2^(m_old - m_new), so that its weights are at most 1 again (until
  * then they are at most 2^LAZY_FIX, and their sum finite). A tile with a
  * column past that (or a NaN or infinite score) is computed again through
- * qk and softmax, which raise m. A block takes its tiles this way only
- * while the last tile it ran through the softmax, not its first, raised
- * no column's max by more than LAZY_FIX (lazy_ready): its first tile, and
- * the next, always take qk and softmax, and scores that jump that far
- * (--fill extreme: logits to ~1e4) keep every tile there, where each tile
- * computed twice would cost half a tile again.
- * Returns whether the tile's weights were kept. Measured on the
- * 2-core Zen 5 EPYC (one thread, a 64 x 192 tile in L1/L2, qk and softmax
- * or qk_exp, then pv, 41 alternating rounds, medians): 0.96x the time at
- * d = 64, 0.97x at d = 128. */
+ * qk and softmax, which raise m. A block's first tile always takes qk and
+ * softmax, and after each tile that does, lazy_ready says whether the
+ * next may take this way: scores that jump past LAZY_FIX (--fill extreme:
+ * logits to ~1e4) keep every tile off it, where each tile computed twice
+ * would cost half a tile again. Returns whether the tile's weights were
+ * kept. Measured on the 2-core Zen 5 EPYC (one thread, a 64 x 192 tile in
+ * L1/L2, qk and softmax or qk_exp, then pv, 41 alternating rounds,
+ * medians): 0.96x the time at d = 64, 0.97-1.00x at d = 128; whole runs
+ * in docs/backends.md. */
 #define LAZY_MAX 8.0f
 #define LAZY_FIX 100.0f
 #define LAZY_ALPHA 0x1p-100f   /* 2^-LAZY_FIX */
+#define LAZY_NEAR 0x1p-20f     /* l >= 1 + 2^-20: a key within 20 of the max */
 
 /* After a tile through the softmax: whether the block's next tile may take
  * the lazy rescale. After its first tile (fresh: every m was -inf), when
- * every column saw another key within LAZY_NEAR of its max (l >= 1 +
- * 2^-LAZY_NEAR): logits that far apart (--fill extreme) never do, and
- * scores that close rarely jump by LAZY_FIX; later, when every column's
- * max rose by at most LAZY_FIX (alpha = 2^(m_old - m_new)). A wrong
- * guess costs the one tile computed twice. The planted bug takes the lazy
+ * every column saw another key within 20 (log2 units) of its max there:
+ * logits that far apart (--fill extreme) never do, and scores that close
+ * rarely jump by LAZY_FIX. After a later one, when it raised no column's
+ * max by more than LAZY_FIX (alpha = 2^(m_old - m_new)). A wrong guess
+ * costs the one tile computed twice. The planted bug takes the lazy
  * rescale from a block's second tile on, whatever the scores did. */
-#define LAZY_NEAR 20
 static bool lazy_ready(const scratch *w, int nc, bool fresh)
 {
     if (atomic_load_explicit(&tiled_planted, memory_order_relaxed) ==
@@ -281,7 +280,7 @@ static bool lazy_ready(const scratch *w, int nc, bool fresh)
         return true;
     bool ok = true;
     for (int c = 0; c < nc; c++)   /* false for a NaN alpha or l */
-        ok &= fresh ? w->l[c] >= 1.0f + 0x1p-20f && w->m[c] > -INFINITY
+        ok &= fresh ? w->l[c] >= 1.0f + LAZY_NEAR && w->m[c] > -INFINITY
                     : w->alpha[c] >= LAZY_ALPHA;
     return ok;
 }

@@ -663,6 +663,10 @@ static decl_cvt_rows_fn(cvt_rows_avx512)
             _mm_prefetch((const char *)((uintptr_t)(s + c) +
                                         (uintptr_t)(2 * PF_KEYS * src_stride * 2)),
                          _MM_HINT_T2);
+        for (int c = 0; c < cols; c += 32)
+            _mm_prefetch((const char *)((uintptr_t)(s + c) +
+                                        (uintptr_t)(PF_NEAR * src_stride * 2)),
+                         _MM_HINT_T0);
         for (int c = 0; c < cols; c += 16) {
             const __mmask16 m = lanes(cols - c);
             const __m256i h = _mm256_maskz_loadu_epi16(m, s + c);

@@ -80,4 +80,17 @@ static inline const char *row_addr(const rows_of *x, ptrdiff_t r, int c, ptrdiff
  * distance is a quarter of this (kernels_avx2.c, PF_KEYS_AVX2). */
 #define PF_KEYS 192
 
+/* The widening kernels (cvt_rows, AVX-512) also prefetch the row PF_NEAR
+ * ahead of the one in hand into L1: the rows after the WIDEN_ROWS
+ * (backends/tiled/keys.c) that the tiled backend widens at a time for qk.
+ * The prefetch PF_KEYS ahead brings those rows to L2; without this their
+ * loads wait on L2 in a loop with nothing else to do, where qk's and P.V's
+ * own loads wait among their FMAs: on the 2-core Zen 4 EPYC, decoding
+ * (H = 32, Hkv = 8, Nq = 4, d = 128, bf16 K/V, 2 threads) spent 17% of its
+ * samples in cvt_rows, most on its loads, against 39% in qk; with this,
+ * 0.90-0.97x the time at B = 1, Nk = 32K and 0.90-0.95x at B = 8,
+ * Nk = 16K (medians of 5 or 9 interleaved processes, three runs). Not
+ * kept: the same in dequant_rows (q8_0, the same shapes: 1.00x). */
+#define PF_NEAR 12
+
 #endif

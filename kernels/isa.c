@@ -70,6 +70,19 @@ int attn_cpu_bf16_dot(void)
 #endif
 }
 
+int attn_cpu_amd(void)
+{
+#if ATTN_HAVE_X86_KERNELS
+    unsigned r[4];
+    if (!__get_cpuid(0, &r[0], &r[1], &r[2], &r[3]))
+        return 0;
+    /* the vendor string in ebx, edx, ecx */
+    return r[1] == 0x68747541u && r[3] == 0x69746e65u && r[2] == 0x444d4163u;
+#else
+    return 0;
+#endif
+}
+
 int attn_cpu_int8_dot(void)
 {
 #if ATTN_HAVE_X86_KERNELS && ATTN_HAVE_VNNI_KERNELS

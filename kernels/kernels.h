@@ -32,6 +32,15 @@
     const float *restrict k, ptrdiff_t k_stride, const float *restrict qt, ptrdiff_t qt_stride, \
     int nk, int nq, int dk, ptrdiff_t pf)
 
+/* qk on K's rows stored in bf16 (uint16_t bits), read in place: the scores
+ * qk gives on those rows widened by cvt_rows, bit for bit (each value
+ * widened exactly, the same products summed in the same order). For
+ * decoding's outer-product tiles (13 to 16 columns, multi-query), whose
+ * widened K otherwise passes through L1 once more. */
+#define decl_qk_kbf16_fn(name) void (name)(float *restrict st, ptrdiff_t st_stride, \
+    const uint16_t *restrict k, ptrdiff_t k_stride, const float *restrict qt, \
+    ptrdiff_t qt_stride, int nk, int nq, int dk, ptrdiff_t pf)
+
 /* The same scores from the rows of Q, not transposed: q[i][c], i < nq. For
  * tiles of a few queries (decoding), where qk, vectorized over queries,
  * would leave most lanes empty: here each score is a dot product along d,
@@ -225,6 +234,7 @@ typedef decl_bwd_ds_fn(attn_bwd_ds_fn);
 typedef decl_mods_fn(attn_mods_fn);
 typedef decl_qk_fn(attn_qk_fn);
 typedef decl_qk_exp_fn(attn_qk_exp_fn);
+typedef decl_qk_kbf16_fn(attn_qk_kbf16_fn);
 typedef decl_cvt_rows_fn(attn_cvt_rows_fn);
 typedef decl_dequant_rows_fn(attn_dequant_rows_fn);
 typedef decl_qk_rows16_fn(attn_qk_rows16_fn);
@@ -249,6 +259,7 @@ typedef struct attn_kernels {
     attn_isa isa;
     attn_qk_fn *qk;
     attn_qk_exp_fn *qk_exp;    /* NULL where the ISA has none (AVX2) */
+    attn_qk_kbf16_fn *qk_kbf16;
     attn_qk_rows_fn *qk_rows;
     attn_pack_qt_fn *pack_qt;
     attn_softmax_fn *softmax;
@@ -290,6 +301,10 @@ typedef struct attn_kernels {
                            and the tiled backend converts bf16 to fp32 instead */
     int int8_dot;       /* its qk_rows_i8 runs on the CPU's int8 dot products
                            (AVX512_VNNI); where not, it is C's, the definition */
+    int kbf16;          /* the tiled backend runs decoding's outer-product Q.K^T
+                           on bf16 K through qk_kbf16, not cvt_rows and qk: the
+                           AVX-512 table on AMD's cores (kernels_avx512.c says
+                           why); elsewhere qk_kbf16 is C's, the definition */
 } attn_kernels;
 
 /* "auto", "c", "avx2", "avx512"; and back (ATTN_ISA_COUNT when unknown). */
@@ -340,5 +355,8 @@ int attn_cpu_bf16_dot(void);
 
 /* Whether this build has the AVX512_VNNI kernels and this CPU runs them. */
 int attn_cpu_int8_dot(void);
+
+/* Whether the CPU is AMD's (CPUID's vendor string "AuthenticAMD"). */
+int attn_cpu_amd(void);
 
 #endif

@@ -48,10 +48,42 @@ INLINE __m512 exp2_ps(__m512 x)
     return _mm512_scalef_ps(p, x);
 }
 
+/* K's value at element `at` of k, broadcast: fp32, or with K16 bf16 widened
+ * exactly. A bf16 value is the upper half of the fp32 it widens to, and the
+ * 32 bits from the value before it hold it there: one broadcast load and
+ * one AND a value (FIRST: the row's first value, whose 32 bits start
+ * before the row, by a shift instead). Against cvt_rows and qk on the
+ * widened rows (the same scores, bit for bit), on the 2-core EPYC of CPU
+ * family 25 (Zen 4), one thread, 48 keys of d = 128 in L1
+ * (bench_kernels --bench qk_kbf16 cvt+qk, prefetching as decoding does):
+ * 16 columns 1774-1784 ns against 2230, 32 columns 3411-3420 against
+ * 3857-3896 (qk alone on fp32 rows: 1836 and 3413). There the ANDs run on
+ * the FP pipes that the FMAs leave (kernels.h, attn_kernels.kbf16); on
+ * Intel's AVX-512 cores 512-bit integer ops share ports 0 and 5 with the
+ * FMAs. */
+INLINE __m512 k_bcast(const void *restrict k, ptrdiff_t at, const int K16, const int FIRST)
+{
+    if (!K16)
+        return _mm512_set1_ps(((const float *)k)[at]);
+    const uint16_t *h = (const uint16_t *)k + at;
+    if (FIRST)
+        return _mm512_castsi512_ps(_mm512_set1_epi32((int)((uint32_t)h[0] << 16)));
+    int32_t w;
+    memcpy(&w, h - 1, sizeof(w));
+    return _mm512_castsi512_ps(
+        _mm512_and_si512(_mm512_set1_epi32(w), _mm512_set1_epi32((int)0xffff0000u)));
+}
+
+/* Row `at` elements on from k, of fp32 or (K16) bf16 elements. */
+INLINE const void *k_at(const void *k, ptrdiff_t at, const int K16)
+{
+    return K16 ? (const void *)((const uint16_t *)k + at) : (const void *)((const float *)k + at);
+}
+
 /* One column c of K against row c of Q^T: R x NV vectors of scores. */
-INLINE void qk_step(__m512 acc[][VECS], const float *restrict k, ptrdiff_t ks,
+INLINE void qk_step(__m512 acc[][VECS], const void *restrict k, ptrdiff_t ks,
                     const float *restrict qt, ptrdiff_t qs, int c, const int R, const int NV,
-                    const int FULL, __mmask16 tail)
+                    const int FULL, __mmask16 tail, const int K16, const int FIRST)
 {
     __m512 b[VECS];
 #pragma GCC unroll 4
@@ -59,7 +91,7 @@ INLINE void qk_step(__m512 acc[][VECS], const float *restrict k, ptrdiff_t ks,
         b[v] = load_v(qt + c * qs + 16 * v, v, NV, FULL, tail);
 #pragma GCC unroll 12
     for (int r = 0; r < R; r++) {
-        const __m512 a = _mm512_set1_ps(k[r * ks + c]);
+        const __m512 a = k_bcast(k, r * ks + c, K16, FIRST);
 #pragma GCC unroll 4
         for (int v = 0; v < NV; v++)
             acc[r][v] = _mm512_fmadd_ps(a, b[v], acc[r][v]);
@@ -70,19 +102,21 @@ INLINE void qk_step(__m512 acc[][VECS], const float *restrict k, ptrdiff_t ks,
  * m[] with the columns' max and sum (m, mx and sm at the tile's first
  * column; mx and sm read and written here, so that the 6-key tiles of a
  * strip chain them through L1 rather than hold 8 more registers). */
-INLINE void qk_tile(float *restrict st, ptrdiff_t ss, const float *restrict k, ptrdiff_t ks,
+INLINE void qk_tile(float *restrict st, ptrdiff_t ss, const void *restrict k, ptrdiff_t ks,
                     const float *restrict qt, ptrdiff_t qs, int dk,
                     const int R, const int NV, const int FULL, __mmask16 tail, const int PF,
                     ptrdiff_t ahead, const int EXP, const float *restrict m,
-                    float *restrict mx, float *restrict sm)
+                    float *restrict mx, float *restrict sm, const int K16)
 {
+    const int ES = K16 ? 2 : 4, LINE = 64 / ES;   /* bytes a value, values a line */
     __m512 acc[ROWS_NARROW][VECS];
 #pragma GCC unroll 12
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
         for (int v = 0; v < NV; v++)
             acc[r][v] = _mm512_setzero_ps();
-    /* With PF, steps of 16 columns of K, each after its prefetches, so that
+    /* With PF, steps of a line of K (16 columns, 32 of bf16), each after its
+     * prefetches, so that
      * the loop over c is the loop of !PF. With the prefetch inside it (one
      * step in 16), GCC carried the rows' addresses through every step, in
      * registers and on the stack. 48 keys of d = 128 in L1, one thread of
@@ -91,19 +125,19 @@ INLINE void qk_tile(float *restrict st, ptrdiff_t ss, const float *restrict k, p
      * 86 now; 32 columns 103 before, 122 now (qk without prefetches: 103-107
      * and 131-137). AVX2 (kernels_avx2.c) the same way: 63 -> 68 and
      * 69 -> 72. */
+    if (K16)   /* the rows' first values */
+        qk_step(acc, k, ks, qt, qs, 0, R, NV, FULL, tail, K16, 1);
     if (!PF)
-        for (int c = 0; c < dk; c++)
-            qk_step(acc, k, ks, qt, qs, c, R, NV, FULL, tail);
-    for (int c0 = 0; PF && c0 < dk; c0 += 16) {
+        for (int c = K16; c < dk; c++)
+            qk_step(acc, k, ks, qt, qs, c, R, NV, FULL, tail, K16, 0);
+    for (int c0 = 0; PF && c0 < dk; c0 += LINE) {
 #pragma GCC unroll 12
         for (int r = 0; r < R; r++)   /* one line of each row, `ahead` bytes on */
-            _mm_prefetch((const char *)((uintptr_t)k + (uintptr_t)((r * ks + c0) *
-                                                                 (ptrdiff_t)sizeof(float) +
-                                                                 ahead)),
+            _mm_prefetch((const char *)((uintptr_t)k + (uintptr_t)((r * ks + c0) * ES + ahead)),
                          _MM_HINT_T2);
-        const int ce = c0 + 16 < dk ? c0 + 16 : dk;
-        for (int c = c0; c < ce; c++)
-            qk_step(acc, k, ks, qt, qs, c, R, NV, FULL, tail);
+        const int ce = c0 + LINE < dk ? c0 + LINE : dk;
+        for (int c = c0 ? c0 : K16; c < ce; c++)
+            qk_step(acc, k, ks, qt, qs, c, R, NV, FULL, tail, K16, 0);
     }
     if (EXP) {
 #pragma GCC unroll 4
@@ -131,7 +165,7 @@ INLINE void qk_tile(float *restrict st, ptrdiff_t ss, const float *restrict k, p
 }
 
 #define QK_AT(R, NV, FULL, PF) \
-    qk_tile(s, ss, kr, ks, q, qs, dk, R, NV, FULL, tail, PF, pf, EXP, mq, xq, sq)
+    qk_tile(s, ss, kr, ks, q, qs, dk, R, NV, FULL, tail, PF, pf, EXP, mq, xq, sq, K16)
 #define QK_TILE_PF(R, PF) do {                                                     \
         switch (tail == 0xffff ? nv + 4 : nv) {                                    \
         case 1: QK_AT(R, 1, 0, PF); break;                                         \
@@ -158,10 +192,11 @@ INLINE void qk_tile(float *restrict st, ptrdiff_t ss, const float *restrict k, p
  * memory-bound tiles) stalls the arithmetic behind it when the tile is
  * compute-bound; backends/tiled/internal.h (DOTS_MAX) has the numbers.
  * PFS: the instance that prefetches (pf != 0), a function of its own. */
-INLINE void qk_any(float *restrict st, ptrdiff_t st_stride, const float *restrict k,
+INLINE void qk_any(float *restrict st, ptrdiff_t st_stride, const void *restrict k,
                    ptrdiff_t k_stride, const float *restrict qt, ptrdiff_t qt_stride, int nk,
                    int nq, int dk, ptrdiff_t pf, const int PFS, const int EXP,
-                   const float *restrict m, float *restrict mx, float *restrict sm)
+                   const float *restrict m, float *restrict mx, float *restrict sm,
+                   const int K16)
 {
     const ptrdiff_t ss = st_stride, ks = k_stride, qs = qt_stride;
     for (int i0 = 0; i0 < nq; i0 += 16 * VECS) {
@@ -175,7 +210,7 @@ INLINE void qk_any(float *restrict st, ptrdiff_t st_stride, const float *restric
         if (nv == 1)
             for (; j + ROWS_NARROW <= nk; j += ROWS_NARROW) {
                 float *s = st + j * ss + i0;
-                const float *kr = k + j * ks;
+                const void *kr = k_at(k, j * ks, K16);
                 if (PFS && pf && i0 == 0) {
                     if (tail == 0xffff)
                         QK_AT(ROWS_NARROW, 1, 1, 1);
@@ -189,11 +224,11 @@ INLINE void qk_any(float *restrict st, ptrdiff_t st_stride, const float *restric
             }
         for (; j + ROWS <= nk; j += ROWS) {
             float *s = st + j * ss + i0;
-            const float *kr = k + j * ks;
+            const void *kr = k_at(k, j * ks, K16);
             QK_TILE(ROWS);
         }
         float *s = st + j * ss + i0;
-        const float *kr = k + j * ks;
+        const void *kr = k_at(k, j * ks, K16);
         switch (nk - j) {
         case 1: QK_TILE(1); break;
         case 2: QK_TILE(2); break;
@@ -214,7 +249,7 @@ static __attribute__((noinline)) void qk_pf_avx512(float *restrict st, ptrdiff_t
                                                    const float *restrict qt, ptrdiff_t qs, int nk,
                                                    int nq, int dk, ptrdiff_t pf)
 {
-    qk_any(st, ss, k, ks, qt, qs, nk, nq, dk, pf, 1, 0, NULL, NULL, NULL);
+    qk_any(st, ss, k, ks, qt, qs, nk, nq, dk, pf, 1, 0, NULL, NULL, NULL, 0);
 }
 
 static decl_qk_fn(qk_avx512)
@@ -222,12 +257,32 @@ static decl_qk_fn(qk_avx512)
     if (pf)
         qk_pf_avx512(st, st_stride, k, k_stride, qt, qt_stride, nk, nq, dk, pf);
     else
-        qk_any(st, st_stride, k, k_stride, qt, qt_stride, nk, nq, dk, 0, 0, 0, NULL, NULL, NULL);
+        qk_any(st, st_stride, k, k_stride, qt, qt_stride, nk, nq, dk, 0, 0, 0, NULL, NULL, NULL,
+               0);
 }
 
 static decl_qk_exp_fn(qk_exp_avx512)
 {
-    qk_any(st, st_stride, k, k_stride, qt, qt_stride, nk, nq, dk, 0, 0, 1, m, mx, sum);
+    qk_any(st, st_stride, k, k_stride, qt, qt_stride, nk, nq, dk, 0, 0, 1, m, mx, sum, 0);
+}
+
+/* qk on bf16 K in place (k_bcast): the same tiles and order of sums. */
+static __attribute__((noinline)) void qk_kbf16_pf_avx512(float *restrict st, ptrdiff_t ss,
+                                                         const uint16_t *restrict k,
+                                                         ptrdiff_t ks, const float *restrict qt,
+                                                         ptrdiff_t qs, int nk, int nq, int dk,
+                                                         ptrdiff_t pf)
+{
+    qk_any(st, ss, k, ks, qt, qs, nk, nq, dk, pf, 1, 0, NULL, NULL, NULL, 1);
+}
+
+static decl_qk_kbf16_fn(qk_kbf16_avx512)
+{
+    if (pf)
+        qk_kbf16_pf_avx512(st, st_stride, k, k_stride, qt, qt_stride, nk, nq, dk, pf);
+    else
+        qk_any(st, st_stride, k, k_stride, qt, qt_stride, nk, nq, dk, 0, 0, 0, NULL, NULL, NULL,
+               1);
 }
 
 /* Q^T in 16 x 16 blocks: 16 rows of Q loaded (rows past nq are zeros,
@@ -742,6 +797,11 @@ void attn_kernels_init_avx512(attn_kernels *k)
     k->isa = ATTN_ISA_AVX512;
     k->qk = qk_avx512;
     k->qk_exp = qk_exp_avx512;
+    k->qk_kbf16 = qk_kbf16_avx512;
+    /* Decoding's bf16 K in place where the ANDs have FP pipes of their own
+     * (k_bcast): AMD's cores. Intel's run 512-bit integer ops on the FMAs'
+     * ports 0 and 5 and keep cvt_rows and qk. */
+    k->kbf16 = attn_cpu_amd();
     k->pack_qt = pack_qt_avx512;
     k->softmax = softmax_avx512;
     k->pv = pv_avx512;

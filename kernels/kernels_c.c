@@ -24,6 +24,22 @@ static decl_qk_fn(qk_c)
     }
 }
 
+static decl_qk_kbf16_fn(qk_kbf16_c)
+{
+    (void)pf;
+    for (int j = 0; j < nk; j++) {
+        float *s = st + j * st_stride;
+        for (int i = 0; i < nq; i++)
+            s[i] = 0.0f;
+        for (int c = 0; c < dk; c++) {
+            const float a = attn_bf16_to_f32(k[j * k_stride + c]);
+            const float *b = qt + c * qt_stride;
+            for (int i = 0; i < nq; i++)
+                s[i] += a * b[i];
+        }
+    }
+}
+
 static decl_pack_qt_fn(pack_qt_c)
 {
     for (int i = 0; i < nq; i++)
@@ -437,6 +453,7 @@ void attn_kernels_init_c(attn_kernels *k)
     k->isa = ATTN_ISA_C;
     k->qk = qk_c;
     k->qk_exp = qk_exp_c;
+    k->qk_kbf16 = qk_kbf16_c;
     k->qk_rows = qk_rows_c;
     k->pack_qt = pack_qt_c;
     k->softmax = softmax_c;
@@ -461,6 +478,7 @@ void attn_kernels_init_c(attn_kernels *k)
     k->bwd_ds = bwd_ds_c;
     k->bf16_dot = 0;
     k->int8_dot = 0;
+    k->kbf16 = 0;
     k->prefetches = 0;
     k->pf_keys = 0;
     k->fetch_v = 0;

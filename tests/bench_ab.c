@@ -37,6 +37,8 @@ typedef struct arm {
     attn_guarded out;
     void *state;
     bool lazy_off;          /* tiled: the lazy rescale off (attn_tiled_lazy) */
+    int kbf16;              /* tiled: bf16 K in place for qk (1), widened (-1), as the
+                               kernel table prefers (0; attn_tiled_kbf16) */
     double t[ROUNDS_MAX];   /* seconds per run, each round */
     long iters;
 } arm;
@@ -48,13 +50,13 @@ typedef struct ab_opts {
     const char *names[2];
     int rounds;
     double min_time;
-    bool vs_isa, vs_tile, vs_splits, vs_threads, vs_lazy;
+    bool vs_isa, vs_tile, vs_splits, vs_threads, vs_lazy, vs_kbf16;
 } ab_opts;
 
 enum {
     O_BATCH, O_HEADS, O_KV_HEADS, O_SEQ, O_SEQ_KV, O_DK, O_DV, O_CAUSAL, O_DTYPE, O_KV_DTYPE,
     O_FILL, O_SEED, O_BACKEND, O_VS, O_TILE, O_VS_TILE, O_SPLITS, O_VS_SPLITS, O_ISA, O_VS_ISA,
-    O_THREADS, O_VS_THREADS, O_LAZY, O_VS_LAZY, O_ROUNDS, O_MIN_TIME, O_HELP
+    O_THREADS, O_VS_THREADS, O_LAZY, O_VS_LAZY, O_KBF16, O_VS_KBF16, O_ROUNDS, O_MIN_TIME, O_HELP
 };
 
 static const attn_option options[] = {
@@ -70,6 +72,7 @@ static const attn_option options[] = {
     { "isa", O_ISA, ATTN_ARG_REQUIRED },         { "vs-isa", O_VS_ISA, ATTN_ARG_REQUIRED },
     { "threads", O_THREADS, ATTN_ARG_REQUIRED }, { "vs-threads", O_VS_THREADS, ATTN_ARG_REQUIRED },
     { "lazy", O_LAZY, ATTN_ARG_REQUIRED },       { "vs-lazy", O_VS_LAZY, ATTN_ARG_REQUIRED },
+    { "kbf16", O_KBF16, ATTN_ARG_REQUIRED },     { "vs-kbf16", O_VS_KBF16, ATTN_ARG_REQUIRED },
     { "rounds", O_ROUNDS, ATTN_ARG_REQUIRED },   { "min-time", O_MIN_TIME, ATTN_ARG_REQUIRED },
     { "help", O_HELP, ATTN_ARG_NONE },
 };
@@ -87,9 +90,10 @@ static void usage(FILE *f, const char *prog)
             "          (defaults: 1, 8, H, 1024, NQ, 64, D, no, fp32, T, normal, 1)\n"
             "arm A:    --backend NAME (tiled) --tile BRxBC[xSB] --splits N --isa ISA\n"
             "          --threads T (the CPUs this process may run on) --lazy on|off (tiled's\n"
-            "          lazy rescale, on)\n"
+            "          lazy rescale, on) --kbf16 on|off|auto (tiled: decoding's bf16 K read\n"
+            "          in place by qk_kbf16, or widened for qk; auto: as the kernels prefer)\n"
             "arm B:    --vs NAME (A's) --vs-tile --vs-splits --vs-isa --vs-threads --vs-lazy\n"
-            "          (each A's unless given)\n"
+            "          --vs-kbf16 (each A's unless given)\n"
             "timing:   --rounds R (3..%d, default 15) --min-time S (a round's run of each,\n"
             "          default 0.05)\n",
             prog, ROUNDS_MAX);
@@ -110,6 +114,14 @@ static int parse_on_off(const char *name, const char *val, bool *off)
     if (strcmp(val, "on") && strcmp(val, "off"))
         return attn_error(ATTN_EXIT_USAGE, "--%s: '%s' is not one of: on, off", name, val);
     *off = !strcmp(val, "off");
+    return -1;
+}
+
+static int parse_kbf16(const char *name, const char *val, int *mode)
+{
+    if (strcmp(val, "on") && strcmp(val, "off") && strcmp(val, "auto"))
+        return attn_error(ATTN_EXIT_USAGE, "--%s: '%s' is not one of: on, off, auto", name, val);
+    *mode = !strcmp(val, "on") ? 1 : !strcmp(val, "off") ? -1 : 0;
     return -1;
 }
 
@@ -150,6 +162,8 @@ static int on_option(void *ctx, int id, const char *name, const char *val)
     case O_VS_THREADS: o->vs_threads = true; return attn_opt_int(name, val, 1, 1024, &b->threads);
     case O_LAZY:     return parse_on_off(name, val, &o->a[0].lazy_off);
     case O_VS_LAZY:  o->vs_lazy = true; return parse_on_off(name, val, &o->a[1].lazy_off);
+    case O_KBF16:    return parse_kbf16(name, val, &o->a[0].kbf16);
+    case O_VS_KBF16: o->vs_kbf16 = true; return parse_kbf16(name, val, &o->a[1].kbf16);
     case O_ROUNDS:   return attn_opt_int(name, val, 3, ROUNDS_MAX, &o->rounds);
     case O_MIN_TIME: return attn_opt_real(name, val, 1e-4, 60, &o->min_time);
     default:         usage(stdout, "bench_ab"); return 0;
@@ -172,6 +186,8 @@ static void describe(const arm *x, char *buf, size_t len)
         n += snprintf(buf + n, len - (size_t)n, ", splits %d", c->splits);
     if (x->lazy_off && n < (int)len)
         n += snprintf(buf + n, len - (size_t)n, ", lazy rescale off");
+    if (x->kbf16 && n < (int)len)
+        n += snprintf(buf + n, len - (size_t)n, ", bf16 K %s", x->kbf16 > 0 ? "in place" : "widened");
     if (n < (int)len)
         snprintf(buf + n, len - (size_t)n, ")");
 }
@@ -194,8 +210,10 @@ static int start(arm *x, const attn_inputs *in, double min_time, const char *lab
         return attn_error(ATTN_EXIT_TOO_LARGE, "%s: no memory for the output", label);
     attn_guarded_poison(&x->out);
     attn_tiled_lazy(!x->lazy_off);   /* read by tiled's plan, in prepare */
+    attn_tiled_kbf16(x->kbf16);
     st = x->be->prepare(p, &x->cfg, &x->state);
     attn_tiled_lazy(true);
+    attn_tiled_kbf16(0);
     if (st != ATTN_OK)
         return attn_error(ATTN_EXIT_ERROR, "%s: prepare: %s", label, attn_status_str(st));
     /* Each input in its storage type only, as attnbench hands them. */
@@ -281,6 +299,7 @@ int main(int argc, char **argv)
     }
     b->splits = o.vs_splits ? b->splits : a->splits;
     o.a[1].lazy_off = o.vs_lazy ? o.a[1].lazy_off : o.a[0].lazy_off;
+    o.a[1].kbf16 = o.vs_kbf16 ? o.a[1].kbf16 : o.a[0].kbf16;
     o.names[1] = o.names[1] ? o.names[1] : o.names[0];
     for (int i = 0; i < 2; i++) {
         char why[256];

@@ -220,9 +220,10 @@ static bool output_with(const attn_backend *be, const attn_problem *p, const att
     return ok;
 }
 
-/* Whether be gives p bitwise the same output under each of the n knobs. */
-static bool same_output(const attn_backend *be, const attn_problem *p, const attn_config *knobs,
-                        int n)
+/* Whether be gives p bitwise the same output under each of the n knobs
+ * (with modes, each run's plan made under attn_tiled_kbf16(modes[i])). */
+static bool same_output_modes(const attn_backend *be, const attn_problem *p,
+                              const attn_config *knobs, const int *modes, int n)
 {
     attn_sizes sz;
     attn_problem_sizes(p, &sz);
@@ -282,13 +283,23 @@ static bool same_output(const attn_backend *be, const attn_problem *p, const att
         in.kscale = attn_kvq_head_scaled(f) ? sc : NULL;
         in.vscale = attn_kvq_head_scaled(f) ? (p->mods.v_from_k ? sc : sc + heads) : NULL;
     }
+    attn_tiled_kbf16(modes ? modes[0] : 0);
     bool same = output_with(be, p, &in, &knobs[0], o1);
-    for (int i = 1; same && i < n; i++)
+    for (int i = 1; same && i < n; i++) {
+        attn_tiled_kbf16(modes ? modes[i] : 0);
         same = output_with(be, p, &in, &knobs[i], o2) && !memcmp(o1, o2, sz.o * sizeof(float));
+    }
+    attn_tiled_kbf16(0);
     attn_host_free(buf);
     attn_host_free(h);
     attn_host_free(kq);
     return same;
+}
+
+static bool same_output(const attn_backend *be, const attn_problem *p, const attn_config *knobs,
+                        int n)
+{
+    return same_output_modes(be, p, knobs, NULL, n);
 }
 
 /* Whether be gives p bitwise the same output with 1, 2 and 3 threads. */
@@ -447,6 +458,52 @@ static void query_block_groups(const attn_backend *be)
            "output bitwise identical");
 }
 
+/* Decoding's outer-product Q.K^T on bf16 K (13 to 16 columns; multi-query's
+ * wider tiles): read in place by qk_kbf16 and widened by cvt_rows for qk
+ * give bitwise the same output, at the widest ISA and C's, with 1 and 2
+ * threads; in place, the check passes (fill=extreme too). On grouped heads
+ * with 16 columns (causal with fewer queries than keys and a ragged cache:
+ * tiles the mask cuts; split-KV) and on multi-query decoding. */
+#define NKBF16_TESTS 8
+
+static void kbf16_tiles(const attn_backend *be)
+{
+    if (strcmp(be->name, "tiled"))
+        return;
+    static const int kv[] = { 333, 90 };
+    const attn_problem gqa = { .batch = 2, .heads = 16, .kv_heads = 4, .seq_q = 4,
+                               .seq_kv = 333, .d_k = 40, .d_v = 24, .scale = 0.15f,
+                               .causal = true, .kv_len = kv, .kv_dtype = ATTN_DTYPE_BF16 };
+    const attn_problem mqa = { .batch = 1, .heads = 32, .kv_heads = 1, .seq_q = 1,
+                               .seq_kv = 700, .d_k = 64, .d_v = 64, .scale = 0.125f,
+                               .kv_dtype = ATTN_DTYPE_BF16 };
+    const attn_problem *ps[2] = { &gqa, &mqa };
+    const char *names[2] = { "grouped decoding, 16 columns, causal, padded, split",
+                             "multi-query decoding" };
+    static const int modes[3] = { -1, 1, 1 };
+    for (int x = 0; x < 2; x++) {
+        for (int c = 0; c < 2; c++) {
+            const attn_isa isa = c ? ATTN_ISA_C : ATTN_ISA_AUTO;
+            const attn_config knobs[3] = { { .threads = 2, .splits = 3, .isa = isa },
+                                           { .threads = 1, .splits = 3, .isa = isa },
+                                           { .threads = 2, .splits = 3, .isa = isa } };
+            tap_ok(same_output_modes(be, ps[x], knobs, modes, 3), "tiled%s bf16 K in place "
+                   "(qk_kbf16) and widened, %s: output bitwise identical (1 and 2 threads)",
+                   c ? " --isa c" : "", names[x]);
+        }
+        for (int f = 0; f < 2; f++) {
+            attn_setup s = test_setup(f ? ATTN_FILL_EXTREME : ATTN_FILL_NORMAL, 0);
+            attn_result r;
+            attn_tiled_kbf16(1);
+            const attn_verdict v = run_case_setup(be, ps[x], &s, &r);
+            attn_tiled_kbf16(0);
+            if (!tap_ok(v == ATTN_PASSED, "tiled bf16 K in place, %s, fill=%s", names[x],
+                        f ? "extreme" : "normal"))
+                tap_diag("%s: %s | %s", attn_verdict_str(v), r.why, r.repro);
+        }
+    }
+}
+
 /* Split-KV forced on (--splits): one chunk, three, and more chunks than
  * keys, on decoding and small prefill shapes with grouped heads, causal
  * masks and a ragged cache; then bitwise thread invariance of a split run. */
@@ -593,7 +650,9 @@ int main(void)
     int extra = 0;
     for (size_t i = 0; i < attn_backend_count(); i++) {
         const attn_backend *be = attn_backend_get(i);
-        extra += (!strcmp(be->name, "tiled") ? NTILES + NSPLIT_TESTS + NSB_TESTS + 1 : 0) +
+        extra += (!strcmp(be->name, "tiled") ? NTILES + NSPLIT_TESTS + NSB_TESTS +
+                                                   NKBF16_TESTS + 1
+                                                 : 0) +
                  isa_free(be);
     }
     /* The grid at the widest ISA for every backend, then at each ISA for the
@@ -640,6 +699,7 @@ int main(void)
         tile_sizes(be);
         split_kv(be);
         query_block_groups(be);
+        kbf16_tiles(be);
     }
     return 0;
 }

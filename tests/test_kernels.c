@@ -651,6 +651,51 @@ static bool check_cvt_rows(const attn_kernels *kr, int rows, int cols, bool bf16
     return ok;
 }
 
+/* qk_kbf16 against the same ISA's qk on K widened by C's cvt_rows, bit for
+ * bit (kernels.h: each value widened exactly, the same sums in the same
+ * order), with pf on where nk is odd; K's rows an odd number of values
+ * apart (every row's values at both alignments of their 32-bit words, the
+ * first row at the buffer's start), a few of its values +-0, subnormal or
+ * +-inf; Q^T finite, so that a score is NaN only where inf meets 0 on both
+ * sides alike. */
+static bool check_qk_kbf16(const attn_kernels *kr, int nk, int nq, int dk, char *why,
+                           size_t len)
+{
+    const ptrdiff_t ks = dk + 3, qs = nq + PAD, ss = nq + PAD;
+    uint16_t *kh = halves((size_t)nk * ks, -4, 4, true);
+    static const uint16_t special[] = { 0x0000, 0x8000, 0x0001, 0x807f, 0x7f80, 0xff80 };
+    for (size_t i = 0; i < sizeof(special) / sizeof(special[0]); i++)
+        kh[(i * 37 + 5) % ((size_t)nk * ks)] = special[i];
+    float *kf = attn_host_alloc((size_t)nk * ks * sizeof(float));
+    float *qt = attn_host_alloc((size_t)dk * qs * sizeof(float));
+    attn_kernels_for(ATTN_ISA_C)->cvt_rows(kf, ks, kh, ks, nk, (int)ks, 1);
+    for (ptrdiff_t i = 0; i < dk * qs; i++)
+        qt[i] = uniform(-2, 2);
+    guarded ref = guarded_new((size_t)nk * ss), got = guarded_new((size_t)nk * ss);
+    kr->qk(ref.data, ss, kf, ks, qt, qs, nk, nq, dk, 0);
+    kr->qk_kbf16(got.data, ss, kh, ks, qt, qs, nk, nq, dk, nk & 1);
+    bool ok = guarded_intact(&got, nk, nq, ss);
+    if (!ok)
+        snprintf(why, len, "wrote outside the %dx%d tile (nk %d, nq %d, d %d)", nk, nq, nk, nq,
+                 dk);
+    for (int j = 0; ok && j < nk; j++)
+        for (int i = 0; ok && i < nq; i++) {
+            const size_t at = (size_t)j * (size_t)ss + (size_t)i;
+            const float g = got.data[at], r = ref.data[at];
+            if (bits_at(&got, at) != bits_at(&ref, at) && !(isnan(g) && isnan(r))) {
+                snprintf(why, len, "S[%d][%d] = %.9g, qk on the widened rows %.9g (nk %d, "
+                         "nq %d, d %d)", j, i, g, r, nk, nq, dk);
+                ok = false;
+            }
+        }
+    attn_host_free(kh);
+    attn_host_free(kf);
+    attn_host_free(qt);
+    attn_host_free(ref.base);
+    attn_host_free(got.base);
+    return ok;
+}
+
 /* dequant_rows of format f against the definition (quant.h's value of
  * each element), bit for bit, NaN for NaN: rows quantized from values in
  * +-400 (some blocks with a NaN or an infinity, so a NaN scale; fp8 with
@@ -1279,6 +1324,23 @@ static void test_isa(const attn_kernels *kr, const attn_kernels *c)
     if (!tap_ok(ok, "qk_%s matches qk_c, every tail, guarded", name))
         tap_diag("%s", why);
 
+    /* qk_kbf16: qk's tails; d odd and even, a line of 32 bf16 values and
+     * parts of one (its prefetches step a line at a time). */
+    if (kr->qk_kbf16 != c->qk_kbf16) {
+        ok = true;
+        static const int kdks[] = { 1, 2, 3, 20, 33, 64 };
+        for (int nk = 1; ok && nk <= 25; nk++)
+            for (int nq = 1; ok && nq <= 81; nq++)
+                for (size_t d = 0; ok && d < sizeof(kdks) / sizeof(kdks[0]); d++)
+                    ok = check_qk_kbf16(kr, nk, nq, kdks[d], why, sizeof(why));
+        if (!tap_ok(ok, "qk_kbf16_%s is qk_%s on the widened rows, bit for bit: every tail, "
+                        "+-0, subnormals, +-inf, guarded", name, name))
+            tap_diag("%s", why);
+    } else {
+        tap_skip("this ISA's qk_kbf16 is C's (checked against qk_c above); the tiled backend "
+                 "widens bf16 K for its qk instead", "qk_kbf16_%s", name);
+    }
+
     /* qk_exp: qk's tails, and a NaN score. */
     if (kr->qk_exp) {
         ok = true;
@@ -1392,6 +1454,21 @@ static decl_qk_fn(qk_drops_last_query)
 {
     attn_kernels_for(ATTN_ISA_C)->qk(st, st_stride, k, k_stride, qt, qt_stride, nk,
                                      nq > 1 ? nq - 1 : nq, dk, pf);
+}
+
+/* ... a qk_kbf16 that pairs each column of Q^T with K's next value (the
+ * upper half of the 32 bits at the value, not of those before it) ... */
+static decl_qk_kbf16_fn(qk_kbf16_next_value)
+{
+    (void)pf;
+    for (int j = 0; j < nk; j++)
+        for (int i = 0; i < nq; i++) {
+            float s = 0.0f;
+            for (int c = 0; c < dk; c++)
+                s += attn_bf16_to_f32(k[j * k_stride + (c + 1 < dk ? c + 1 : c)]) *
+                     qt[c * qt_stride + i];
+            st[j * st_stride + i] = s;
+        }
 }
 
 /* ... a qk_rows that pairs each key with the next query's row ... */
@@ -1607,6 +1684,16 @@ static void test_planted(const attn_kernels *c)
     bad.qk = qk_drops_last_query;
     tap_ok(!check_qk(&bad, c, 7, 33, 16, why, sizeof(why)),
            "the checker rejects a qk that leaves a query out");
+    bool ok = true;
+    for (int nk = 1; ok && nk <= 13; nk += 3)
+        for (int nq = 1; ok && nq <= 33; nq += 4)
+            ok = check_qk_kbf16(c, nk, nq, nk + nq, why, sizeof(why));
+    if (!tap_ok(ok, "qk_kbf16_c is qk_c on the widened rows, bit for bit"))
+        tap_diag("%s", why);
+    bad = *c;
+    bad.qk_kbf16 = qk_kbf16_next_value;
+    tap_ok(!check_qk_kbf16(&bad, 5, 16, 20, why, sizeof(why)),
+           "the checker rejects a qk_kbf16 that reads K's next value");
     bad = *c;
     bad.qk_rows = qk_rows_wrong_query;
     tap_ok(!check_qk_rows(&bad, c, 17, 3, 20, why, sizeof(why)),
@@ -1888,6 +1975,7 @@ static int bench(void)
 typedef struct dec_ctx {
     int cols;
     float *st, *k, *q, *qt, *v, *o, *alpha;
+    float *kw;          /* kh widened (cvt+qk) */
     uint16_t *kh, *vh;
     uint8_t *kq, *vq;   /* K and V in format fmt, rows of qrow bytes */
     uint8_t *q8;        /* Q's rows in q8_0 */
@@ -1932,6 +2020,28 @@ static void dec_qk_pf(const attn_kernels *kr, void *p)
     const int brp = 16 * ((b->cols + 15) / 16);
     kr->qk(b->st, brp, b->k, DEC_D, b->qt, brp, DEC_KEYS, b->cols, DEC_D,
            dec_pf(kr));
+}
+
+/* Q.K^T of a bf16 K tile for the outer product, the tiled backend's two
+ * ways: qk_kbf16 reading the rows in place (prefetching as qk+pf does), and
+ * cvt_rows widening 12 rows at a time (with its own prefetches), each
+ * followed by qk on them (keys.c, qk_widened). */
+static void dec_qk_kbf16(const attn_kernels *kr, void *p)
+{
+    dec_ctx *b = p;
+    const int brp = 16 * ((b->cols + 15) / 16);
+    kr->qk_kbf16(b->st, brp, b->kh, DEC_D, b->qt, brp, DEC_KEYS, b->cols, DEC_D, dec_pf(kr));
+}
+
+static void dec_cvt_qk(const attn_kernels *kr, void *p)
+{
+    dec_ctx *b = p;
+    const int brp = 16 * ((b->cols + 15) / 16);
+    for (int j = 0; j < DEC_KEYS; j += 12) {
+        const int r = DEC_KEYS - j < 12 ? DEC_KEYS - j : 12;
+        kr->cvt_rows(b->kw + j * DEC_D, DEC_D, b->kh + j * DEC_D, DEC_D, r, DEC_D, 1);
+        kr->qk(b->st + j * brp, brp, b->kw + j * DEC_D, DEC_D, b->qt, brp, r, b->cols, DEC_D, 0);
+    }
 }
 
 static void dec_pv(const attn_kernels *kr, void *p)
@@ -2049,7 +2159,8 @@ static void bench_decode(void)
 {
     static const struct { const char *name; void (*fn)(const attn_kernels *, void *); }
         ks[] = { { "qk_rows", dec_qk_rows }, { "qk_rows16", dec_qk_rows16 }, { "qk", dec_qk },
-                 { "qk+pf", dec_qk_pf }, { "pv", dec_pv }, { "pv+pf", dec_pv_pf },
+                 { "qk+pf", dec_qk_pf }, { "qk_kbf16", dec_qk_kbf16 },
+                 { "cvt+qk", dec_cvt_qk }, { "pv", dec_pv }, { "pv+pf", dec_pv_pf },
                  { "pv16", dec_pv16 }, { "pv16+pf", dec_pv16_pf }, { "softmax", dec_softmax } };
     printf("\ndecoding tiles: cols query rows (G heads x Nq) against %d keys, d = %d;\n"
            "16-bit kernels on bf16 K or V; operands in L1 or L2 (softmax: the online\n"
@@ -2065,6 +2176,11 @@ static void bench_decode(void)
                   .o = buf + 5 * n, .alpha = buf + 6 * n };
     b.kh = (uint16_t *)(buf + 7 * n);
     b.vh = (uint16_t *)(buf + 8 * n);
+    b.kw = attn_host_alloc((size_t)DEC_KEYS * DEC_D * sizeof(float));
+    if (!b.kw) {
+        attn_host_free(buf);
+        return;
+    }
     for (size_t i = 0; i < (size_t)DEC_KEYS * DEC_D; i++) {
         b.kh[i] = attn_f32_to_bf16(b.k[i]);
         b.vh[i] = attn_f32_to_bf16(b.v[i]);
@@ -2139,6 +2255,7 @@ static void bench_decode(void)
     attn_host_free(b.kq);
     attn_host_free(b.vq);
     attn_host_free(b.q8);
+    attn_host_free(b.kw);
     attn_host_free(buf);
 }
 
@@ -2147,7 +2264,8 @@ int main(int argc, char **argv)
     if (argc > 1 && !strcmp(argv[1], "--bench")) {
         static const char *const known[] = {
             "qk", "softmax", "pv", "step", "qk_exp", "step_exp", "pack_qt", "softmax_rows", "exp2",
-            "qk_rows", "qk_rows16", "qk+pf", "pv+pf", "pv16", "pv16+pf", "qk_rows_q", "pv_q",
+            "qk_rows", "qk_rows16", "qk+pf", "qk_kbf16", "cvt+qk", "pv+pf", "pv16", "pv16+pf",
+            "qk_rows_q", "pv_q",
             "qk_rows_i8", "dequant_rows"
         };
         for (int a = 2; a < argc; a++) {
@@ -2177,7 +2295,7 @@ int main(int argc, char **argv)
     }
     const attn_kernels *c = attn_kernels_for(ATTN_ISA_C);
     const int isas = ATTN_ISA_COUNT - ATTN_ISA_C;
-    tap_plan(7 * (isas - 1) + 10 * isas + 24);
+    tap_plan(8 * (isas - 1) + 10 * isas + 26);
     test_planted(c);
     for (int isa = ATTN_ISA_C; isa < ATTN_ISA_COUNT; isa++) {
         const attn_kernels *kr = attn_kernels_for((attn_isa)isa);
@@ -2190,7 +2308,7 @@ int main(int argc, char **argv)
             for (int t = 0; t < 7; t++)
                 tap_skip(why, "%s 16-bit or quantized kernel %d", name, t);
             if (isa != ATTN_ISA_C)
-                for (int t = 0; t < 7; t++)
+                for (int t = 0; t < 8; t++)
                     tap_skip(why, "%s kernel %d against C", name, t);
             continue;
         }

@@ -59,6 +59,7 @@ extern atomic_bool tiled_counting;
 extern atomic_long tiled_tiles_seen;
 extern atomic_long tiled_lazy_kept, tiled_lazy_raised, tiled_lazy_redone;
 extern atomic_bool tiled_lazy_off;
+extern atomic_int tiled_kbf16_mode;
 
 /* How the inputs reach the kernels. */
 typedef enum tiled_path {
@@ -85,8 +86,11 @@ typedef struct tiled_plan {
     bool i8_dot;         /* dots on PATH_QUANT with Q in q8_0 and a q8_0 or q4_0 K on
                             the CPU's int8 dot products (qk_rows_i8): Q's rows
                             quantized again, exactly, into its blocks */
-    bool widen_k;        /* PATH_ROWS16 without dots: K widened to fp32 TILE_ROWS keys
-                            at a time for qk (keys.c), V read in place by pv16 */
+    bool widen_k;        /* PATH_ROWS16 without dots: K widened to fp32 WIDEN_ROWS keys
+                            at a time for qk (keys.c), V read in place by pv16; and
+                            PATH_QUANT's K read back so */
+    bool kbf16;          /* PATH_ROWS16 without dots, bf16 K: read in place by
+                            qk_kbf16 (kernels.h), not widened; V by pv16 */
     bool stream;         /* one query block per batch item and K/V head (decoding):
                             K and V are read once, from memory, and the kernels that
                             read them in place prefetch ahead (the pf of qk, pv) */

@@ -234,6 +234,9 @@ static void qk_part(const tiled_state *s, float *st, const tile_ops *x, const sc
     if (s->plan.path == PATH_BF16)
         s->h.k->qk_bf16(st + (size_t)j * brp + c0, brp, x->kh + (size_t)j * x->khs, x->khs,
                         (const uint32_t *)w->qt + c0, brp, rows, cols, dk, s->qscale);
+    else if (s->plan.kbf16)
+        s->h.k->qk_kbf16(st + (size_t)j * brp + c0, brp, x->kh + (size_t)j * x->khs, x->khs,
+                         w->qt + c0, brp, rows, cols, dk, s->plan.stream ? x->pfk : 0);
     else
         s->h.k->qk(st + (size_t)j * brp + c0, brp, x->kb + (size_t)j * x->kbs, x->kbs,
                    w->qt + c0, brp, rows, cols, dk,
@@ -396,7 +399,10 @@ static void pv_cut(const tiled_state *s, const float *st, const tile_ops *x, con
  * B = 1, Nk = 32K, 0.92x at B = 8, Nk = 4K, 0.93x on one thread at
  * Nk = 1K; q8_0 0.93x (Nk = 32K); multi-query (Hkv = 1, Nq = 1, 32
  * columns in 6-row tiles) bf16 0.96-0.97x; the AVX2 kernels (bf16, Nk = 1K, one
- * thread) 0.97x.
+ * thread) 0.97x. Where the kernel table says so (attn_kernels.kbf16: AMD's
+ * AVX-512 cores) bf16 K is not widened but read in place by qk_kbf16
+ * (plan.kbf16, qk_part), the same scores bit for bit: docs/backends.md has
+ * the figures.
  * Not kept: every piece widened into the same 12 rows of kb (a sixth of
  * L1 instead of the tile's 24 KB at d = 128), measured the same way:
  * bf16 0.98x at Nk = 32K and 0.99x at Nk = 1K on one thread, q8_0 1.05x

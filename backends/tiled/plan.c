@@ -314,6 +314,13 @@ tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg, int pa
              (t.cols <= DOTS_MAX || bf16_rows ||
               (t.path == PATH_ROWS16 && narrow && p->kv_dtype == ATTN_DTYPE_FP16));
     t.widen_k = (t.path == PATH_ROWS16 || t.path == PATH_QUANT) && !t.dots;
+    /* bf16 K on the outer product: read in place by qk_kbf16 where the
+     * table says it is the faster (kernels.h, attn_kernels.kbf16), or where
+     * a test asks for it (attn_tiled_kbf16); the scores are the same bits. */
+    const int kbf16_mode = atomic_load(&tiled_kbf16_mode);
+    t.kbf16 = t.widen_k && t.path == PATH_ROWS16 && p->kv_dtype == ATTN_DTYPE_BF16 && kn &&
+              (kbf16_mode > 0 || (kbf16_mode == 0 && kn->kbf16));
+    t.widen_k = t.widen_k && !t.kbf16;
     t.rows_dot = t.dots && bf16_rows;
     t.lazy = (t.path == PATH_FP32 || t.path == PATH_WIDEN) && !t.dots && !t.stream && kn &&
              kn->qk_exp && !atomic_load(&tiled_lazy_off);

@@ -96,6 +96,13 @@ void attn_tiled_lazy(bool on)
     atomic_store(&tiled_lazy_off, !on);
 }
 
+atomic_int tiled_kbf16_mode;
+
+void attn_tiled_kbf16(int mode)
+{
+    atomic_store(&tiled_kbf16_mode, mode < 0 ? -1 : mode > 0 ? 1 : 0);
+}
+
 void attn_tiled_lazy_tiles(long *kept, long *raised, long *redone)
 {
     *kept = atomic_load(&tiled_lazy_kept);

@@ -351,7 +351,13 @@ static void pv_part(const tiled_state *s, const float *st, const tile_ops *x, co
  * sees. Scores left out are never read as visible, and the weights P.V
  * skips are the softmax's zeros, so the result is the one the whole tile
  * would give; on the diagonal of a causal mask this halves the tile. (In
- * pairs of keys, an odd count's last pair adds a key whose weight is 0.) */
+ * pairs of keys, an odd count's last pair adds a key whose weight is 0.)
+ * Not kept: the keys every column of a cut tile's block sees (those before
+ * its first row's diagonal) run first as a tile of their own, unmasked and
+ * open to the lazy rescale, only the rest through here: causal prefill,
+ * B = 1, H = 8, N = 1K and 2K, d = 64 and 128, on against off in one
+ * process (bench_ab, 11 to 15 rounds) on the 2-core Zen 4 EPYC took
+ * 0.98-1.01x the time on one thread and 0.98-1.02x on two. */
 static void qk_cut(const tiled_state *s, float *st, const tile_ops *x, const scratch *w, int n,
                    int nc, const int *end)
 {

@@ -357,7 +357,7 @@ static void pv_part(const tiled_state *s, const float *st, const tile_ops *x, co
  * open to the lazy rescale, only the rest through here: causal prefill,
  * B = 1, H = 8, N = 1K and 2K, d = 64 and 128, on against off in one
  * process (bench_ab, 11 to 15 rounds) on the 2-core Zen 4 EPYC took
- * 0.98-1.01x the time on one thread and 0.98-1.02x on two. */
+ * 0.99-1.02x the time without it on one thread and 1.00-1.02x on two. */
 static void qk_cut(const tiled_state *s, float *st, const tile_ops *x, const scratch *w, int n,
                    int nc, const int *end)
 {

@@ -49,7 +49,7 @@ void attn_tiled_lazy(bool on);
 /* Decoding's outer-product Q.K^T on bf16 K, in the plans made after this
  * call: read in place by qk_kbf16 (1), widened by cvt_rows for qk (-1), or
  * as the kernel table prefers (0, the default: attn_kernels.kbf16). The
- * output is the same bits either way (test_checker; bench_ab --kbf16). */
+ * output is the same bits either way (test_backends; bench_ab --kbf16). */
 void attn_tiled_kbf16(int mode);
 
 /* The split-KV chunks the backend chooses for p with --splits auto. */

@@ -304,7 +304,9 @@ typedef struct attn_kernels {
     int kbf16;          /* the tiled backend runs decoding's outer-product Q.K^T
                            on bf16 K through qk_kbf16, not cvt_rows and qk: the
                            AVX-512 table on AMD's cores (kernels_avx512.c says
-                           why); elsewhere qk_kbf16 is C's, the definition */
+                           why); not on Intel's, whose table has its qk_kbf16
+                           all the same (tested, forced by attn_tiled_kbf16),
+                           nor where qk_kbf16 is C's, the definition (C, AVX2) */
 } attn_kernels;
 
 /* "auto", "c", "avx2", "avx512"; and back (ATTN_ISA_COUNT when unknown). */

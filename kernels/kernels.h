@@ -291,7 +291,8 @@ typedef struct attn_kernels {
                            decoding */
     int pf_keys;        /* how far ahead decoding prefetches for them (pf): this
                            many keys of fp32 rows, twice as many of 16-bit, four
-                           times quantized (0 where they do not prefetch) */
+                           times quantized (0 where they do not prefetch; rows_of.h:
+                           PF_KEYS, or PF_KEYS_AMD on AMD's cores; AVX2's own) */
     int fetch_v;        /* the tiled backend requests each narrow decoding tile's
                            V rows towards L1 as Q.K^T starts on it (the AVX2
                            table, where it was measured: backends/tiled/keys.c,

@@ -815,5 +815,5 @@ void attn_kernels_init_avx512(attn_kernels *k)
     k->pv_t = pv_t_avx512;
     k->bwd_ds = bwd_ds_avx512;
     k->prefetches = 1;
-    k->pf_keys = PF_KEYS;
+    k->pf_keys = attn_cpu_amd() ? PF_KEYS_AMD : PF_KEYS;
 }

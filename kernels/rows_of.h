@@ -80,6 +80,20 @@ static inline const char *row_addr(const rows_of *x, ptrdiff_t r, int c, ptrdiff
  * distance is a quarter of this (kernels_avx2.c, PF_KEYS_AVX2). */
 #define PF_KEYS 192
 
+/* The AVX-512 table's distance on AMD's cores (attn_cpu_amd): a quarter
+ * of PF_KEYS, like AVX2's (kernels_avx2.c, PF_KEYS_AVX2), 24 KB of each
+ * of K and V ahead at d = 128 in 16 bits. On the 2-core Zen 4 EPYC, one
+ * run of bench_ab --pf-keys 192 --vs-pf-keys 48 (H = 32, d = 128, Nq = 1,
+ * Nk = 32K, causal, 2 threads, 11 alternating rounds, time near over far,
+ * the same bits in every row): Llama-3.1-8B (Hkv = 8, bf16 Q and K/V) in
+ * pages of 16, 64 and 256 0.91x, 0.86x and 0.83x at B = 1, 0.98x, 1.02x
+ * and 1.02x at B = 16, the contiguous cache 0.98x at both (docs/serving.md);
+ * fp32 Q: bf16 K/V 0.97x at Hkv = 32 and 1.01x at Hkv = 8, fp16 0.98x,
+ * fp32 at Nk = 128K 0.97x; compute-bound decoding 0.95-1.01x (q8_0, and
+ * multi-query at Hkv = 1). Not measured on Zen 5; Intel's cores keep
+ * PF_KEYS, not measured there either. */
+#define PF_KEYS_AMD 48
+
 /* The widening kernels (cvt_rows, AVX-512) also prefetch the row PF_NEAR
  * ahead of the one in hand into L1: the rows after the WIDEN_ROWS
  * (backends/tiled/keys.c) that the tiled backend widens at a time for qk.

@@ -1,11 +1,15 @@
 /* Two configurations of one problem, A and B, timed in alternating rounds
  * in one process: a backend against itself with another --tile, --splits,
- * --isa or thread count, or two backends. On a machine whose speed drifts
+ * --isa, thread count, prefetch distance (--pf-keys) or K/V layout (--page:
+ * the dense cache or a pool of pages, each arm with its own inputs), or
+ * two backends. On a machine whose speed drifts
  * with its neighbours' load (a shared VM), runs in separate processes, or
  * one configuration's repetitions after the other's, put the drift between
  * A and B; rounds that alternate (A B, then B A) put it on both. Each arm
  * is checked against the double reference first (a FAILED arm is not
- * timed); whether their outputs are the same bits is printed. Speed only:
+ * timed); whether their outputs are the same bits is printed (not where one
+ * arm's cache is dense and the other's paged: the seeded fill gives the
+ * two layouts other values). Speed only:
  * attnbench is the tool that reports a case (memory, roofline, CSV).
  *
  *   bench_ab [problem options] [--backend A] [--vs B] [arm options] [--rounds R]
@@ -22,6 +26,7 @@
 #include "cli.h"
 #include "inputs.h"
 #include "kernels/kernels.h"
+#include "lens.h"
 #include "memory.h"
 #include "problem.h"
 #include "tiled/tiled.h"
@@ -39,6 +44,12 @@ typedef struct arm {
     bool lazy_off;          /* tiled: the lazy rescale off (attn_tiled_lazy) */
     int kbf16;              /* tiled: bf16 K in place for qk (1), widened (-1), as the
                                kernel table prefers (0; attn_tiled_kbf16) */
+    int pf_keys;            /* tiled: decoding's prefetch distance, fp32 rows (0: the
+                               kernel table's; attn_tiled_pf_keys) */
+    int page;               /* K/V in a pool of pages of this many tokens (the dense
+                               shape as a serving batch, as attnbench --page), 0 dense */
+    attn_batch batch;       /* its lengths and block tables' offsets, with page */
+    attn_inputs in;         /* its inputs: its own where its layout is its own */
     double t[ROUNDS_MAX];   /* seconds per run, each round */
     long iters;
 } arm;
@@ -50,13 +61,13 @@ typedef struct ab_opts {
     const char *names[2];
     int rounds;
     double min_time;
-    bool vs_isa, vs_tile, vs_splits, vs_threads, vs_lazy, vs_kbf16;
+    bool vs_isa, vs_tile, vs_splits, vs_threads, vs_lazy, vs_kbf16, vs_pf_keys, vs_page;
 } ab_opts;
 
 enum {
     O_BATCH, O_HEADS, O_KV_HEADS, O_SEQ, O_SEQ_KV, O_DK, O_DV, O_CAUSAL, O_DTYPE, O_KV_DTYPE,
     O_FILL, O_SEED, O_BACKEND, O_VS, O_TILE, O_VS_TILE, O_SPLITS, O_VS_SPLITS, O_ISA, O_VS_ISA,
-    O_THREADS, O_VS_THREADS, O_LAZY, O_VS_LAZY, O_KBF16, O_VS_KBF16, O_ROUNDS, O_MIN_TIME, O_HELP
+    O_THREADS, O_VS_THREADS, O_LAZY, O_VS_LAZY, O_KBF16, O_VS_KBF16, O_PF_KEYS, O_VS_PF_KEYS, O_PAGE, O_VS_PAGE, O_ROUNDS, O_MIN_TIME, O_HELP
 };
 
 static const attn_option options[] = {
@@ -73,6 +84,8 @@ static const attn_option options[] = {
     { "threads", O_THREADS, ATTN_ARG_REQUIRED }, { "vs-threads", O_VS_THREADS, ATTN_ARG_REQUIRED },
     { "lazy", O_LAZY, ATTN_ARG_REQUIRED },       { "vs-lazy", O_VS_LAZY, ATTN_ARG_REQUIRED },
     { "kbf16", O_KBF16, ATTN_ARG_REQUIRED },     { "vs-kbf16", O_VS_KBF16, ATTN_ARG_REQUIRED },
+    { "pf-keys", O_PF_KEYS, ATTN_ARG_REQUIRED }, { "vs-pf-keys", O_VS_PF_KEYS, ATTN_ARG_REQUIRED },
+    { "page", O_PAGE, ATTN_ARG_REQUIRED },       { "vs-page", O_VS_PAGE, ATTN_ARG_REQUIRED },
     { "rounds", O_ROUNDS, ATTN_ARG_REQUIRED },   { "min-time", O_MIN_TIME, ATTN_ARG_REQUIRED },
     { "help", O_HELP, ATTN_ARG_NONE },
 };
@@ -92,11 +105,15 @@ static void usage(FILE *f, const char *prog)
             "          --threads T (the CPUs this process may run on) --lazy on|off (tiled's\n"
             "          lazy rescale, on) --kbf16 on|off|auto (tiled: decoding's bf16 K read\n"
             "          in place by qk_kbf16, or widened for qk; auto: as the kernels prefer)\n"
+            "          --pf-keys N (tiled: decoding prefetches the K/V rows N fp32 rows\n"
+            "          ahead, 2N of 16 bits, 4N quantized; default: as its kernel table says)\n"
+            "          --page P (K/V in a pool of pages of P tokens, 1..%d, in a seeded\n"
+            "          shuffle, as attnbench --page; 0: the dense cache, the default)\n"
             "arm B:    --vs NAME (A's) --vs-tile --vs-splits --vs-isa --vs-threads --vs-lazy\n"
-            "          --vs-kbf16 (each A's unless given)\n"
+            "          --vs-kbf16 --vs-pf-keys --vs-page (each A's unless given)\n"
             "timing:   --rounds R (3..%d, default 15) --min-time S (a round's run of each,\n"
             "          default 0.05)\n",
-            prog, ROUNDS_MAX);
+            prog, ATTN_MAX_PAGE, ROUNDS_MAX);
 }
 
 static int parse_dtype(const char *name, const char *val, attn_dtype *d, bool kv)
@@ -164,6 +181,12 @@ static int on_option(void *ctx, int id, const char *name, const char *val)
     case O_VS_LAZY:  o->vs_lazy = true; return parse_on_off(name, val, &o->a[1].lazy_off);
     case O_KBF16:    return parse_kbf16(name, val, &o->a[0].kbf16);
     case O_VS_KBF16: o->vs_kbf16 = true; return parse_kbf16(name, val, &o->a[1].kbf16);
+    case O_PF_KEYS:  return attn_opt_int(name, val, 1, 1 << 16, &o->a[0].pf_keys);
+    case O_VS_PF_KEYS:
+        o->vs_pf_keys = true;
+        return attn_opt_int(name, val, 1, 1 << 16, &o->a[1].pf_keys);
+    case O_PAGE:     return attn_opt_int(name, val, 0, ATTN_MAX_PAGE, &o->a[0].page);
+    case O_VS_PAGE:  o->vs_page = true; return attn_opt_int(name, val, 0, ATTN_MAX_PAGE, &o->a[1].page);
     case O_ROUNDS:   return attn_opt_int(name, val, 3, ROUNDS_MAX, &o->rounds);
     case O_MIN_TIME: return attn_opt_real(name, val, 1e-4, 60, &o->min_time);
     default:         usage(stdout, "bench_ab"); return 0;
@@ -188,6 +211,10 @@ static void describe(const arm *x, char *buf, size_t len)
         n += snprintf(buf + n, len - (size_t)n, ", lazy rescale off");
     if (x->kbf16 && n < (int)len)
         n += snprintf(buf + n, len - (size_t)n, ", bf16 K %s", x->kbf16 > 0 ? "in place" : "widened");
+    if (x->pf_keys && n < (int)len)
+        n += snprintf(buf + n, len - (size_t)n, ", prefetch %d fp32 rows ahead", x->pf_keys);
+    if (x->page && n < (int)len)
+        n += snprintf(buf + n, len - (size_t)n, ", pages of %d", x->page);
     if (n < (int)len)
         snprintf(buf + n, len - (size_t)n, ")");
 }
@@ -211,9 +238,11 @@ static int start(arm *x, const attn_inputs *in, double min_time, const char *lab
     attn_guarded_poison(&x->out);
     attn_tiled_lazy(!x->lazy_off);   /* read by tiled's plan, in prepare */
     attn_tiled_kbf16(x->kbf16);
+    attn_tiled_pf_keys(x->pf_keys);
     st = x->be->prepare(p, &x->cfg, &x->state);
     attn_tiled_lazy(true);
     attn_tiled_kbf16(0);
+    attn_tiled_pf_keys(0);
     if (st != ATTN_OK)
         return attn_error(ATTN_EXIT_ERROR, "%s: prepare: %s", label, attn_status_str(st));
     /* Each input in its storage type only, as attnbench hands them. */
@@ -263,6 +292,37 @@ static int compare(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Where output row (b, h, i) lies: [B,H,Nq,dv] dense, [sum Nq,H,dv] for a
+ * serving batch (backend.h). */
+static size_t out_row(const attn_problem *p, int b, int h, int i)
+{
+    if (p->ragged)
+        return (size_t)(p->ragged->q0[b] + i) * (size_t)p->heads + (size_t)h;
+    return ((size_t)b * (size_t)p->heads + (size_t)h) * (size_t)p->seq_q + (size_t)i;
+}
+
+/* Whether the two arms' outputs are the same bits, row by row through
+ * each one's layout; the largest difference into *diff. */
+static bool outputs_same(const arm *x, const arm *y, double *diff)
+{
+    const attn_problem *p = &x->p;
+    const size_t dv = (size_t)p->d_v;
+    bool same = true;
+    *diff = 0;
+    for (int b = 0; b < p->batch; b++)
+        for (int h = 0; h < p->heads; h++)
+            for (int i = 0; i < p->seq_q; i++) {
+                const float *u = x->out.data + out_row(p, b, h, i) * dv,
+                            *w = y->out.data + out_row(&y->p, b, h, i) * dv;
+                same &= !memcmp(u, w, dv * sizeof(float));
+                for (size_t c = 0; c < dv; c++) {
+                    const double d = fabs((double)u[c] - (double)w[c]);
+                    *diff = d > *diff || isnan(d) ? d : *diff;
+                }
+            }
+    return same;
+}
+
 static int cpus_allowed(void)
 {
     cpu_set_t set;
@@ -300,6 +360,8 @@ int main(int argc, char **argv)
     b->splits = o.vs_splits ? b->splits : a->splits;
     o.a[1].lazy_off = o.vs_lazy ? o.a[1].lazy_off : o.a[0].lazy_off;
     o.a[1].kbf16 = o.vs_kbf16 ? o.a[1].kbf16 : o.a[0].kbf16;
+    o.a[1].pf_keys = o.vs_pf_keys ? o.a[1].pf_keys : o.a[0].pf_keys;
+    o.a[1].page = o.vs_page ? o.a[1].page : o.a[0].page;
     o.names[1] = o.names[1] ? o.names[1] : o.names[0];
     for (int i = 0; i < 2; i++) {
         char why[256];
@@ -307,18 +369,31 @@ int main(int argc, char **argv)
             return attn_error(ATTN_EXIT_USAGE, "unknown backend '%s'", o.names[i]);
         if (attn_backend_usable(o.a[i].be, why, sizeof(why)) != ATTN_OK)
             return attn_error(ATTN_EXIT_NONE_RAN, "%s: %s", o.names[i], why);
-        o.a[i].p = attn_problem_of(p, o.a[i].be);
+        attn_problem pi = *p;
+        if (o.a[i].page) {
+            if (!attn_batch_alloc(&o.a[i].batch, p->batch))
+                return attn_error(ATTN_EXIT_TOO_LARGE, "no memory for the block tables");
+            attn_batch_dense(&o.a[i].batch, p->batch, p->seq_q, p->seq_kv, o.a[i].page);
+            pi.ragged = &o.a[i].batch.r;
+        }
+        o.a[i].p = attn_problem_of(&pi, o.a[i].be);
     }
-    attn_inputs in;
     char why[256], shape[256];
     o.s.threads = a->threads > b->threads ? a->threads : b->threads;
-    if (attn_inputs_make(&in, &o.a[0].p, &o.s, why, sizeof(why)) != ATTN_OK)
-        return attn_error(ATTN_EXIT_TOO_LARGE, "inputs: %s", why);
+    /* One set of inputs where the arms' layouts are one; else each its own
+     * (the seeded fill gives key j the same values in any layout). */
+    const int arms_in = o.a[1].page != o.a[0].page ? 2 : 1;
+    for (int i = 0; i < arms_in; i++)
+        if (attn_inputs_make(&o.a[i].in, &o.a[i].p, &o.s, why, sizeof(why)) != ATTN_OK) {
+            if (i)
+                attn_inputs_free(&o.a[0].in);
+            return attn_error(ATTN_EXIT_TOO_LARGE, "inputs: %s", why);
+        }
     attn_problem_describe(p, shape, sizeof(shape));
     printf("%s; %d rounds (A B, then B A), each arm >= %g s a round\n", shape, o.rounds,
            o.min_time);
     for (int i = 0; i < 2 && rc < 0; i++)
-        rc = start(&o.a[i], &in, o.min_time, i ? "B" : "A");
+        rc = start(&o.a[i], &o.a[arms_in == 2 ? i : 0].in, o.min_time, i ? "B" : "A");
     for (int r = 0; r < o.rounds && rc < 0; r++)
         for (int k = 0; k < 2 && rc < 0; k++)
             rc = round_of(&o.a[(k + r) % 2], r);
@@ -335,17 +410,17 @@ int main(int argc, char **argv)
                    "round  %s\n", i ? "B" : "A", med[i] * 1e3, best[i] * 1e3,
                    flops / med[i] * 1e-9, o.a[i].iters, what);
         }
-        const size_t n = attn_q_rows(p) * (size_t)p->d_v;
+        printf("B/A: %.3f (medians), %.3f (best); ", med[1] / med[0], best[1] / best[0]);
         double diff = 0;
-        for (size_t e = 0; e < n; e++) {
-            const double d = fabs((double)o.a[0].out.data[e] - (double)o.a[1].out.data[e]);
-            diff = d > diff || isnan(d) ? d : diff;
-        }
-        const bool same = !memcmp(o.a[0].out.data, o.a[1].out.data, n * sizeof(float));
-        printf("B/A: %.3f (medians), %.3f (best); outputs %s\n", med[1] / med[0],
-               best[1] / best[0], same ? "the same bits" : "differ");
-        if (!same)
-            printf("  largest difference %.3g\n", diff);
+        if (!o.a[0].page != !o.a[1].page)
+            /* The seeded fill runs over the layout's own order: a serving
+             * batch's key j holds the same values in pages of any size,
+             * not those of the dense cache. */
+            printf("outputs not compared (the dense cache and the pool hold other values)\n");
+        else if (outputs_same(&o.a[0], &o.a[1], &diff))
+            printf("outputs the same bits\n");
+        else
+            printf("outputs differ\n  largest difference %.3g\n", diff);
     }
     for (int i = 0; i < 2; i++) {
         if (o.a[i].state)
@@ -354,7 +429,8 @@ int main(int argc, char **argv)
             attn_guarded_free(&o.a[i].out);
             attn_tracker_destroy(&o.a[i].tr);
         }
+        attn_inputs_free(&o.a[i].in);
+        attn_batch_free(&o.a[i].batch);
     }
-    attn_inputs_free(&in);
     return rc < 0 ? 0 : rc;
 }

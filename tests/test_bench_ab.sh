@@ -1,8 +1,10 @@
 #!/bin/sh
 # bench_ab (tests/bench_ab.c): bad input refused in one line with exit 2;
 # an A/A run of tiled checks both arms and finds their outputs the same bits
-# (tiled is deterministic); B with another tile is named and timed. (Its
-# verdicts are the checker's, attn_check_output: test_checker plants bugs.)
+# (tiled is deterministic); B with another tile, lazy rescale, bf16 K path,
+# prefetch distance or page size is named and timed, with the same bits
+# where it must give them. (Its verdicts are the checker's,
+# attn_check_output: test_checker plants bugs.)
 bin=${1:?usage: test_bench_ab.sh path/to/bench_ab}
 tmp=$(mktemp -d) || exit 2
 trap 'rm -rf "$tmp"' EXIT
@@ -18,7 +20,7 @@ refused() {  # refused TEXT ARGS...
     result "$pass" "refused: $*" "exit $code, stderr: $(cat "$tmp/err")"
 }
 
-echo "1..11"
+echo "1..16"
 refused "unknown backend 'nosuch'" --vs nosuch
 refused "--tile: '64x' is not BRxBC" --tile 64x
 refused "--rounds: '2' is not an integer in [3, 101]" --rounds 2
@@ -26,6 +28,8 @@ refused "--kv-heads 3 does not divide --heads 8" --kv-heads 3
 refused "--dtype: 'q4_0' is not a storage type of Q" --dtype q4_0
 refused "--vs-lazy: 'maybe' is not one of: on, off" --vs-lazy maybe
 refused "--kbf16: 'yes' is not one of: on, off, auto" --kbf16 yes
+refused "--vs-pf-keys: '0' is not an integer in [1, 65536]" --vs-pf-keys 0
+refused "--page: '1025' is not an integer in [0, 1024]" --page 1025
 
 small="--seq 64 --dk 32 --heads 2 --rounds 3 --min-time 0.001"
 # shellcheck disable=SC2086
@@ -67,4 +71,41 @@ pass=0
     grep -q 'B: tiled (.*bf16 K in place)' "$tmp/out" &&
     grep -q '^B/A: [0-9.]* (medians), [0-9.]* (best); outputs the same bits$' "$tmp/out" && pass=1
 result "$pass" "bf16 K widened in A, in place in B: named, timed, the same bits" \
+    "exit $code: $(cat "$tmp/out" "$tmp/err")"
+
+# Decoding's prefetch distance, 1 fp32 row ahead in A, 4096 in B (past
+# every key), in pages of 16: named, and the same bits.
+dec="--heads 8 --kv-heads 2 --seq 1 --seq-kv 300 --dk 32 --kv-dtype bf16 --rounds 3 --min-time 0.001"
+# shellcheck disable=SC2086
+"$bin" $dec --page 16 --pf-keys 1 --vs-pf-keys 4096 >"$tmp/out" 2>"$tmp/err"
+code=$?
+pass=0
+[ "$code" = 0 ] && grep -q 'A: tiled (.*prefetch 1 fp32 rows ahead, pages of 16)' "$tmp/out" &&
+    grep -q 'B: tiled (.*prefetch 4096 fp32 rows ahead, pages of 16)' "$tmp/out" &&
+    grep -q '^B/A: [0-9.]* (medians), [0-9.]* (best); outputs the same bits$' "$tmp/out" && pass=1
+result "$pass" "prefetch distances 1 and 4096, pages of 16: named, timed, the same bits" \
+    "exit $code: $(cat "$tmp/out" "$tmp/err")"
+
+# The dense cache in A, pages of 16 in B: both checked and timed; the
+# outputs not compared (the two layouts are filled in their own orders).
+# shellcheck disable=SC2086
+"$bin" $dec --vs-page 16 >"$tmp/out" 2>"$tmp/err"
+code=$?
+pass=0
+[ "$code" = 0 ] && [ "$(grep -c ': PASSED, ' "$tmp/out")" = 2 ] &&
+    grep -q 'B: tiled (.*pages of 16)' "$tmp/out" &&
+    grep -q '^B/A: [0-9.]* (medians), [0-9.]* (best); outputs not compared' "$tmp/out" && pass=1
+result "$pass" "dense cache against pages of 16: both PASSED, timed, not compared" \
+    "exit $code: $(cat "$tmp/out" "$tmp/err")"
+
+# Pages of 16 against pages of 48, both in tiles of 16: the same keys in
+# the same tiles, so the same bits through two block tables.
+# shellcheck disable=SC2086
+"$bin" $dec --tile 1x16 --page 16 --vs-page 48 >"$tmp/out" 2>"$tmp/err"
+code=$?
+pass=0
+[ "$code" = 0 ] && grep -q 'A: tiled (.*pages of 16)' "$tmp/out" &&
+    grep -q 'B: tiled (.*pages of 48)' "$tmp/out" &&
+    grep -q '^B/A: [0-9.]* (medians), [0-9.]* (best); outputs the same bits$' "$tmp/out" && pass=1
+result "$pass" "pages of 16 against 48 in tiles of 16: the same bits" \
     "exit $code: $(cat "$tmp/out" "$tmp/err")"

@@ -120,6 +120,24 @@ static void one(const attn_backend *be, const serving_case *c)
     attn_lens_free(&l);
 }
 
+/* be's output of p on `in` into o, on `threads` threads; whether it ran. */
+static bool output_of(const attn_backend *be, const attn_problem *p, const attn_inputs *in,
+                      int threads, float *o)
+{
+    attn_tensors t = attn_inputs_tensors(in);
+    t.o = o;
+    attn_tracker tr;
+    attn_tracker_init(&tr);
+    const attn_config cfg = { .threads = threads, .alloc = &tr.iface, .device = -1 };
+    void *st = NULL;
+    const bool ok = be->prepare(p, &cfg, &st) == ATTN_OK && be->bind(st, &t) == ATTN_OK &&
+                    be->run(st) == ATTN_OK && be->read(st, o) == ATTN_OK;
+    if (st)
+        be->release(st);
+    attn_tracker_destroy(&tr);
+    return ok;
+}
+
 /* The output of every thread count, bitwise (split-KV chunks and item
  * plans come from the problem alone). */
 static void thread_invariance(const attn_backend *be, const serving_case *c)
@@ -133,17 +151,7 @@ static void thread_invariance(const attn_backend *be, const serving_case *c)
     bool same = true;
     for (int x = 0; x < 3; x++) {
         o[x] = calloc(n, sizeof(float));
-        attn_tensors t = attn_inputs_tensors(&in);
-        t.o = o[x];
-        attn_tracker tr;
-        attn_tracker_init(&tr);
-        const attn_config cfg = { .threads = x + 1, .alloc = &tr.iface, .device = -1 };
-        void *st = NULL;
-        same &= be->prepare(&p, &cfg, &st) == ATTN_OK && be->bind(st, &t) == ATTN_OK &&
-                be->run(st) == ATTN_OK && be->read(st, o[x]) == ATTN_OK;
-        if (st)
-            be->release(st);
-        attn_tracker_destroy(&tr);
+        same &= output_of(be, &p, &in, x + 1, o[x]);
         if (x)
             same &= !memcmp(o[0], o[x], n * sizeof(float));
     }
@@ -154,6 +162,53 @@ static void thread_invariance(const attn_backend *be, const serving_case *c)
     attn_inputs_free(&in);
     attn_batch_free(&bt);
     attn_lens_free(&l);
+}
+
+/* Whether tiled's output of case c is the same bits with decoding's
+ * prefetch distance (attn_tiled_pf_keys) at the table's, 1 row and 4096
+ * (past every item's keys, so that none is prefetched), on 2 threads;
+ * with bug planted in the runs after the first. */
+static bool pf_same(const attn_backend *tiled, const serving_case *c, int bug)
+{
+    attn_lens l;
+    attn_batch bt;
+    attn_inputs in;
+    const attn_problem p = inputs_of(c, 1, &l, &bt, &in);
+    const size_t n = attn_q_rows(&p) * (size_t)p.d_v;
+    float *o0 = calloc(n, sizeof(float)), *o1 = calloc(n, sizeof(float));
+    bool same = o0 && o1 && output_of(tiled, &p, &in, 2, o0);
+    static const int keys[2] = { 1, 4096 };
+    attn_tiled_plant(bug);
+    for (int x = 0; x < 2 && same; x++) {
+        attn_tiled_pf_keys(keys[x]);
+        same = output_of(tiled, &p, &in, 2, o1) && !memcmp(o0, o1, n * sizeof(float));
+    }
+    attn_tiled_pf_keys(0);
+    attn_tiled_plant(ATTN_TILED_PLANT_NONE);
+    free(o0);
+    free(o1);
+    attn_inputs_free(&in);
+    attn_batch_free(&bt);
+    attn_lens_free(&l);
+    return same;
+}
+
+/* The kernels prefetch the rows ahead through the block table (keys.c,
+ * pf_rows); how far ahead changes no bit of the output, packed or paged,
+ * heads alone or together. The comparison is shown to see a planted
+ * page lookup. */
+static void pf_invariance(const attn_backend *tiled)
+{
+    static const int at[4] = { 6, HEADS_PAGED, HEADS_PACKED, FP8_PAGED };
+    for (int x = 0; x < 4; x++) {
+        const serving_case *c = &cases[at[x]];
+        tap_ok(pf_same(tiled, c, ATTN_TILED_PLANT_NONE),
+               "tiled: decoding's prefetch distance (the table's, 1 row, 4096) moves no bit "
+               "of the output (K/V %s, %s, %d K/V heads)", attn_dtype_name(c->kvdt),
+               c->page ? "paged" : "packed", c->hkv);
+    }
+    tap_ok(!pf_same(tiled, &cases[6], ATTN_TILED_PLANT_PAGE_NEXT),
+           "tiled: the same comparison finds a planted page lookup's output");
 }
 
 /* tiled with bug planted (ATTN_TILED_PLANT_*) on case c FAILS; what: the
@@ -262,7 +317,7 @@ int main(void)
 {
     const attn_backend *naive = attn_backend_find("naive"), *tiled = attn_backend_find("tiled");
     const attn_backend *blas = attn_backend_find("blas");
-    tap_plan((int)(2 * NCASES) + 5 + 1 + 2 + 2 + 1 + 3 + 2 + 1);
+    tap_plan((int)(2 * NCASES) + 5 + 5 + 1 + 2 + 2 + 1 + 3 + 2 + 1);
     for (size_t c = 0; c < NCASES; c++) {
         one(naive, &cases[c]);
         one(tiled, &cases[c]);
@@ -272,6 +327,7 @@ int main(void)
     thread_invariance(naive, &cases[FP8_PAGED]);
     thread_invariance(tiled, &cases[FP8_PAGED]);
     thread_invariance(tiled, &cases[HEADS_PAGED]);
+    pf_invariance(tiled);
     /* an item's pages read from the next entry of its block table */
     planted(tiled, &cases[2], ATTN_TILED_PLANT_PAGE_NEXT,
             "reading each page from the next entry of the block table");

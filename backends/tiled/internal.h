@@ -60,6 +60,7 @@ extern atomic_long tiled_tiles_seen;
 extern atomic_long tiled_lazy_kept, tiled_lazy_raised, tiled_lazy_redone;
 extern atomic_bool tiled_lazy_off;
 extern atomic_int tiled_kbf16_mode;
+extern atomic_int tiled_pf_keys_set;
 
 /* How the inputs reach the kernels. */
 typedef enum tiled_path {
@@ -94,6 +95,8 @@ typedef struct tiled_plan {
     bool stream;         /* one query block per batch item and K/V head (decoding):
                             K and V are read once, from memory, and the kernels that
                             read them in place prefetch ahead (the pf of qk, pv) */
+    int pf_keys;         /* how far ahead they prefetch (keys.c, pf_rows): the kernel
+                            table's attn_kernels.pf_keys, or attn_tiled_pf_keys's */
     bool lazy;           /* prefill's outer-product tiles in fp32 (read in place or
                             widened) where the ISA has qk_exp: the lazy rescale (keys.c) */
     int br, bc;          /* queries of each head per block, keys per tile */

@@ -90,11 +90,11 @@ static int key_run(const tiled_state *s, int j0)
 /* The kernels' prefetch distance (their pf, kernels.h) for the rows of
  * keys from j0 on of K/V head g, whose first row is r0, in rows (times
  * the bytes per row of K or V: their pf): to the rows of the keys
- * attn_kernels.pf_keys fp32 rows ahead (twice as many 16-bit rows, four
- * times quantized; over plan.heads for heads read together), rows at one
- * stride apart: in place that many strides; in pages, the rows of the
- * keys that many on rounded up to whole tiles, found through the block
- * table, and none when no key is that far on. One distance serves all the
+ * plan.pf_keys fp32 rows ahead (attn_kernels.pf_keys; twice as many
+ * 16-bit rows, four times quantized; over plan.heads for heads read
+ * together), rows at one stride apart: in place that many strides; in
+ * pages, the rows of the keys that many on rounded up to whole tiles,
+ * found through the block table, and none when no key is that far on. One distance serves all the
  * tile's rows where the tile that far on lies in one page as this one
  * does (tiles are whole divisors of the page, plan.c): otherwise the
  * keys are rounded up to whole pages, the same slots of a later page.
@@ -112,7 +112,7 @@ static ptrdiff_t pf_rows(const tiled_state *s, size_t g, int j0, size_t r0)
 {
     const attn_problem *p = &s->h.p;
     const bool kvq = attn_dtype_quantized(p->kv_dtype);
-    const long rows_ahead = (long)s->h.k->pf_keys *
+    const long rows_ahead = (long)s->plan.pf_keys *
                             (kvq ? 4 : p->kv_dtype == ATTN_DTYPE_FP32 ? 1 : 2);
     /* With plan.heads K/V heads read tile by tile together, memory streams
      * that many rows per key: the same distance in bytes is that many

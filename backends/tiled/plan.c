@@ -254,6 +254,8 @@ tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg, int pa
     t.br = t.br < p->seq_q ? t.br : p->seq_q > 0 ? p->seq_q : 1;
     t.cols = t.group * t.br;
     t.stream = p->seq_q <= t.br;
+    const int pf_set = atomic_load(&tiled_pf_keys_set);
+    t.pf_keys = !kn || !kn->pf_keys ? 0 : pf_set > 0 ? pf_set : kn->pf_keys;
     /* Multi-query decoding (wider tiles, one query block) on fp32 K/V read
      * in place takes decoding's rule too: P.V reads V's tile once for each
      * of its row groups of 6 queries, from L1 in 48-key tiles, from L2 in

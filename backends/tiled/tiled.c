@@ -103,6 +103,13 @@ void attn_tiled_kbf16(int mode)
     atomic_store(&tiled_kbf16_mode, mode < 0 ? -1 : mode > 0 ? 1 : 0);
 }
 
+atomic_int tiled_pf_keys_set;
+
+void attn_tiled_pf_keys(int keys)
+{
+    atomic_store(&tiled_pf_keys_set, keys > 0 ? keys : 0);
+}
+
 void attn_tiled_lazy_tiles(long *kept, long *raised, long *redone)
 {
     *kept = atomic_load(&tiled_lazy_kept);

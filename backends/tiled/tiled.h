@@ -52,6 +52,14 @@ void attn_tiled_lazy(bool on);
  * output is the same bits either way (test_backends; bench_ab --kbf16). */
 void attn_tiled_kbf16(int mode);
 
+/* How far ahead decoding's kernels prefetch the K/V rows they stream, in
+ * the plans made after this call: `keys` fp32 rows (attn_kernels.pf_keys'
+ * unit: twice as many 16-bit rows, four times quantized), or the kernel
+ * table's distance (0, the default); a table whose kernels do not
+ * prefetch (C's) is left without. For timing one distance against
+ * another in one process (bench_ab --pf-keys); it changes no result. */
+void attn_tiled_pf_keys(int keys);
+
 /* The split-KV chunks the backend chooses for p with --splits auto. */
 struct attn_problem;
 int attn_tiled_auto_splits(const struct attn_problem *p, int tile_q, int tile_kv);

@@ -186,7 +186,7 @@ INLINE void qk_tile(float *restrict st, ptrdiff_t ss, const void *restrict k, pt
     } while (0)
 
 /* pf: K streams from memory once (decoding), so the first 64 columns'
- * register tiles prefetch the rows PF_KEYS ahead of their own, a line of
+ * register tiles prefetch the rows pf ahead of their own (pf_keys), a line of
  * each row every 16 steps, in among their FMAs. A burst of a whole key
  * tile's lines before the tile (what the tiled backend does for
  * memory-bound tiles) stalls the arithmetic behind it when the tile is

@@ -97,8 +97,8 @@ static inline const char *row_addr(const rows_of *x, ptrdiff_t r, int c, ptrdiff
 /* The widening kernels (cvt_rows, AVX-512) also prefetch the row PF_NEAR
  * ahead of the one in hand into L1: the rows after the WIDEN_ROWS
  * (backends/tiled/keys.c) that the tiled backend widens at a time for qk.
- * The prefetch PF_KEYS ahead brings those rows to L2; without this their
- * loads wait on L2 in a loop with nothing else to do, where qk's and P.V's
+ * cvt_rows's own prefetch, PF_KEYS ahead (whatever the table's pf_keys),
+ * brings those rows to L2; without this their loads wait on L2 in a loop with nothing else to do, where qk's and P.V's
  * own loads wait among their FMAs: on the 2-core Zen 4 EPYC, decoding
  * (H = 32, Hkv = 8, Nq = 4, d = 128, bf16 K/V, 2 threads) spent 17% of its
  * samples in cvt_rows, most on its loads, against 39% in qk; with this,

@@ -100,20 +100,22 @@
  * fp32, exactly: dst[r][c] = src[r][c] for r < rows, c < cols. The tiled
  * backend converts each K/V tile and each block of Q once, then runs the
  * fp32 kernels: its path for fp16, and for bf16 where the CPU has no bf16
- * dot product. */
+ * dot product. pf: as the decoding kernels' (qk_rows), the bytes from a
+ * row to the one to prefetch (0: none); kernels that prefetch fetch that
+ * row a line at a time as they widen this one. */
 #define decl_cvt_rows_fn(name) void (name)(float *restrict dst, ptrdiff_t dst_stride, \
-    const uint16_t *restrict src, ptrdiff_t src_stride, int rows, int cols, int bf16)
+    const uint16_t *restrict src, ptrdiff_t src_stride, int rows, int cols, int bf16, \
+    ptrdiff_t pf)
 
 /* Quantized storage (kernels/quant.h): rows of format fmt, src_stride
  * bytes apart, read back to fp32 as attn_kvq_dequantize_row reads them,
  * exactly: dst[r][c] for r < rows, c < cols (a multiple of ATTN_QBLOCK for
  * the block formats); scale is fp8's. The tiled backend reads each K/V tile
  * of a quantized cache back this way, one tile at a time, into L1 (the
- * cache itself is never expanded). Kernels that prefetch fetch the bytes
- * ahead, as cvt_rows does. */
+ * cache itself is never expanded). pf: cvt_rows's. */
 #define decl_dequant_rows_fn(name) void (name)(float *restrict dst, ptrdiff_t dst_stride, \
     const uint8_t *restrict src, ptrdiff_t src_stride, int rows, int cols, attn_kvq fmt, \
-    float scale)
+    float scale, ptrdiff_t pf)
 
 /* qk_rows and pv with K or V in 16-bit storage (bf16 != 0: bf16, else
  * fp16), each value widened to fp32 as it is loaded, the arithmetic that
@@ -282,11 +284,11 @@ typedef struct attn_kernels {
     attn_mods_fn *mods;
     attn_pv_t_fn *pv_t;
     attn_bwd_ds_fn *bwd_ds;
-    int prefetches;     /* its qk, pv, pv16, pv_q and the qk_rows kernels honor pf,
-                           and its cvt_rows and dequant_rows always prefetch: the
-                           rows ahead of those they read, a line at a time among
-                           their arithmetic (the AVX-512 and AVX2 tables;
-                           kernels/rows_of.h, PF_KEYS); where not (C), the
+    int prefetches;     /* its qk, pv, pv16, pv_q, the qk_rows kernels, cvt_rows
+                           and dequant_rows honor pf: the rows ahead of those
+                           they read, a line at a time among their arithmetic
+                           (the AVX-512 and AVX2 tables; kernels/rows_of.h,
+                           PF_KEYS); where not (C), the
                            tiled backend prefetches each next key tile of
                            decoding */
     int pf_keys;        /* how far ahead decoding prefetches for them (pf): this

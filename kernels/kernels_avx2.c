@@ -1054,13 +1054,12 @@ static decl_cvt_rows_fn(cvt_rows_avx2)
     for (int r = 0; r < rows; r++) {
         const uint16_t *s = src + r * src_stride;
         float *d = dst + r * dst_stride;
-        /* the row as far ahead as decoding's kernels fetch theirs (2
-         * PF_KEYS rows of 16 bits): the widened K of decoding tiles wider
-         * than DOTS_MAX streams from memory through here */
-        for (int c = 0; c < cols; c += 32)
-            _mm_prefetch((const char *)((uintptr_t)(s + c) +
-                                        (uintptr_t)(2 * PF_KEYS * src_stride * 2)),
-                         _MM_HINT_T0);
+        /* the row pf bytes on, as decoding's other kernels fetch theirs:
+         * the widened K of decoding tiles wider than DOTS_MAX streams from
+         * memory through here */
+        if (pf)
+            for (int c = 0; c < cols; c += 32)
+                _mm_prefetch((const char *)((uintptr_t)(s + c) + (uintptr_t)pf), _MM_HINT_T0);
         int c = 0;
         for (; c + 8 <= cols; c += 8) {
             const __m128i h = _mm_loadu_si128((const __m128i *)(s + c));
@@ -1087,18 +1086,18 @@ static decl_cvt_rows_fn(cvt_rows_avx2)
  * multiplied by the block's scale; fp8 as fp8_raw reads it (e4m3's NaN
  * codes blended in where the row has any), times the scale (e4m3: times
  * 2^8). Each is the C definition's value bit for bit (a NaN may differ in
- * its payload). The bytes the same distance ahead as PF_KEYS rows of fp32
- * are prefetched a line at a time, as cvt_rows does. */
+ * its payload). The row pf bytes on is prefetched a line at a time, as
+ * cvt_rows does. */
 static decl_dequant_rows_fn(dequant_rows_avx2)
 {
-    const ptrdiff_t ahead = (ptrdiff_t)2 * PF_KEYS * src_stride;
     const ptrdiff_t row_bytes = (ptrdiff_t)attn_kvq_row_bytes(fmt, (size_t)cols);
     const __m256 sc = _mm256_set1_ps(fp8_mult(scale, fmt == ATTN_KVQ_FP8E4M3));
     for (int r = 0; r < rows; r++) {
         const uint8_t *s = src + r * src_stride;
         float *d = dst + r * dst_stride;
-        for (ptrdiff_t x = 0; x < row_bytes; x += 64)
-            _mm_prefetch((const char *)((uintptr_t)s + (uintptr_t)(x + ahead)), _MM_HINT_T0);
+        if (pf)
+            for (ptrdiff_t x = 0; x < row_bytes; x += 64)
+                _mm_prefetch((const char *)((uintptr_t)s + (uintptr_t)(x + pf)), _MM_HINT_T0);
         if (fmt == ATTN_KVQ_Q8_0 || fmt == ATTN_KVQ_Q4_0) {
             const int q8 = fmt == ATTN_KVQ_Q8_0, bytes = q8 ? 34 : 18;
             for (int b = 0; b < cols / ATTN_QBLOCK; b++) {

@@ -250,6 +250,7 @@ static decl_softmax_rows_fn(softmax_rows_c)
 
 static decl_cvt_rows_fn(cvt_rows_c)
 {
+    (void)pf;
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < cols; c++)
             dst[r * dst_stride + c] = attn_half_to_f32(src[r * src_stride + c], bf16);
@@ -257,6 +258,7 @@ static decl_cvt_rows_fn(cvt_rows_c)
 
 static decl_dequant_rows_fn(dequant_rows_c)
 {
+    (void)pf;
     for (int r = 0; r < rows; r++)
         attn_kvq_dequantize_row(dst + r * dst_stride, src + r * src_stride, (size_t)cols, fmt,
                                 scale);

@@ -632,7 +632,7 @@ static bool check_cvt_rows(const attn_kernels *kr, int rows, int cols, bool bf16
     if (rows * ss > 2)
         src[rows * ss - 2] = bf16 ? 0xff80 : 0xfc00;  /* -inf */
     guarded got = guarded_new((size_t)rows * ds);
-    kr->cvt_rows(got.data, ds, src, ss, rows, cols, bf16);
+    kr->cvt_rows(got.data, ds, src, ss, rows, cols, bf16, 4096);
     bool ok = guarded_intact(&got, rows, cols, ds);
     if (!ok)
         snprintf(why, len, "wrote outside the %dx%d rows", rows, cols);
@@ -668,7 +668,7 @@ static bool check_qk_kbf16(const attn_kernels *kr, int nk, int nq, int dk, char 
         kh[(i * 37 + 5) % ((size_t)nk * ks)] = special[i];
     float *kf = attn_host_alloc((size_t)nk * ks * sizeof(float));
     float *qt = attn_host_alloc((size_t)dk * qs * sizeof(float));
-    attn_kernels_for(ATTN_ISA_C)->cvt_rows(kf, ks, kh, ks, nk, (int)ks, 1);
+    attn_kernels_for(ATTN_ISA_C)->cvt_rows(kf, ks, kh, ks, nk, (int)ks, 1, 0);
     for (ptrdiff_t i = 0; i < dk * qs; i++)
         qt[i] = uniform(-2, 2);
     guarded ref = guarded_new((size_t)nk * ss), got = guarded_new((size_t)nk * ss);
@@ -718,7 +718,7 @@ static bool check_dequant(const attn_kernels *kr, int rows, int cols, attn_kvq f
         attn_kvq_quantize_row(src + r * ss, x, (size_t)cols, f, scale);
     }
     guarded got = guarded_new((size_t)rows * ds);
-    kr->dequant_rows(got.data, ds, src, ss, rows, cols, f, scale);
+    kr->dequant_rows(got.data, ds, src, ss, rows, cols, f, scale, 4096);
     bool ok = guarded_intact(&got, rows, cols, ds);
     if (!ok)
         snprintf(why, len, "wrote outside the %dx%d rows", rows, cols);
@@ -1549,7 +1549,7 @@ static decl_softmax_rows_fn(softmax_rows_keeps_masked)
 static decl_cvt_rows_fn(cvt_rows_always_fp16)
 {
     (void)bf16;
-    attn_kernels_for(ATTN_ISA_C)->cvt_rows(dst, dst_stride, src, src_stride, rows, cols, 0);
+    attn_kernels_for(ATTN_ISA_C)->cvt_rows(dst, dst_stride, src, src_stride, rows, cols, 0, pf);
 }
 
 /* ... a pv16 that reads bf16 V as fp16 ... */
@@ -1592,7 +1592,7 @@ static decl_pack_p_bf16_fn(pack_p_truncates)
 static decl_dequant_rows_fn(dequant_next_scale)
 {
     attn_kernels_for(ATTN_ISA_C)->dequant_rows(dst, dst_stride, src, src_stride, rows, cols, fmt,
-                                               scale);
+                                               scale, pf);
     if (fmt != ATTN_KVQ_Q8_0)
         return;
     for (int r = 0; r < rows; r++)
@@ -1610,7 +1610,7 @@ static decl_dequant_rows_fn(dequant_next_scale)
 static decl_dequant_rows_fn(dequant_nibbles_swapped)
 {
     attn_kernels_for(ATTN_ISA_C)->dequant_rows(dst, dst_stride, src, src_stride, rows, cols, fmt,
-                                               scale);
+                                               scale, pf);
     if (fmt != ATTN_KVQ_Q4_0)
         return;
     for (int r = 0; r < rows; r++)
@@ -2039,7 +2039,7 @@ static void dec_cvt_qk(const attn_kernels *kr, void *p)
     const int brp = 16 * ((b->cols + 15) / 16);
     for (int j = 0; j < DEC_KEYS; j += 12) {
         const int r = DEC_KEYS - j < 12 ? DEC_KEYS - j : 12;
-        kr->cvt_rows(b->kw + j * DEC_D, DEC_D, b->kh + j * DEC_D, DEC_D, r, DEC_D, 1);
+        kr->cvt_rows(b->kw + j * DEC_D, DEC_D, b->kh + j * DEC_D, DEC_D, r, DEC_D, 1, dec_pf(kr));
         kr->qk(b->st + j * brp, brp, b->kw + j * DEC_D, DEC_D, b->qt, brp, r, b->cols, DEC_D, 0);
     }
 }
@@ -2115,7 +2115,8 @@ typedef struct deq_ctx {
 static void deq_rows(const attn_kernels *kr, void *p)
 {
     const deq_ctx *b = p;
-    kr->dequant_rows(b->dst, DEC_D, b->src, (ptrdiff_t)b->rb, DEC_KEYS, DEC_D, b->fmt, 0.01f);
+    kr->dequant_rows(b->dst, DEC_D, b->src, (ptrdiff_t)b->rb, DEC_KEYS, DEC_D, b->fmt, 0.01f,
+                     dec_pf(kr));
 }
 
 static void bench_dequant(void)

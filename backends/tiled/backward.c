@@ -177,7 +177,7 @@ static const float *kv_rows(const tiled_state *s, size_t r, int j0, int n, int c
     const size_t at = (r * (size_t)p->seq_kv + (size_t)j0) * (size_t)cols;
     if (f32)
         return f32 + at;
-    s->h.k->cvt_rows(buf, cols, h + at, cols, n, cols, p->kv_dtype == ATTN_DTYPE_BF16);
+    s->h.k->cvt_rows(buf, cols, h + at, cols, n, cols, p->kv_dtype == ATTN_DTYPE_BF16, 0);
     return buf;
 }
 
@@ -231,7 +231,7 @@ static void unit(const tiled_state *s, const bwd_scratch *x, long u)
                 const float *qr = t->q ? t->q + row * dk : x->qw;
                 if (!t->q)
                     kn->cvt_rows(x->qw, dk, t->q16 + row * dk, dk, m, dk,
-                                 p->dtype == ATTN_DTYPE_BF16);
+                                 p->dtype == ATTN_DTYPE_BF16, 0);
                 const float *dor = t->dout + row * dv;
                 kn->qk(x->sp, bcp, qr, dk, x->kt, bcp, m, n, dk, 0);
                 kn->qk(x->dp, bcp, dor, dv, x->vt, bcp, m, n, dv, 0);

@@ -430,14 +430,15 @@ static void qk_widened(const tiled_state *s, float *st, float *kb, const tile_op
     const int dk = s->h.p.d_k;
     const int bf16 = s->h.p.kv_dtype == ATTN_DTYPE_BF16;
     const bool q = s->plan.path == PATH_QUANT;   /* a quantized K: read back */
+    const ptrdiff_t pf = s->plan.stream ? x->pfk : 0;
     for (int j = 0; j < n; j += end ? n : WIDEN_ROWS) {
         const int r = end ? n : n - j < WIDEN_ROWS ? n - j : WIDEN_ROWS;
         if (q)
             s->h.k->dequant_rows(kb + (size_t)j * dk, dk, x->kq + (size_t)j * x->krow,
-                                 (ptrdiff_t)x->krow, r, dk, x->fmt, x->ksc);
+                                 (ptrdiff_t)x->krow, r, dk, x->fmt, x->ksc, pf);
         else
             s->h.k->cvt_rows(kb + (size_t)j * dk, dk, x->kh + (size_t)j * x->khs, x->khs, r, dk,
-                             bf16);
+                             bf16, pf);
         if (!end)
             qk_part(s, st, x, w, j, 0, r, nc);
     }
@@ -582,7 +583,7 @@ static void load_q(const tiled_state *s, const scratch *w, const block *k)
             const size_t row = column_row(s, k, c);
             float *qr = w->qr + (size_t)c * dk;
             if (q16)
-                kn->cvt_rows(qr, dk, s->h.t.q16 + row * dk, dk, 1, dk, bf16);
+                kn->cvt_rows(qr, dk, s->h.t.q16 + row * dk, dk, 1, dk, bf16, 0);
             const float *q = q16 ? qr : s->h.t.q + row * dk;
             for (int x = 0; x < dk; x++)
                 qr[x] = q[x] * qscale;
@@ -608,7 +609,7 @@ static void load_q(const tiled_state *s, const scratch *w, const block *k)
         if (s->plan.path == PATH_BF16) {
             kn->pack_qt_bf16((uint32_t *)w->qt + c, brp, s->h.t.q16 + row * dk, qs, n, dk);
         } else if (q16) {
-            kn->cvt_rows(w->qr, dk, s->h.t.q16 + row * dk, qs, n, dk, bf16);
+            kn->cvt_rows(w->qr, dk, s->h.t.q16 + row * dk, qs, n, dk, bf16, 0);
             kn->pack_qt(w->qt + c, brp, w->qr, dk, n, dk, qscale);
         } else {
             kn->pack_qt(w->qt + c, brp, s->h.t.q + row * dk, qs, n, dk, qscale);
@@ -699,6 +700,9 @@ static void load_tile(const tiled_state *s, const key_src *c, unsigned char *til
         fetch_v(s, g, j0, nt, c->vbase, c->vw);
     x->pfk = pf * (ptrdiff_t)c->kw;
     x->pfv = pf * (ptrdiff_t)c->vw;
+    /* The tile read back to fp32 whole (PATH_WIDEN) streams from memory
+     * once in decoding: the rows ahead fetched as it is read. */
+    const ptrdiff_t pfk = t->stream ? x->pfk : 0, pfv = t->stream ? x->pfv : 0;
     x->khs = x->kbs = c->ks;
     x->vhs = x->vbs = c->vst;
     if (t->path == PATH_FP32) {
@@ -728,16 +732,16 @@ static void load_tile(const tiled_state *s, const key_src *c, unsigned char *til
         float *kf = (float *)tile, *vf = kf + (size_t)t->bc * dk;
         const float ksc = s->h.t.kscale ? s->h.t.kscale[g] : 1.0f;
         const float vsc = s->h.t.vscale ? s->h.t.vscale[g] : 1.0f;
-        kn->dequant_rows(kf, dk, c->kq + r0 * c->krow, c->kqs, nt, dk, c->fmt, ksc);
-        kn->dequant_rows(vf, dv, c->vq + r0 * c->vrow, c->vqs, nt, dv, c->fmt, vsc);
+        kn->dequant_rows(kf, dk, c->kq + r0 * c->krow, c->kqs, nt, dk, c->fmt, ksc, pfk);
+        kn->dequant_rows(vf, dv, c->vq + r0 * c->vrow, c->vqs, nt, dv, c->fmt, vsc, pfv);
         x->kb = kf;
         x->vb = vf;
         x->kbs = dk;
         x->vbs = dv;
     } else if (t->path == PATH_WIDEN) {
         float *kf = (float *)tile, *vf = kf + (size_t)t->bc * dk;
-        kn->cvt_rows(kf, dk, c->kh + r0 * dk, c->ks, nt, dk, c->bf16);
-        kn->cvt_rows(vf, dv, c->vh + r0 * c->vs, c->vst, nt, dv, c->bf16);
+        kn->cvt_rows(kf, dk, c->kh + r0 * dk, c->ks, nt, dk, c->bf16, pfk);
+        kn->cvt_rows(vf, dv, c->vh + r0 * c->vs, c->vst, nt, dv, c->bf16, pfv);
         x->kb = kf;
         x->vb = vf;
         x->kbs = dk;

@@ -219,9 +219,10 @@ INLINE void pv_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, p
         default: PVT(R, 4, 1, PF); break;                                          \
         }                                                                          \
     } while (0)
-/* pf: V streams from memory (decoding): PF_KEYS rows ahead, the groups of
- * 6 rows share the prefetches of each row's vectors (pfm, pv_any), and
- * then find it in cache. */
+/* pf: V streams from memory (decoding): the row pf bytes ahead (the
+ * table's pf_keys, rows_of.h) is prefetched; the groups of 6 rows share
+ * the prefetches of each row's vectors (pfm, pv_any), and then find it in
+ * cache. */
 #define PV_TILE(R) do {                                                        \
         if (pf && pfm)                                                         \
             PV_TILE_PF(R, 1);                                                  \

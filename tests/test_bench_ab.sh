@@ -31,81 +31,72 @@ refused "--kbf16: 'yes' is not one of: on, off, auto" --kbf16 yes
 refused "--vs-pf-keys: '0' is not an integer in [1, 65536]" --vs-pf-keys 0
 refused "--page: '1025' is not an integer in [0, 1024]" --page 1025
 
+# ran DESC ARGS...: bench_ab ARGS, its output kept for expect.
+ran() {
+    desc=$1
+    shift
+    "$bin" "$@" >"$tmp/out" 2>"$tmp/err"
+    code=$?
+}
+
+# expect PATTERN...: the last run exited 0 and printed a line matching each.
+expect() {
+    pass=0
+    if [ "$code" = 0 ]; then
+        pass=1
+        for p; do
+            grep -q -- "$p" "$tmp/out" || pass=0
+        done
+    fi
+    result "$pass" "$desc" "exit $code: $(cat "$tmp/out" "$tmp/err")"
+}
+
+passed_a='^A: .*: PASSED, '
+passed_b='^B: .*: PASSED, '
+same='^B/A: [0-9.]* (medians), [0-9.]* (best); outputs the same bits$'
 small="--seq 64 --dk 32 --heads 2 --rounds 3 --min-time 0.001"
-# shellcheck disable=SC2086
-"$bin" $small >"$tmp/out" 2>"$tmp/err"
-code=$?
-pass=0
-[ "$code" = 0 ] && [ "$(grep -c ': PASSED, ' "$tmp/out")" = 2 ] &&
-    grep -q '^B/A: [0-9.]* (medians), [0-9.]* (best); outputs the same bits$' "$tmp/out" && pass=1
-result "$pass" "A/A of tiled: both PASSED, the same bits, a ratio" \
-    "exit $code: $(cat "$tmp/out" "$tmp/err")"
 
 # shellcheck disable=SC2086
-"$bin" $small --causal --vs-tile 16x48 >"$tmp/out" 2>"$tmp/err"
-code=$?
-pass=0
-[ "$code" = 0 ] && grep -q 'B: tiled (.*tile 16x48' "$tmp/out" &&
-    grep -q '^B/A: [0-9.]* (medians)' "$tmp/out" && pass=1
-result "$pass" "B with another tile, causal: named and timed" \
-    "exit $code: $(cat "$tmp/out" "$tmp/err")"
+ran "A/A of tiled: both PASSED, the same bits, a ratio" $small
+expect "$passed_a" "$passed_b" "$same"
+
+# shellcheck disable=SC2086
+ran "B with another tile, causal: named and timed" $small --causal --vs-tile 16x48
+expect 'B: tiled (.*tile 16x48' '^B/A: [0-9.]* (medians)'
 
 # The lazy rescale off in B, on C's kernels (every CPU has their qk_exp):
 # named, and the weights of the second key tile rounded another way.
-"$bin" --seq 200 --dk 32 --heads 2 --rounds 3 --min-time 0.001 --isa c --vs-lazy off \
-    >"$tmp/out" 2>"$tmp/err"
-code=$?
-pass=0
-[ "$code" = 0 ] && grep -q 'B: tiled (.*lazy rescale off)' "$tmp/out" &&
-    grep -q '^B/A: [0-9.]* (medians), [0-9.]* (best); outputs differ$' "$tmp/out" && pass=1
-result "$pass" "B with the lazy rescale off: named, timed, its outputs rounded otherwise" \
-    "exit $code: $(cat "$tmp/out" "$tmp/err")"
+ran "B with the lazy rescale off: named, timed, its outputs rounded otherwise" \
+    --seq 200 --dk 32 --heads 2 --rounds 3 --min-time 0.001 --isa c --vs-lazy off
+expect 'B: tiled (.*lazy rescale off)' \
+    '^B/A: [0-9.]* (medians), [0-9.]* (best); outputs differ$'
 
 # Decoding's bf16 K (16 columns: 4 query heads a K/V head, 4 queries)
 # widened in A, read in place in B: named, and the same bits.
-"$bin" --heads 8 --kv-heads 2 --seq 4 --seq-kv 300 --dk 40 --kv-dtype bf16 --rounds 3 \
-    --min-time 0.001 --kbf16 off --vs-kbf16 on >"$tmp/out" 2>"$tmp/err"
-code=$?
-pass=0
-[ "$code" = 0 ] && grep -q 'A: tiled (.*bf16 K widened)' "$tmp/out" &&
-    grep -q 'B: tiled (.*bf16 K in place)' "$tmp/out" &&
-    grep -q '^B/A: [0-9.]* (medians), [0-9.]* (best); outputs the same bits$' "$tmp/out" && pass=1
-result "$pass" "bf16 K widened in A, in place in B: named, timed, the same bits" \
-    "exit $code: $(cat "$tmp/out" "$tmp/err")"
+ran "bf16 K widened in A, in place in B: named, timed, the same bits" \
+    --heads 8 --kv-heads 2 --seq 4 --seq-kv 300 --dk 40 --kv-dtype bf16 --rounds 3 \
+    --min-time 0.001 --kbf16 off --vs-kbf16 on
+expect 'A: tiled (.*bf16 K widened)' 'B: tiled (.*bf16 K in place)' "$same"
 
 # Decoding's prefetch distance, 1 fp32 row ahead in A, 4096 in B (past
 # every key), in pages of 16: named, and the same bits.
 dec="--heads 8 --kv-heads 2 --seq 1 --seq-kv 300 --dk 32 --kv-dtype bf16 --rounds 3 --min-time 0.001"
 # shellcheck disable=SC2086
-"$bin" $dec --page 16 --pf-keys 1 --vs-pf-keys 4096 >"$tmp/out" 2>"$tmp/err"
-code=$?
-pass=0
-[ "$code" = 0 ] && grep -q 'A: tiled (.*prefetch 1 fp32 rows ahead, pages of 16)' "$tmp/out" &&
-    grep -q 'B: tiled (.*prefetch 4096 fp32 rows ahead, pages of 16)' "$tmp/out" &&
-    grep -q '^B/A: [0-9.]* (medians), [0-9.]* (best); outputs the same bits$' "$tmp/out" && pass=1
-result "$pass" "prefetch distances 1 and 4096, pages of 16: named, timed, the same bits" \
-    "exit $code: $(cat "$tmp/out" "$tmp/err")"
+ran "prefetch distances 1 and 4096, pages of 16: named, timed, the same bits" \
+    $dec --page 16 --pf-keys 1 --vs-pf-keys 4096
+expect 'A: tiled (.*prefetch 1 fp32 rows ahead, pages of 16)' \
+    'B: tiled (.*prefetch 4096 fp32 rows ahead, pages of 16)' "$same"
 
 # The dense cache in A, pages of 16 in B: both checked and timed; the
 # outputs not compared (the two layouts are filled in their own orders).
 # shellcheck disable=SC2086
-"$bin" $dec --vs-page 16 >"$tmp/out" 2>"$tmp/err"
-code=$?
-pass=0
-[ "$code" = 0 ] && [ "$(grep -c ': PASSED, ' "$tmp/out")" = 2 ] &&
-    grep -q 'B: tiled (.*pages of 16)' "$tmp/out" &&
-    grep -q '^B/A: [0-9.]* (medians), [0-9.]* (best); outputs not compared' "$tmp/out" && pass=1
-result "$pass" "dense cache against pages of 16: both PASSED, timed, not compared" \
-    "exit $code: $(cat "$tmp/out" "$tmp/err")"
+ran "dense cache against pages of 16: both PASSED, timed, not compared" $dec --vs-page 16
+expect "$passed_a" "$passed_b" 'B: tiled (.*pages of 16)' \
+    '^B/A: [0-9.]* (medians), [0-9.]* (best); outputs not compared'
 
 # Pages of 16 against pages of 48, both in tiles of 16: the same keys in
 # the same tiles, so the same bits through two block tables.
 # shellcheck disable=SC2086
-"$bin" $dec --tile 1x16 --page 16 --vs-page 48 >"$tmp/out" 2>"$tmp/err"
-code=$?
-pass=0
-[ "$code" = 0 ] && grep -q 'A: tiled (.*pages of 16)' "$tmp/out" &&
-    grep -q 'B: tiled (.*pages of 48)' "$tmp/out" &&
-    grep -q '^B/A: [0-9.]* (medians), [0-9.]* (best); outputs the same bits$' "$tmp/out" && pass=1
-result "$pass" "pages of 16 against 48 in tiles of 16: the same bits" \
-    "exit $code: $(cat "$tmp/out" "$tmp/err")"
+ran "pages of 16 against 48 in tiles of 16: the same bits" \
+    $dec --tile 1x16 --page 16 --vs-page 48
+expect 'A: tiled (.*pages of 16)' 'B: tiled (.*pages of 48)' "$same"

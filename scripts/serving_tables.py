@@ -3,7 +3,8 @@ stdout: the machine's ceilings, paged decoding against the contiguous
 cache, decoding's throughput against the batch size, a ragged decode batch
 against its roofline, a ragged prefill batch against a dense one of the
 same FLOPs, and a mixed batch (a prefill chunk among decode tokens) beside
-its two phases run alone, each figure the median of the rounds (one
+its two phases run alone (and from pool.log, bench_pool's plain read of the
+pages' runs), each figure the median of the rounds (one
 process each, interleaved), with the targets' verdicts. Every figure of
 results/serving/README.md is here.
 
@@ -15,6 +16,7 @@ results/serving/README.md is here.
 import glob
 import math
 import os
+import re
 import statistics
 import sys
 
@@ -109,6 +111,47 @@ def paged(d):
             tgt = verdict(ratio <= PAGE_TARGET) if page in ("16", "64", "256") else "-"
             print(f"| {b} | {page or 'contiguous'} | {t * 1e3:.2f} ms | {median(sel, 'gbs'):.1f} | "
                   f"{median(sel, 'pct_roofline'):.0f} | {ratio:.2f}x | {norm:.2f}x | {tgt} |")
+    print()
+
+
+def pool(d):
+    """bench_pool's rows in pool.log, one block a round: each run size's GB/s and
+    time against the sequential stream, the medians over the rounds."""
+    path = os.path.join(d, "pool.log")
+    if not os.path.exists(path):
+        return
+    gbs, ratio, order, head = {}, {}, [], None
+    with open(path) as f:
+        for line in f:
+            m = re.match(r"bench_pool: a (\d+) MiB pool, \d+ threads, (\d+) rounds", line)
+            head = m.groups() if m else head
+            w = line.split()
+            if len(w) == 6 and w[2] in ("sequential", "shuffled") and w[5].endswith("x"):
+                size = f"{w[0]} {w[1]}"
+                if size not in gbs:
+                    order.append(size)
+                    gbs[size], ratio[size] = [], []
+                gbs[size].append(float(w[3]))
+                ratio[size].append(float(w[5][:-1]))
+    if not order or not head:
+        csvload.die(PROG, f"{path}: no rows of bench_pool")
+    rounds = len(ratio[order[0]])
+    print(f"### The memory's own cost of the runs: a plain read ({rounds} rounds)\n")
+    print(f"`tests/bench_pool` after each round's paged cases: a {head[0]} MiB pool read with "
+          "no arithmetic, as runs of each size in a seeded shuffle and as one sequential stream "
+          f"per thread (the first row); each run of it times every size {head[1]} times, once a turn "
+          "in a rotated order, and gives the median of each turn's time against the "
+          "sequential stream's. 'vs sequential' is the median of those over the rounds. For "
+          "this preset in bf16 a K/V head's run is 4 KiB in a page of 16, 16 KiB in a page of "
+          "64 and 64 KiB in a page of 256; decoding reads the 8 K/V heads of a page of 16 "
+          "together, a run of 32 KiB (docs/serving.md).\n")
+    print("| runs of | order | GB/s | vs sequential | lowest, highest |")
+    print("|---|---|---|---|---|")
+    for size in order:
+        r = ratio[size]
+        kind = "sequential" if size == order[0] else "shuffled"
+        print(f"| {size} | {kind} | {statistics.median(gbs[size]):.1f} | "
+              f"{statistics.median(r):.2f}x | {min(r):.2f}x, {max(r):.2f}x |")
     print()
 
 
@@ -215,6 +258,7 @@ def main():
     peaks(d)
     print()
     paged(d)
+    pool(d)
     batches(d)
     decode(d)
     prefill(d)

@@ -82,7 +82,10 @@ def batch_chart(d, rows, machine):
         ax.set_ylabel(ylabel)
         ax.grid(True, which="both", alpha=0.3)
     axes[0].set_ylim(bottom=0)   # linear from 0: how flat it is is the point
-    axes[1].set_ylim(0, 100)
+    # to 100%, or past it where a case beat its roofline (a bandwidth probe that read
+    # less than the case then moved): no point cut off
+    tops = [y for line in axes[1].lines for y in line.get_ydata()]
+    axes[1].set_ylim(0, max([100.0] + [1.05 * y for y in tops]))
     if not axes[1].lines:
         axes[1].text(0.5, 0.5, "no peak measured (attnbench --peak):\n% of the roofline unknown",
                      ha="center", va="center", transform=axes[1].transAxes)

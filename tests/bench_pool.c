@@ -66,7 +66,9 @@ static void usage(FILE *f, const char *prog)
             "  --rounds R       rounds, 3..%d (default 15)\n"
             "  --ahead BYTES    prefetch distance along each thread's runs, 0..16777216, a\n"
             "                   multiple of 64 (default 4096; 0: the hardware prefetchers alone)\n"
-            "  --seed S         the shuffle's seed (default 1)\n",
+            "  --seed S         the shuffle's seed (default 1)\n"
+            "  --plant          for the tests: every shuffled pass skips its last run, which\n"
+            "                   the sum check must catch (exit 1)\n",
             prog, ROUNDS_MAX);
 }
 

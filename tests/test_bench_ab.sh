@@ -10,16 +10,6 @@ tmp=$(mktemp -d) || exit 2
 trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/tap.sh"
 
-refused() {  # refused TEXT ARGS...
-    text=$1
-    shift
-    "$bin" "$@" >"$tmp/out" 2>"$tmp/err"
-    code=$?
-    [ "$code" = 2 ] && [ ! -s "$tmp/out" ] && [ "$(wc -l <"$tmp/err")" = 1 ] &&
-        grep -qF -- "$text" "$tmp/err" && pass=1 || pass=0
-    result "$pass" "refused: $*" "exit $code, stderr: $(cat "$tmp/err")"
-}
-
 echo "1..16"
 refused "unknown backend 'nosuch'" --vs nosuch
 refused "--tile: '64x' is not BRxBC" --tile 64x

@@ -8,16 +8,6 @@ tmp=$(mktemp -d) || exit 2
 trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/tap.sh"
 
-refused() {  # refused TEXT ARGS...
-    text=$1
-    shift
-    "$bin" "$@" >"$tmp/out" 2>"$tmp/err"
-    code=$?
-    [ "$code" = 2 ] && [ ! -s "$tmp/out" ] && [ "$(wc -l <"$tmp/err")" = 1 ] &&
-        grep -qF -- "$text" "$tmp/err" && pass=1 || pass=0
-    result "$pass" "refused: $*" "exit $code, stderr: $(cat "$tmp/err")"
-}
-
 echo "1..8"
 refused "--pool: '8' is not an integer in [16, 16384]" --pool 8
 refused "--runs: 1000 is not a multiple of 64 dividing the pool (16 MiB)" --pool 16 --runs 1000

@@ -6,20 +6,8 @@ tmp=$(mktemp -d) || exit 2
 trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/tap.sh"
 
-# refused CODE TEXT ARGS...: exit code CODE, stdout empty, one stderr line containing TEXT
-refused() {
-    want=$1 text=$2
-    shift 2
-    "$bin" "$@" >"$tmp/out" 2>"$tmp/err"
-    code=$?
-    lines=$(wc -l <"$tmp/err")
-    pass=0
-    if [ "$code" = "$want" ] && [ ! -s "$tmp/out" ] && [ "$lines" = 1 ] &&
-        grep -qF -- "$text" "$tmp/err"; then
-        pass=1
-    fi
-    result "$pass" "refused ($want): $*" "exit $code, stderr: $(cat "$tmp/err"), stdout bytes: $(wc -c <"$tmp/out")"
-}
+# refused CODE TEXT ARGS...: tap.sh's refused_code (here every refusal names its code)
+refused() { refused_code "$@"; }
 
 # runs CODE TEXT ARGS...: exit code CODE and TEXT on stdout
 runs() {

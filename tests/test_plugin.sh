@@ -17,18 +17,6 @@ tmp=$(mktemp -d) || exit 2
 trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/tap.sh"
 
-# refused TEXT ARGS...: exit 2, stdout empty, one stderr line containing TEXT
-refused() {
-    text=$1
-    shift
-    "$bin" "$@" >"$tmp/out" 2>"$tmp/err"
-    code=$?
-    ok=0
-    [ $code = 2 ] && [ ! -s "$tmp/out" ] && [ "$(wc -l <"$tmp/err")" = 1 ] &&
-        grep -qF -- "$text" "$tmp/err" && ok=1
-    result $ok "refused: $*" "exit $code, stderr: $(cat "$tmp/err"), stdout bytes: $(wc -c <"$tmp/out")"
-}
-
 # verdicts CSV: the verdict column of every row, one per line
 verdicts() {
     sed 's/"[^"]*"//g' "$1" | awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }

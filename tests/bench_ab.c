@@ -42,6 +42,8 @@ typedef struct arm {
     attn_guarded out;
     void *state;
     bool lazy_off;          /* tiled: the lazy rescale off (attn_tiled_lazy) */
+    bool steal_off;         /* tiled: split chunks in runs without stealing
+                               (attn_tiled_steal) */
     int kbf16;              /* tiled: bf16 K in place for qk (1), widened (-1), as the
                                kernel table prefers (0; attn_tiled_kbf16) */
     int pf_keys;            /* tiled: decoding's prefetch distance, fp32 rows (0: the
@@ -61,13 +63,13 @@ typedef struct ab_opts {
     const char *names[2];
     int rounds;
     double min_time;
-    bool vs_isa, vs_tile, vs_splits, vs_threads, vs_lazy, vs_kbf16, vs_pf_keys, vs_page;
+    bool vs_isa, vs_tile, vs_splits, vs_threads, vs_lazy, vs_steal, vs_kbf16, vs_pf_keys, vs_page;
 } ab_opts;
 
 enum {
     O_BATCH, O_HEADS, O_KV_HEADS, O_SEQ, O_SEQ_KV, O_DK, O_DV, O_CAUSAL, O_DTYPE, O_KV_DTYPE,
     O_FILL, O_SEED, O_BACKEND, O_VS, O_TILE, O_VS_TILE, O_SPLITS, O_VS_SPLITS, O_ISA, O_VS_ISA,
-    O_THREADS, O_VS_THREADS, O_LAZY, O_VS_LAZY, O_KBF16, O_VS_KBF16, O_PF_KEYS, O_VS_PF_KEYS, O_PAGE, O_VS_PAGE, O_ROUNDS, O_MIN_TIME, O_HELP
+    O_THREADS, O_VS_THREADS, O_LAZY, O_VS_LAZY, O_STEAL, O_VS_STEAL, O_KBF16, O_VS_KBF16, O_PF_KEYS, O_VS_PF_KEYS, O_PAGE, O_VS_PAGE, O_ROUNDS, O_MIN_TIME, O_HELP
 };
 
 static const attn_option options[] = {
@@ -83,6 +85,7 @@ static const attn_option options[] = {
     { "isa", O_ISA, ATTN_ARG_REQUIRED },         { "vs-isa", O_VS_ISA, ATTN_ARG_REQUIRED },
     { "threads", O_THREADS, ATTN_ARG_REQUIRED }, { "vs-threads", O_VS_THREADS, ATTN_ARG_REQUIRED },
     { "lazy", O_LAZY, ATTN_ARG_REQUIRED },       { "vs-lazy", O_VS_LAZY, ATTN_ARG_REQUIRED },
+    { "steal", O_STEAL, ATTN_ARG_REQUIRED },     { "vs-steal", O_VS_STEAL, ATTN_ARG_REQUIRED },
     { "kbf16", O_KBF16, ATTN_ARG_REQUIRED },     { "vs-kbf16", O_VS_KBF16, ATTN_ARG_REQUIRED },
     { "pf-keys", O_PF_KEYS, ATTN_ARG_REQUIRED }, { "vs-pf-keys", O_VS_PF_KEYS, ATTN_ARG_REQUIRED },
     { "page", O_PAGE, ATTN_ARG_REQUIRED },       { "vs-page", O_VS_PAGE, ATTN_ARG_REQUIRED },
@@ -103,14 +106,16 @@ static void usage(FILE *f, const char *prog)
             "          (defaults: 1, 8, H, 1024, NQ, 64, D, no, fp32, T, normal, 1)\n"
             "arm A:    --backend NAME (tiled) --tile BRxBC[xSB] --splits N --isa ISA\n"
             "          --threads T (the CPUs this process may run on) --lazy on|off (tiled's\n"
-            "          lazy rescale, on) --kbf16 on|off|auto (tiled: decoding's bf16 K read\n"
-            "          in place by qk_kbf16, or widened for qk; auto: as the kernels prefer)\n"
+            "          lazy rescale, on) --steal on|off (tiled: a thread done with its run\n"
+            "          of split chunks takes others', on) --kbf16 on|off|auto (tiled:\n"
+            "          decoding's bf16 K read in place by qk_kbf16, or widened for qk; auto:\n"
+            "          as the kernels prefer)\n"
             "          --pf-keys N (tiled: decoding prefetches the K/V rows N fp32 rows\n"
             "          ahead, 2N of 16 bits, 4N quantized; default: as its kernel table says)\n"
             "          --page P (K/V in a pool of pages of P tokens, 1..%d, in a seeded\n"
             "          shuffle, as attnbench --page; 0: the dense cache, the default)\n"
             "arm B:    --vs NAME (A's) --vs-tile --vs-splits --vs-isa --vs-threads --vs-lazy\n"
-            "          --vs-kbf16 --vs-pf-keys --vs-page (each A's unless given)\n"
+            "          --vs-steal --vs-kbf16 --vs-pf-keys --vs-page (each A's unless given)\n"
             "timing:   --rounds R (3..%d, default 15) --min-time S (a round's run of each,\n"
             "          default 0.05)\n",
             prog, ATTN_MAX_PAGE, ROUNDS_MAX);
@@ -179,6 +184,8 @@ static int on_option(void *ctx, int id, const char *name, const char *val)
     case O_VS_THREADS: o->vs_threads = true; return attn_opt_int(name, val, 1, 1024, &b->threads);
     case O_LAZY:     return parse_on_off(name, val, &o->a[0].lazy_off);
     case O_VS_LAZY:  o->vs_lazy = true; return parse_on_off(name, val, &o->a[1].lazy_off);
+    case O_STEAL:    return parse_on_off(name, val, &o->a[0].steal_off);
+    case O_VS_STEAL: o->vs_steal = true; return parse_on_off(name, val, &o->a[1].steal_off);
     case O_KBF16:    return parse_kbf16(name, val, &o->a[0].kbf16);
     case O_VS_KBF16: o->vs_kbf16 = true; return parse_kbf16(name, val, &o->a[1].kbf16);
     case O_PF_KEYS:  return attn_opt_int(name, val, 1, 1 << 16, &o->a[0].pf_keys);
@@ -209,6 +216,8 @@ static void describe(const arm *x, char *buf, size_t len)
         n += snprintf(buf + n, len - (size_t)n, ", splits %d", c->splits);
     if (x->lazy_off && n < (int)len)
         n += snprintf(buf + n, len - (size_t)n, ", lazy rescale off");
+    if (x->steal_off && n < (int)len)
+        n += snprintf(buf + n, len - (size_t)n, ", no stealing");
     if (x->kbf16 && n < (int)len)
         n += snprintf(buf + n, len - (size_t)n, ", bf16 K %s", x->kbf16 > 0 ? "in place" : "widened");
     if (x->pf_keys && n < (int)len)
@@ -237,10 +246,12 @@ static int start(arm *x, const attn_inputs *in, double min_time, const char *lab
         return attn_error(ATTN_EXIT_TOO_LARGE, "%s: no memory for the output", label);
     attn_guarded_poison(&x->out);
     attn_tiled_lazy(!x->lazy_off);   /* read by tiled's plan, in prepare */
+    attn_tiled_steal(!x->steal_off);
     attn_tiled_kbf16(x->kbf16);
     attn_tiled_pf_keys(x->pf_keys);
     st = x->be->prepare(p, &x->cfg, &x->state);
     attn_tiled_lazy(true);
+    attn_tiled_steal(true);
     attn_tiled_kbf16(0);
     attn_tiled_pf_keys(0);
     if (st != ATTN_OK)
@@ -359,6 +370,7 @@ int main(int argc, char **argv)
     }
     b->splits = o.vs_splits ? b->splits : a->splits;
     o.a[1].lazy_off = o.vs_lazy ? o.a[1].lazy_off : o.a[0].lazy_off;
+    o.a[1].steal_off = o.vs_steal ? o.a[1].steal_off : o.a[0].steal_off;
     o.a[1].kbf16 = o.vs_kbf16 ? o.a[1].kbf16 : o.a[0].kbf16;
     o.a[1].pf_keys = o.vs_pf_keys ? o.a[1].pf_keys : o.a[0].pf_keys;
     o.a[1].page = o.vs_page ? o.a[1].page : o.a[0].page;

@@ -10,13 +10,14 @@ tmp=$(mktemp -d) || exit 2
 trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/tap.sh"
 
-echo "1..16"
+echo "1..18"
 refused "unknown backend 'nosuch'" --vs nosuch
 refused "--tile: '64x' is not BRxBC" --tile 64x
 refused "--rounds: '2' is not an integer in [3, 101]" --rounds 2
 refused "--kv-heads 3 does not divide --heads 8" --kv-heads 3
 refused "--dtype: 'q4_0' is not a storage type of Q" --dtype q4_0
 refused "--vs-lazy: 'maybe' is not one of: on, off" --vs-lazy maybe
+refused "--steal: 'maybe' is not one of: on, off" --steal maybe
 refused "--kbf16: 'yes' is not one of: on, off, auto" --kbf16 yes
 refused "--vs-pf-keys: '0' is not an integer in [1, 65536]" --vs-pf-keys 0
 refused "--page: '1025' is not an integer in [0, 1024]" --page 1025
@@ -60,6 +61,13 @@ ran "B with the lazy rescale off: named, timed, its outputs rounded otherwise" \
     --seq 200 --dk 32 --heads 2 --rounds 3 --min-time 0.001 --isa c --vs-lazy off
 expect 'B: tiled (.*lazy rescale off)' \
     '^B/A: [0-9.]* (medians), [0-9.]* (best); outputs differ$'
+
+# Split chunks without stealing in B (4 chunks a K/V head of 2): named,
+# and the same bits.
+ran "B without stealing: named, timed, the same bits" \
+    --heads 4 --kv-heads 2 --seq 1 --seq-kv 2048 --dk 32 --splits 4 --threads 2 --rounds 3 \
+    --min-time 0.001 --vs-steal off
+expect 'A: tiled (2 threads, splits 4)' 'B: tiled (.*no stealing)' "$same"
 
 # Decoding's bf16 K (16 columns: 4 query heads a K/V head, 4 queries)
 # widened in A, read in place in B: named, and the same bits.

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "host.h"
+#include "tiled/runs.h"
 #include "tiled/tiled.h"
 
 /* Tiles of at most this many columns are decoding's: the keys of a tile in
@@ -173,6 +174,8 @@ typedef struct tiled_state {
                                      serving batch the largest of its items' */
     float *parts;                 /* [blocks][splits][part_floats] when split (a serving
                                      batch: each split item's, one after the other) */
+    tiled_run_slot *runs;         /* [threads]: a dense batch's equal chunks' runs
+                                     (runs.h), or NULL */
     tiled_serving serve;          /* a serving batch's schedule (serving.c) */
     tiled_bwd bwd;                /* the backward (attn_backward(p)) */
 } tiled_state;

@@ -46,6 +46,12 @@ void attn_tiled_lazy_tiles(long *kept, long *raised, long *redone);
  * off, for timing the two in one process (bench_ab --lazy). */
 void attn_tiled_lazy(bool on);
 
+/* Split chunks in runs with stealing (runs.h) in the states prepared
+ * after this call: on (the default), or off, each thread's run alone as
+ * OpenMP's static schedule hands them out, for timing the two in one
+ * process (bench_ab --steal); it changes no result. */
+void attn_tiled_steal(bool on);
+
 /* Decoding's outer-product Q.K^T on bf16 K, in the plans made after this
  * call: read in place by qk_kbf16 (1), widened by cvt_rows for qk (-1), or
  * as the kernel table prefers (0, the default: attn_kernels.kbf16). The

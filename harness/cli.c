@@ -69,10 +69,17 @@ static const attn_option options[] = {
     { "fma-probe", O_FMA_PROBE, ARG_NONE },   { "plugin", O_PLUGIN, ARG_REQUIRED },
 };
 
+static const char *error_program = "attnbench";
+
+void attn_error_program(const char *name)
+{
+    error_program = name;
+}
+
 int attn_error(int code, const char *fmt, ...)
 {
     va_list ap;
-    fputs("attnbench: ", stderr);
+    fprintf(stderr, "%s: ", error_program);
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);

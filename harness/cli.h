@@ -65,9 +65,12 @@ typedef struct attn_opts {
     bool list, help, version;
 } attn_opts;
 
-/* Prints "attnbench: <message>" as one line on stderr and returns code. */
+/* Prints "<program>: <message>" as one line on stderr and returns code;
+ * the program is attnbench unless attn_error_program named another (the
+ * tools beside it: bench_ab, bench_pool). */
 __attribute__((format(printf, 2, 3)))
 int attn_error(int code, const char *fmt, ...);
+void attn_error_program(const char *name);
 
 /* A table-driven command line (attnbench's and attnbench arch's): options
  * --name, --name=value or --name value, each looked up in a table. */

@@ -347,6 +347,7 @@ int main(int argc, char **argv)
     ab_opts o = { .p = { .batch = 1, .heads = 8, .seq_q = 1024, .d_k = 64 },
                   .s = { .seed = 1 }, .names = { "tiled", NULL }, .rounds = 15,
                   .min_time = 0.05 };
+    attn_error_program("bench_ab");
     int rc = attn_options_parse(options, sizeof(options) / sizeof(options[0]), argc, argv, 1,
                                 on_option, &o);
     if (rc >= 0)

@@ -224,6 +224,7 @@ static void print_rows(const pool_opts *o, int ns, const size_t *run, const size
 int main(int argc, char **argv)
 {
     pool_opts o = { .pool_mib = 512, .rounds = 15, .ahead = 4096, .seed = 1 };
+    attn_error_program("bench_pool");
     int rc = attn_options_parse(options, sizeof(options) / sizeof(options[0]), argc, argv, 1,
                                 on_option, &o);
     if (rc >= 0 || o.help) {

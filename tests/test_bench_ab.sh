@@ -13,7 +13,7 @@ trap 'rm -rf "$tmp"' EXIT
 echo "1..18"
 refused "unknown backend 'nosuch'" --vs nosuch
 refused "--tile: '64x' is not BRxBC" --tile 64x
-refused "--rounds: '2' is not an integer in [3, 101]" --rounds 2
+refused "bench_ab: --rounds: '2' is not an integer in [3, 101]" --rounds 2
 refused "--kv-heads 3 does not divide --heads 8" --kv-heads 3
 refused "--dtype: 'q4_0' is not a storage type of Q" --dtype q4_0
 refused "--vs-lazy: 'maybe' is not one of: on, off" --vs-lazy maybe

@@ -9,7 +9,7 @@ trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/tap.sh"
 
 echo "1..8"
-refused "--pool: '8' is not an integer in [16, 16384]" --pool 8
+refused "bench_pool: --pool: '8' is not an integer in [16, 16384]" --pool 8
 refused "--runs: 1000 is not a multiple of 64 dividing the pool (16 MiB)" --pool 16 --runs 1000
 refused "--runs: 3136 is not a multiple of 64 dividing the pool (16 MiB)" --pool 16 --runs 3136
 refused "--rounds: '2' is not an integer in [3, 101]" --rounds 2

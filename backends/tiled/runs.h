@@ -28,7 +28,9 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#define RUNS_MAX_ITEMS 0x7fffffffL   /* items a set of runs can hold */
+/* Items a set of runs can hold: an owner's front moves on once per call
+ * of tiled_runs_next, at most n + 1 times, so it stays below 2^32. */
+#define RUNS_MAX_ITEMS 0x7fffffffL
 
 typedef struct tiled_run_slot {
     _Alignas(64) _Atomic uint64_t span;   /* front << 32 | end */

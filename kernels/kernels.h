@@ -295,6 +295,12 @@ typedef struct attn_kernels {
                            many keys of fp32 rows, twice as many of 16-bit, four
                            times quantized (0 where they do not prefetch; rows_of.h:
                            PF_KEYS, or PF_KEYS_AMD on AMD's cores; AVX2's own) */
+    int dec_keys;       /* the key tile of the tiled backend's narrow decoding
+                           tiles (at most 16 columns) on 16-bit and quantized
+                           K/V in a dense cache: this many keys; 0: plan.c's
+                           rule, the score tile and the rows in half of L1. The
+                           AVX-512 table on AMD's cores: 192 (backends/tiled/
+                           plan.c has the figures) */
     int fetch_v;        /* the tiled backend requests each narrow decoding tile's
                            V rows towards L1 as Q.K^T starts on it (the AVX2
                            table, where it was measured: backends/tiled/keys.c,

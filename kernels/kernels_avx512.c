@@ -815,4 +815,5 @@ void attn_kernels_init_avx512(attn_kernels *k)
     k->bwd_ds = bwd_ds_avx512;
     k->prefetches = 1;
     k->pf_keys = attn_cpu_amd() ? PF_KEYS_AMD : PF_KEYS;
+    k->dec_keys = attn_cpu_amd() ? DEC_KEYS_AMD : 0;
 }

@@ -483,5 +483,6 @@ void attn_kernels_init_c(attn_kernels *k)
     k->kbf16 = 0;
     k->prefetches = 0;
     k->pf_keys = 0;
+    k->dec_keys = 0;
     k->fetch_v = 0;
 }

@@ -94,6 +94,16 @@ static inline const char *row_addr(const rows_of *x, ptrdiff_t r, int c, ptrdiff
  * PF_KEYS, not measured there either. */
 #define PF_KEYS_AMD 48
 
+/* The AVX-512 table's decoding tile on AMD's cores (attn_kernels.dec_keys)
+ * where K/V are 16-bit or quantized in a dense cache: 192 keys, where the
+ * rule of half of L1 gives 32 or 48 at d = 128. The softmax and the
+ * accumulator's rescaling come once a tile, and at 1 to 16 columns a
+ * short tile spends on them a good part of what its dot products take;
+ * the prefetch distance (PF_KEYS_AMD) does not depend on the tile there.
+ * backends/tiled/plan.c has the figures (the 2-core Zen 4 EPYC); not
+ * measured on Zen 5 or on Intel's cores, which keep the rule. */
+#define DEC_KEYS_AMD 192
+
 /* The widening kernels (cvt_rows, AVX-512) also prefetch the row PF_NEAR
  * ahead of the one in hand into L1: the rows after the WIDEN_ROWS
  * (backends/tiled/keys.c) that the tiled backend widens at a time for qk.

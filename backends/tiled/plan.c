@@ -242,7 +242,29 @@ static int page_tile(int bc, int page, bool decoding)
  *    5.82 against 5.77; Llama-3.1-8B, bf16, B = 16 (3 rounds) 99.3
  *    against 107.2, pages of 64 110.7 against 127.2 (their tile 64 before,
  *    32 now), pages of 256 107.3 against 108.9. Not measured on the
- *    AVX-512 CPUs, where the multiples of 48 gave 48 too.
+ *    AVX-512 CPUs, where the multiples of 48 gave 48 too;
+ *  - except, where the kernel table says (attn_kernels.dec_keys: the
+ *    AVX-512 table on AMD's cores, 192), narrow decoding tiles on 16-bit
+ *    and quantized K/V in a dense cache: there the tile's softmax and
+ *    rescaling weigh on compute-bound tiles, and the prefetch distance
+ *    is the kernel table's whatever the tile. On the 2-core Zen 4 EPYC
+ *    (H = 32, d = 128, Nq = 1 unless said, bench_ab, 15 alternating
+ *    rounds, 192 keys against the rule's 32, or 48 at Nq = 4; ratio of
+ *    the medians), in L3 (1 thread, Nk = 2K; Hkv = 32 Nk = 1K): bf16
+ *    0.91x, fp16 0.89x, bf16 Q and K/V 0.90x, q8_0 0.91-0.92x, q4_0
+ *    0.92x, fp8e4m3 0.96x, Hkv = 32 bf16 0.79x and fp16 0.88x, Nq = 4
+ *    0.96x both; 2 threads at Nk = 4K and 8K 0.87-0.94x, B = 8 at
+ *    Nk = 512 0.92-0.94x; from memory (2 threads, Nk = 32K, where the
+ *    bandwidth bounds and moved by a fifth between runs) bf16 Q and K/V
+ *    0.92x and 0.95x, q8_0 0.94x (Q in q8_0 0.87x), q4_0 0.93x,
+ *    fp8e4m3 0.94x, fp16 0.98x, bf16 0.90x and 1.01x in two runs,
+ *    Hkv = 32 0.96-0.99x, Nq = 4 0.94-0.99x, B = 8 (Nk = 16K) 0.86x
+ *    and 1.01x, Nk = 128K 0.97-0.99x. Not fp32 K/V: 1.05x and 1.05x
+ *    from memory, 1.12x at Nk = 4K. Not pages, nor tokens packed
+ *    (ragged batches), whose prefetch runs whole tiles ahead (keys.c,
+ *    pf_rows): Llama-3.1-8B (bf16) in pages of 256, 2 threads, tiles of
+ *    the page took 1.05-1.11x the time of the rule's 32, tiles of 128
+ *    1.01-1.04x.
  * Neither they nor the chunks depend on the thread count, so neither does
  * the output. */
 tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg, int page, bool tokens)
@@ -279,6 +301,9 @@ tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg, int pa
         const long step = dots ? 16 : 48, least = dots ? 32 : 48;
         const long bc = l1d_bytes() / 2 / per_key / step * step;
         t.bc = bc < least ? (int)least : bc > 192 ? 192 : (int)bc;
+        if (kn && kn->dec_keys > 0 && p->kv_dtype != ATTN_DTYPE_FP32 && t.cols <= ROWS_MAX &&
+            page == 0 && !tokens)
+            t.bc = kn->dec_keys;
     } else {
         const long per_key = (long)(p->d_k + p->d_v) * (long)sizeof(float);
         const long bc = l2_bytes() / 4 / per_key / 48 * 48;

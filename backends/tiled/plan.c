@@ -259,7 +259,9 @@ static int page_tile(int bc, int page, bool decoding)
  *    0.92x and 0.95x, q8_0 0.94x (Q in q8_0 0.87x), q4_0 0.93x,
  *    fp8e4m3 0.94x, fp16 0.98x, bf16 0.90x and 1.01x in two runs,
  *    Hkv = 32 0.96-0.99x, Nq = 4 0.94-0.99x, B = 8 (Nk = 16K) 0.86x
- *    and 1.01x, Nk = 128K 0.97-0.99x. Not fp32 K/V: 1.05x and 1.05x
+ *    and 1.01x, Nk = 128K 0.97-0.99x; q8_0 and q4_0 at Nq = 4 (K read
+ *    back 12 rows at a time, qk_widened) 0.97-0.98x in L3 and from
+ *    memory. Not fp32 K/V: 1.05x and 1.05x
  *    from memory, 1.12x at Nk = 4K. Not pages, nor tokens packed
  *    (ragged batches), whose prefetch runs whole tiles ahead (keys.c,
  *    pf_rows): Llama-3.1-8B (bf16) in pages of 256, 2 threads, tiles of

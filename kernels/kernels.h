@@ -195,6 +195,17 @@
     const uint32_t *restrict pp, ptrdiff_t pp_stride, const uint32_t *restrict vp, \
     ptrdiff_t vp_stride, const float *restrict alpha, int nq, int nk, int dv)
 
+/* P.V of decoding's tiles (qk_rows_bf16's, a few columns) on the CPU's
+ * bf16 dot products, V's bf16 rows read in place, in pairs of keys: the
+ * weights P^T [nk][nq] rounded to bf16 as pack_p_bf16 rounds them, then
+ * exactly what pack_p_bf16, pack_v_bf16 and pv_bf16 give on them (an odd
+ * nk's last pair adds a weight of 0). P is rounded to bf16 before P.V as
+ * FlashAttention rounds it, the sums fp32: half the multiply-adds of pv16,
+ * on each pair of keys' products at once. pf: pv16's. */
+#define decl_pv_rows_bf16_fn(name) void (name)(float *restrict o, ptrdiff_t o_stride, \
+    const float *restrict pt, ptrdiff_t pt_stride, const uint16_t *restrict v, \
+    ptrdiff_t v_stride, const float *restrict alpha, int nq, int nk, int dv, ptrdiff_t pf)
+
 /* The score modifiers (backend.h) on a tile of log2-scaled scores S^T (nk
  * keys x nq queries), key j at position j0 + j, in this order:
  *   cap > 0        s <- cap tanh(s / cap)   (cap in log2 units: C log2(e))
@@ -250,6 +261,7 @@ typedef decl_qk_rows_bf16_fn(attn_qk_rows_bf16_fn);
 typedef decl_pack_v_bf16_fn(attn_pack_v_bf16_fn);
 typedef decl_pack_p_bf16_fn(attn_pack_p_bf16_fn);
 typedef decl_pv_bf16_fn(attn_pv_bf16_fn);
+typedef decl_pv_rows_bf16_fn(attn_pv_rows_bf16_fn);
 typedef decl_qk_rows_fn(attn_qk_rows_fn);
 typedef decl_pack_qt_fn(attn_pack_qt_fn);
 typedef decl_softmax_fn(attn_softmax_fn);
@@ -281,6 +293,7 @@ typedef struct attn_kernels {
     attn_pack_v_bf16_fn *pack_v_bf16;
     attn_pack_p_bf16_fn *pack_p_bf16;
     attn_pv_bf16_fn *pv_bf16;
+    attn_pv_rows_bf16_fn *pv_rows_bf16;
     attn_mods_fn *mods;
     attn_pv_t_fn *pv_t;
     attn_bwd_ds_fn *bwd_ds;
@@ -308,6 +321,10 @@ typedef struct attn_kernels {
     int bf16_dot;       /* its bf16 kernels run on the CPU's bf16 dot products
                            (AVX512_BF16); where not, they are C's, the definition,
                            and the tiled backend converts bf16 to fp32 instead */
+    int pv_rows;        /* the tiled backend runs decoding's P.V with bf16 Q and K/V
+                           through pv_rows_bf16 (P rounded to bf16), not pv16: the
+                           AVX-512 table with AVX512_BF16 on AMD's cores
+                           (kernels_avx512_bf16.c has the figures) */
     int int8_dot;       /* its qk_rows_i8 runs on the CPU's int8 dot products
                            (AVX512_VNNI); where not, it is C's, the definition */
     int kbf16;          /* the tiled backend runs decoding's outer-product Q.K^T

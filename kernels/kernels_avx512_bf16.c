@@ -333,6 +333,146 @@ static decl_pv_bf16_fn(pv_bf16_avx512)
     }
 }
 
+/* Decoding's P.V on bf16 rows of V read in place (pv_rows_bf16): a tile
+ * of up to 4 queries by 64 columns of V, two keys a step. The step's 2 x 4
+ * weights, rounded to bf16 at once (vcvtne2ps2bf16), are interleaved into
+ * each query's pair of keys (one pshufb) and broadcast; each 32 values of
+ * the two keys' rows become 16 + 16 pairs in column order by one
+ * lane-crossing permute of each row (a 64-bit lane of 4 columns to each
+ * half of a 128-bit lane) and an unpack (a 16-column tail: widened and
+ * merged, as pack_v_bf16 pairs them). One vdpbf16ps then adds both keys'
+ * products to 16 columns of a query, where pv16 takes two FMAs and widens
+ * each row's values first. Measured on the 2-core Zen 4 EPYC:
+ * bench_kernels, 48 keys of d = 128 in L1, best of 7 rounds, 4 queries
+ * 250-273 ns against pv16's 529, 8 queries 489 against 1078, 16 (pv16's
+ * 16 x 16 tile) 962-990 against 1899, 32 1926-1946 against 3655 (the
+ * weights broadcast from registers, two shuffles each, took 295, 580,
+ * 1146-1200 and 2296-2325). Whole decodes (H = 32, Hkv = 8, d = 128, bf16
+ * Q and K/V, bench_ab --vs-pv-bf16 off, 9 to 15 alternating rounds, time
+ * over pv16's, the medians): in L3 (Nk = 2K, one thread) 0.80-0.81x,
+ * Nq = 4 0.87x, pages of 64 0.81x; Nk = 4K on two threads 0.77x; from
+ * memory (Nk = 32K, two threads) the dense cache 1.00x, Nk = 128K
+ * 1.00-1.08x in three runs, Hkv = 32 0.98-1.03x, B = 16 0.99x, Nq = 4
+ * 0.87-0.93x, pages of 16 0.89-0.96x (B = 16 0.89x), pages of 64
+ * 0.94-1.02x, pages of 256 0.99x: where the bandwidth bounds, no change
+ * beyond the noise; where the arithmetic does, a fifth less time. The
+ * outputs moved by P's rounding: NMSE 2e-6 against the double reference
+ * at Nk = 2K (1.7e-13 with pv16), as in the prefill's bf16 path. */
+INLINE void pvr_pairs32(const uint16_t *a, const uint16_t *b, int two, __mmask32 m, __m512i *lo,
+                        __m512i *hi)
+{
+    const __m512i idx = _mm512_set_epi64(7, 3, 6, 2, 5, 1, 4, 0);
+    const __m512i x = _mm512_permutexvar_epi64(idx, _mm512_maskz_loadu_epi16(m, a));
+    const __m512i y = two ? _mm512_permutexvar_epi64(idx, _mm512_maskz_loadu_epi16(m, b))
+                          : _mm512_setzero_si512();
+    *lo = _mm512_unpacklo_epi16(x, y);
+    *hi = _mm512_unpackhi_epi16(x, y);
+}
+
+INLINE __m512i pvr_pairs16(const uint16_t *a, const uint16_t *b, int two, __mmask16 m)
+{
+    const __m256i x = _mm256_maskz_loadu_epi16(m, a);
+    const __m256i y = two ? _mm256_maskz_loadu_epi16(m, b) : _mm256_setzero_si256();
+    return _mm512_or_si512(_mm512_cvtepu16_epi32(x),
+                           _mm512_slli_epi32(_mm512_cvtepu16_epi32(y), 16));
+}
+
+INLINE void pvr_tile(float *restrict o, ptrdiff_t os, const float *restrict pt, ptrdiff_t ps,
+                     const uint16_t *restrict v, ptrdiff_t vs, const float *restrict alpha,
+                     int nk, const int R, const int NV, const int FULL, __mmask16 tail,
+                     ptrdiff_t pf)
+{
+    __m512 acc[4][VECS];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++) {
+        const __m512 a = _mm512_set1_ps(alpha[r]);
+#pragma GCC unroll 4
+        for (int c = 0; c < NV; c++)
+            acc[r][c] = _mm512_mul_ps(a, load_v(o + r * os + 16 * c, c, NV, FULL, tail));
+    }
+    const __mmask8 qm = (__mmask8)((1u << R) - 1);
+    /* bytes of [a0..a3 b0..b3] (words) to [a0 b0 a1 b1 a2 b2 a3 b3] */
+    const __m128i inter = _mm_setr_epi8(0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15);
+    for (int j = 0; j < nk; j += 2) {
+        const int two = j + 1 < nk;
+        const uint16_t *ra = v + j * vs, *rb = ra + vs;
+        if (pf)   /* the two rows pf bytes on (kernels.h), a line per 32 values */
+#pragma GCC unroll 4
+            for (int c = 0; c < NV; c += 2) {
+                _mm_prefetch((const char *)((uintptr_t)(ra + 16 * c) + (uintptr_t)pf), _MM_HINT_T2);
+                if (two)
+                    _mm_prefetch((const char *)((uintptr_t)(rb + 16 * c) + (uintptr_t)pf),
+                                 _MM_HINT_T2);
+            }
+        const __m128 xa = _mm_maskz_loadu_ps(qm, pt + j * ps);
+        const __m128 xb = two ? _mm_maskz_loadu_ps(qm, pt + (j + 1) * ps) : _mm_setzero_ps();
+        uint32_t w[4];
+        _mm_storeu_si128((__m128i *)w, _mm_shuffle_epi8((__m128i)_mm_cvtne2ps_pbh(xb, xa), inter));
+        /* Broadcast from memory (a load each), not shuffled out of the
+         * register: GCC's two shuffles a query compete with V's. */
+        __asm__ volatile("" : "+m"(w));
+        __m512i b[VECS];
+#pragma GCC unroll 4
+        for (int c = 0; c < NV; c += 2) {
+            if (c + 1 < NV) {
+                const __mmask32 m = c + 2 < NV || FULL ? 0xffffffffu
+                                                       : 0xffffu | (__mmask32)tail << 16;
+                pvr_pairs32(ra + 16 * c, rb + 16 * c, two, m, &b[c], &b[c + 1]);
+            } else {
+                b[c] = pvr_pairs16(ra + 16 * c, rb + 16 * c, two, FULL ? 0xffff : tail);
+            }
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            const __m512i p = _mm512_set1_epi32((int)w[r]);
+#pragma GCC unroll 4
+            for (int c = 0; c < NV; c++)
+                acc[r][c] = dot(acc[r][c], p, b[c]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < NV; c++)
+            store_v(o + r * os + 16 * c, c, NV, FULL, tail, acc[r][c]);
+}
+
+#define PVR_TILE(R) do {                                                                \
+        switch (tail == 0xffff ? nv + 4 : nv) {                                         \
+        case 1: pvr_tile(out, os, p, ps, vc, vs, a, nk, R, 1, 0, tail, pfi); break;      \
+        case 2: pvr_tile(out, os, p, ps, vc, vs, a, nk, R, 2, 0, tail, pfi); break;      \
+        case 3: pvr_tile(out, os, p, ps, vc, vs, a, nk, R, 3, 0, tail, pfi); break;      \
+        case 4: pvr_tile(out, os, p, ps, vc, vs, a, nk, R, 4, 0, tail, pfi); break;      \
+        case 5: pvr_tile(out, os, p, ps, vc, vs, a, nk, R, 1, 1, tail, pfi); break;      \
+        case 6: pvr_tile(out, os, p, ps, vc, vs, a, nk, R, 2, 1, tail, pfi); break;      \
+        case 7: pvr_tile(out, os, p, ps, vc, vs, a, nk, R, 3, 1, tail, pfi); break;      \
+        default: pvr_tile(out, os, p, ps, vc, vs, a, nk, R, 4, 1, tail, pfi); break;     \
+        }                                                                               \
+    } while (0)
+
+static decl_pv_rows_bf16_fn(pv_rows_bf16_avx512)
+{
+    const ptrdiff_t os = o_stride, ps = pt_stride, vs = v_stride;
+    for (int c0 = 0; c0 < dv; c0 += 16 * VECS) {
+        const int w = dv - c0 < 16 * VECS ? dv - c0 : 16 * VECS;
+        const int nv = (w + 15) / 16;
+        const __mmask16 tail = lanes(w - 16 * (nv - 1));
+        const uint16_t *vc = v + c0;
+        for (int i = 0; i < nq; i += 4) {
+            float *out = o + i * os + c0;
+            const float *p = pt + i, *a = alpha + i;
+            /* the row ahead: once, by the first row group */
+            const ptrdiff_t pfi = i == 0 ? pf : 0;
+            switch (nq - i < 4 ? nq - i : 4) {
+            case 1: PVR_TILE(1); break;
+            case 2: PVR_TILE(2); break;
+            case 3: PVR_TILE(3); break;
+            default: PVR_TILE(4); break;
+            }
+        }
+    }
+}
+
 void attn_kernels_init_avx512_bf16(attn_kernels *k)
 {
     k->pack_qt_bf16 = pack_qt_bf16_avx512;
@@ -341,5 +481,9 @@ void attn_kernels_init_avx512_bf16(attn_kernels *k)
     k->pack_v_bf16 = pack_v_bf16_avx512;
     k->pack_p_bf16 = pack_p_bf16_avx512;
     k->pv_bf16 = pv_bf16_avx512;
+    k->pv_rows_bf16 = pv_rows_bf16_avx512;
+    /* Measured on AMD's cores (Zen 4, above); not on Zen 5, nor on Intel's,
+     * which keep pv16. */
+    k->pv_rows = attn_cpu_amd();
     k->bf16_dot = 1;
 }

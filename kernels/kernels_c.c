@@ -450,6 +450,24 @@ static decl_pv_bf16_fn(pv_bf16_c)
     }
 }
 
+static decl_pv_rows_bf16_fn(pv_rows_bf16_c)
+{
+    (void)pf;
+    for (int i = 0; i < nq; i++) {
+        float *orow = o + i * o_stride;
+        for (int c = 0; c < dv; c++)
+            orow[c] *= alpha[i];
+        for (int j = 0; j < nk; j += 2) {
+            const bool two = j + 1 < nk;
+            const uint32_t a = pair(attn_f32_to_bf16(pt[j * pt_stride + i]),
+                                    two ? attn_f32_to_bf16(pt[(j + 1) * pt_stride + i]) : 0);
+            const uint16_t *x = v + j * v_stride, *y = x + v_stride;
+            for (int c = 0; c < dv; c++)
+                orow[c] = dot2(orow[c], a, pair(x[c], two ? y[c] : 0));
+        }
+    }
+}
+
 void attn_kernels_init_c(attn_kernels *k)
 {
     k->isa = ATTN_ISA_C;
@@ -475,6 +493,7 @@ void attn_kernels_init_c(attn_kernels *k)
     k->pack_v_bf16 = pack_v_bf16_c;
     k->pack_p_bf16 = pack_p_bf16_c;
     k->pv_bf16 = pv_bf16_c;
+    k->pv_rows_bf16 = pv_rows_bf16_c;
     k->mods = mods_c;
     k->pv_t = pv_t_c;
     k->bwd_ds = bwd_ds_c;

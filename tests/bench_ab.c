@@ -46,6 +46,8 @@ typedef struct arm {
                                (attn_tiled_steal) */
     int kbf16;              /* tiled: bf16 K in place for qk (1), widened (-1), as the
                                kernel table prefers (0; attn_tiled_kbf16) */
+    int pv_bf16;            /* tiled: bf16 decoding's P.V on bf16 dot products (1), pv16
+                               (-1), as the kernel table prefers (0; attn_tiled_pv_bf16) */
     int pf_keys;            /* tiled: decoding's prefetch distance, fp32 rows (0: the
                                kernel table's; attn_tiled_pf_keys) */
     int page;               /* K/V in a pool of pages of this many tokens (the dense
@@ -63,13 +65,13 @@ typedef struct ab_opts {
     const char *names[2];
     int rounds;
     double min_time;
-    bool vs_isa, vs_tile, vs_splits, vs_threads, vs_lazy, vs_steal, vs_kbf16, vs_pf_keys, vs_page;
+    bool vs_isa, vs_tile, vs_splits, vs_threads, vs_lazy, vs_steal, vs_kbf16, vs_pv_bf16, vs_pf_keys, vs_page;
 } ab_opts;
 
 enum {
     O_BATCH, O_HEADS, O_KV_HEADS, O_SEQ, O_SEQ_KV, O_DK, O_DV, O_CAUSAL, O_DTYPE, O_KV_DTYPE,
     O_FILL, O_SEED, O_BACKEND, O_VS, O_TILE, O_VS_TILE, O_SPLITS, O_VS_SPLITS, O_ISA, O_VS_ISA,
-    O_THREADS, O_VS_THREADS, O_LAZY, O_VS_LAZY, O_STEAL, O_VS_STEAL, O_KBF16, O_VS_KBF16, O_PF_KEYS, O_VS_PF_KEYS, O_PAGE, O_VS_PAGE, O_ROUNDS, O_MIN_TIME, O_HELP
+    O_THREADS, O_VS_THREADS, O_LAZY, O_VS_LAZY, O_STEAL, O_VS_STEAL, O_KBF16, O_VS_KBF16, O_PV_BF16, O_VS_PV_BF16, O_PF_KEYS, O_VS_PF_KEYS, O_PAGE, O_VS_PAGE, O_ROUNDS, O_MIN_TIME, O_HELP
 };
 
 static const attn_option options[] = {
@@ -87,6 +89,7 @@ static const attn_option options[] = {
     { "lazy", O_LAZY, ATTN_ARG_REQUIRED },       { "vs-lazy", O_VS_LAZY, ATTN_ARG_REQUIRED },
     { "steal", O_STEAL, ATTN_ARG_REQUIRED },     { "vs-steal", O_VS_STEAL, ATTN_ARG_REQUIRED },
     { "kbf16", O_KBF16, ATTN_ARG_REQUIRED },     { "vs-kbf16", O_VS_KBF16, ATTN_ARG_REQUIRED },
+    { "pv-bf16", O_PV_BF16, ATTN_ARG_REQUIRED }, { "vs-pv-bf16", O_VS_PV_BF16, ATTN_ARG_REQUIRED },
     { "pf-keys", O_PF_KEYS, ATTN_ARG_REQUIRED }, { "vs-pf-keys", O_VS_PF_KEYS, ATTN_ARG_REQUIRED },
     { "page", O_PAGE, ATTN_ARG_REQUIRED },       { "vs-page", O_VS_PAGE, ATTN_ARG_REQUIRED },
     { "rounds", O_ROUNDS, ATTN_ARG_REQUIRED },   { "min-time", O_MIN_TIME, ATTN_ARG_REQUIRED },
@@ -109,13 +112,16 @@ static void usage(FILE *f, const char *prog)
             "          lazy rescale, on) --steal on|off (tiled: a thread done with its run\n"
             "          of split chunks takes others', on) --kbf16 on|off|auto (tiled:\n"
             "          decoding's bf16 K read in place by qk_kbf16, or widened for qk; auto:\n"
-            "          as the kernels prefer)\n"
+            "          as the kernels prefer) --pv-bf16 on|off|auto (tiled: decoding's P.V\n"
+            "          with bf16 Q and K/V on bf16 dot products, P rounded to bf16, or pv16's\n"
+            "          fp32 P; auto: as the kernels prefer)\n"
             "          --pf-keys N (tiled: decoding prefetches the K/V rows N fp32 rows\n"
             "          ahead, 2N of 16 bits, 4N quantized; default: as its kernel table says)\n"
             "          --page P (K/V in a pool of pages of P tokens, 1..%d, in a seeded\n"
             "          shuffle, as attnbench --page; 0: the dense cache, the default)\n"
             "arm B:    --vs NAME (A's) --vs-tile --vs-splits --vs-isa --vs-threads --vs-lazy\n"
-            "          --vs-steal --vs-kbf16 --vs-pf-keys --vs-page (each A's unless given)\n"
+            "          --vs-steal --vs-kbf16 --vs-pv-bf16 --vs-pf-keys --vs-page (each A's\n"
+            "          unless given)\n"
             "timing:   --rounds R (3..%d, default 15) --min-time S (a round's run of each,\n"
             "          default 0.05)\n",
             prog, ATTN_MAX_PAGE, ROUNDS_MAX);
@@ -188,6 +194,8 @@ static int on_option(void *ctx, int id, const char *name, const char *val)
     case O_VS_STEAL: o->vs_steal = true; return parse_on_off(name, val, &o->a[1].steal_off);
     case O_KBF16:    return parse_kbf16(name, val, &o->a[0].kbf16);
     case O_VS_KBF16: o->vs_kbf16 = true; return parse_kbf16(name, val, &o->a[1].kbf16);
+    case O_PV_BF16:  return parse_kbf16(name, val, &o->a[0].pv_bf16);
+    case O_VS_PV_BF16: o->vs_pv_bf16 = true; return parse_kbf16(name, val, &o->a[1].pv_bf16);
     case O_PF_KEYS:  return attn_opt_int(name, val, 1, 1 << 16, &o->a[0].pf_keys);
     case O_VS_PF_KEYS:
         o->vs_pf_keys = true;
@@ -220,6 +228,9 @@ static void describe(const arm *x, char *buf, size_t len)
         n += snprintf(buf + n, len - (size_t)n, ", no stealing");
     if (x->kbf16 && n < (int)len)
         n += snprintf(buf + n, len - (size_t)n, ", bf16 K %s", x->kbf16 > 0 ? "in place" : "widened");
+    if (x->pv_bf16 && n < (int)len)
+        n += snprintf(buf + n, len - (size_t)n, ", P.V %s",
+                      x->pv_bf16 > 0 ? "on bf16 dot products" : "by pv16");
     if (x->pf_keys && n < (int)len)
         n += snprintf(buf + n, len - (size_t)n, ", prefetch %d fp32 rows ahead", x->pf_keys);
     if (x->page && n < (int)len)
@@ -248,11 +259,13 @@ static int start(arm *x, const attn_inputs *in, double min_time, const char *lab
     attn_tiled_lazy(!x->lazy_off);   /* read by tiled's plan, in prepare */
     attn_tiled_steal(!x->steal_off);
     attn_tiled_kbf16(x->kbf16);
+    attn_tiled_pv_bf16(x->pv_bf16);
     attn_tiled_pf_keys(x->pf_keys);
     st = x->be->prepare(p, &x->cfg, &x->state);
     attn_tiled_lazy(true);
     attn_tiled_steal(true);
     attn_tiled_kbf16(0);
+    attn_tiled_pv_bf16(0);
     attn_tiled_pf_keys(0);
     if (st != ATTN_OK)
         return attn_error(ATTN_EXIT_ERROR, "%s: prepare: %s", label, attn_status_str(st));
@@ -373,6 +386,7 @@ int main(int argc, char **argv)
     o.a[1].lazy_off = o.vs_lazy ? o.a[1].lazy_off : o.a[0].lazy_off;
     o.a[1].steal_off = o.vs_steal ? o.a[1].steal_off : o.a[0].steal_off;
     o.a[1].kbf16 = o.vs_kbf16 ? o.a[1].kbf16 : o.a[0].kbf16;
+    o.a[1].pv_bf16 = o.vs_pv_bf16 ? o.a[1].pv_bf16 : o.a[0].pv_bf16;
     o.a[1].pf_keys = o.vs_pf_keys ? o.a[1].pf_keys : o.a[0].pf_keys;
     o.a[1].page = o.vs_page ? o.a[1].page : o.a[0].page;
     o.names[1] = o.names[1] ? o.names[1] : o.names[0];

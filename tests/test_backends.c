@@ -540,6 +540,65 @@ static void kbf16_tiles(const attn_backend *be)
     }
 }
 
+/* Decoding's P.V with bf16 Q and K/V on the CPU's bf16 dot products
+ * (pv_rows_bf16, P rounded to bf16), which the AVX-512 table takes on AMD's
+ * cores, forced on here on any CPU (attn_tiled_pv_bf16; where the CPU has
+ * no bf16 dot products the plan keeps pv16, and these check that path):
+ * grouped heads at Nq = 1 (4 columns, a ragged cache, split chunks, tiles
+ * of 192 keys) and at Nq = 4 (16 columns, causal: tiles the mask cuts) give
+ * bitwise the same output at 1, 2 and 3 threads, and the check passes with
+ * normal and extreme inputs; and a causal window (tiles cut on the left). */
+#define NPVBF16_TESTS 7
+
+static void pv_bf16_tiles(const attn_backend *be)
+{
+    if (strcmp(be->name, "tiled"))
+        return;
+    static const int kv[] = { 1000, 333 };
+    const attn_problem one = { .batch = 2, .heads = 8, .kv_heads = 2, .seq_q = 1, .seq_kv = 1000,
+                               .d_k = 64, .d_v = 64, .scale = 0.125f, .kv_len = kv,
+                               .dtype = ATTN_DTYPE_BF16, .kv_dtype = ATTN_DTYPE_BF16 };
+    const attn_problem four = { .batch = 2, .heads = 16, .kv_heads = 4, .seq_q = 4,
+                                .seq_kv = 1000, .d_k = 40, .d_v = 72, .scale = 0.15f,
+                                .causal = true, .kv_len = kv, .dtype = ATTN_DTYPE_BF16,
+                                .kv_dtype = ATTN_DTYPE_BF16 };
+    const attn_problem *ps[2] = { &one, &four };
+    const char *names[2] = { "Nq = 1, padded, --tile 1x192, --splits 3",
+                             "Nq = 4 (16 columns), causal, padded, --splits 3" };
+    attn_tiled_pv_bf16(1);
+    for (int x = 0; x < 2; x++) {
+        const int tkv = x ? 0 : 192;
+        const attn_config knobs[3] = {
+            { .threads = 1, .splits = 3, .tile_q = x ? 0 : 1, .tile_kv = tkv },
+            { .threads = 2, .splits = 3, .tile_q = x ? 0 : 1, .tile_kv = tkv },
+            { .threads = 3, .splits = 3, .tile_q = x ? 0 : 1, .tile_kv = tkv },
+        };
+        tap_ok(same_output(be, ps[x], knobs, 3), "tiled bf16 decoding, P.V on bf16 dot "
+               "products, %s, 1-3 threads: output bitwise identical", names[x]);
+        for (int f = 0; f < 2; f++) {
+            attn_setup s = test_setup(f ? ATTN_FILL_EXTREME : ATTN_FILL_NORMAL, 0);
+            s.splits = 3;
+            s.tile_q = x ? 0 : 1;
+            s.tile_kv = tkv;
+            attn_result r;
+            const attn_verdict v = run_case_setup(be, ps[x], &s, &r);
+            if (!tap_ok(v == ATTN_PASSED, "tiled bf16 decoding, P.V on bf16 dot products, %s, "
+                        "fill=%s", names[x], f ? "extreme" : "normal"))
+                tap_diag("%s: %s | %s", attn_verdict_str(v), r.why, r.repro);
+        }
+    }
+    attn_problem w = four;
+    w.mods.window = true;
+    w.mods.left = 100;
+    attn_setup s = test_setup(ATTN_FILL_NORMAL, 0);
+    attn_result r;
+    const attn_verdict v = run_case_setup(be, &w, &s, &r);
+    attn_tiled_pv_bf16(0);
+    if (!tap_ok(v == ATTN_PASSED, "tiled bf16 decoding, P.V on bf16 dot products, Nq = 4, "
+                "causal window of 100 keys"))
+        tap_diag("%s: %s | %s", attn_verdict_str(v), r.why, r.repro);
+}
+
 /* Split-KV forced on (--splits): one chunk, three, and more chunks than
  * keys, on decoding and small prefill shapes with grouped heads, causal
  * masks and a ragged cache; then bitwise thread invariance of a split run. */
@@ -687,7 +746,7 @@ int main(void)
     for (size_t i = 0; i < attn_backend_count(); i++) {
         const attn_backend *be = attn_backend_get(i);
         extra += (!strcmp(be->name, "tiled") ? NTILES + NSPLIT_TESTS + NSB_TESTS +
-                                                   NKBF16_TESTS + NLONG_TESTS + 1
+                                                   NKBF16_TESTS + NLONG_TESTS + NPVBF16_TESTS + 1
                                                  : 0) +
                  isa_free(be);
     }
@@ -737,6 +796,7 @@ int main(void)
         query_block_groups(be);
         kbf16_tiles(be);
         long_decoding_tiles(be);
+        pv_bf16_tiles(be);
     }
     return 0;
 }

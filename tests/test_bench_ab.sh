@@ -1,16 +1,16 @@
 #!/bin/sh
 # bench_ab (tests/bench_ab.c): bad input refused in one line with exit 2;
 # an A/A run of tiled checks both arms and finds their outputs the same bits
-# (tiled is deterministic); B with another tile, lazy rescale, bf16 K path,
-# prefetch distance or page size is named and timed, with the same bits
-# where it must give them. (Its verdicts are the checker's,
+# (tiled is deterministic); B with another tile, lazy rescale, bf16 K
+# path, bf16 P.V path, prefetch distance or page size is named and timed,
+# with the same bits where it must give them. (Its verdicts are the checker's,
 # attn_check_output: test_checker plants bugs.)
 bin=${1:?usage: test_bench_ab.sh path/to/bench_ab}
 tmp=$(mktemp -d) || exit 2
 trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/tap.sh"
 
-echo "1..18"
+echo "1..20"
 refused "unknown backend 'nosuch'" --vs nosuch
 refused "--tile: '64x' is not BRxBC" --tile 64x
 refused "bench_ab: --rounds: '2' is not an integer in [3, 101]" --rounds 2
@@ -19,6 +19,7 @@ refused "--dtype: 'q4_0' is not a storage type of Q" --dtype q4_0
 refused "--vs-lazy: 'maybe' is not one of: on, off" --vs-lazy maybe
 refused "--steal: 'maybe' is not one of: on, off" --steal maybe
 refused "--kbf16: 'yes' is not one of: on, off, auto" --kbf16 yes
+refused "--vs-pv-bf16: 'yes' is not one of: on, off, auto" --vs-pv-bf16 yes
 refused "--vs-pf-keys: '0' is not an integer in [1, 65536]" --vs-pf-keys 0
 refused "--page: '1025' is not an integer in [0, 1024]" --page 1025
 
@@ -75,6 +76,14 @@ ran "bf16 K widened in A, in place in B: named, timed, the same bits" \
     --heads 8 --kv-heads 2 --seq 4 --seq-kv 300 --dk 40 --kv-dtype bf16 --rounds 3 \
     --min-time 0.001 --kbf16 off --vs-kbf16 on
 expect 'A: tiled (.*bf16 K widened)' 'B: tiled (.*bf16 K in place)' "$same"
+
+# Decoding's P.V with bf16 Q and K/V by pv16 in A, on bf16 dot products
+# (P rounded to bf16) in B: named, both PASSED (the same bits only where
+# the CPU has no bf16 dot products and both run pv16).
+ran "bf16 decoding's P.V by pv16 in A, on bf16 dot products in B: named, both PASSED" \
+    --heads 8 --kv-heads 2 --seq 1 --seq-kv 300 --dk 40 --dtype bf16 --kv-dtype bf16 \
+    --rounds 3 --min-time 0.001 --pv-bf16 off --vs-pv-bf16 on
+expect "$passed_a" "$passed_b" 'A: tiled (.*P.V by pv16)' 'B: tiled (.*P.V on bf16 dot products)'
 
 # Decoding's prefetch distance, 1 fp32 row ahead in A, 4096 in B (past
 # every key), in pages of 16: named, and the same bits.

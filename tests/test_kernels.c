@@ -840,6 +840,73 @@ static bool check_qk_bf16(const attn_kernels *kr, const attn_kernels *c, int nk,
     return ok;
 }
 
+/* A bf16 P.V's output got (o = alpha o0 + bf16(P) V; C's in ref) within
+ * the output tile only, and within fp32's summation error of C's and of
+ * the double sum (pv_bf16, pv_rows_bf16). */
+static bool pv_pairs_match(const guarded *got, const guarded *ref, const guarded *o0,
+                           ptrdiff_t os, const float *pt, ptrdiff_t ps, const uint16_t *v,
+                           ptrdiff_t vs, const float *alpha, int nq, int nk, int dv,
+                           const char *name, char *why, size_t len)
+{
+    bool ok = guarded_intact(got, nq, dv, os);
+    if (!ok)
+        snprintf(why, len, "%s wrote outside the %dx%d output tile", name, nq, dv);
+    for (int i = 0; ok && i < nq; i++)
+        for (int x = 0; ok && x < dv; x++) {
+            double exact = (double)(alpha[i] * o0->data[i * os + x]);
+            double mag = fabs(exact);
+            for (int j = 0; j < nk; j++) {
+                const double t = (double)attn_bf16_to_f32(attn_f32_to_bf16(pt[j * ps + i])) *
+                                 attn_bf16_to_f32(v[j * vs + x]);
+                exact += t;
+                mag += fabs(t);
+            }
+            const double tol = 2.0 * (nk + 2) * 0x1p-24 * mag + 1e-30;
+            const float g = got->data[i * os + x], r = ref->data[i * os + x];
+            if (!close(g, r, tol) || fabs(g - exact) > tol) {
+                snprintf(why, len, "%s O[%d][%d] = %.9g, C says %.9g, exact %.9g (tol %.3g; "
+                         "nq %d, nk %d, dv %d)", name, i, x, g, r, exact, tol, nq, nk, dv);
+                ok = false;
+            }
+        }
+    return ok;
+}
+
+/* pv_rows_bf16 (decoding's P.V on bf16 V rows in place, P rounded to bf16)
+ * against C, and against the double sum of bf16(P) x V; with the row
+ * ahead prefetched (pf), which changes nothing. */
+static bool check_pv_rows_bf16(const attn_kernels *kr, const attn_kernels *c, int nq, int nk,
+                               int dv, char *why, size_t len)
+{
+    const ptrdiff_t os = dv + PAD, ps = nq + PAD, vs = dv + 5;
+    float *pt = attn_host_alloc((size_t)(nk + 1) * ps * sizeof(float));
+    uint16_t *v = halves((size_t)(nk + 1) * vs, -3, 3, true);
+    float *alpha = attn_host_alloc((size_t)nq * sizeof(float));
+    guarded o0 = guarded_new((size_t)nq * os), ref = guarded_new((size_t)nq * os),
+            got = guarded_new((size_t)nq * os);
+    for (ptrdiff_t i = 0; i < (nk + 1) * ps; i++)
+        pt[i] = i % 5 == 2 ? 0.0f : uniform(0, 1);
+    for (int i = 0; i < nq; i++) {
+        alpha[i] = i % 4 == 0 ? 0.0f : uniform(0, 1);
+        for (int x = 0; x < dv; x++)
+            o0.data[i * os + x] = uniform(-10, 10);
+    }
+    copy_region(&ref, &o0);
+    copy_region(&got, &o0);
+    c->pv_rows_bf16(ref.data, os, pt, ps, v, vs, alpha, nq, nk, dv, 0);
+    kr->pv_rows_bf16(got.data, os, pt, ps, v, vs, alpha, nq, nk, dv,
+                     (ptrdiff_t)(3 * vs * sizeof(uint16_t)));
+    const bool ok = pv_pairs_match(&got, &ref, &o0, os, pt, ps, v, vs, alpha, nq, nk, dv,
+                                   "pv_rows_bf16", why, len);
+    attn_host_free(pt);
+    attn_host_free(v);
+    attn_host_free(alpha);
+    attn_host_free(o0.base);
+    attn_host_free(ref.base);
+    attn_host_free(got.base);
+    return ok;
+}
+
 /* pv_bf16 against C, and against the double sum of bf16(P) x V. */
 static bool check_pv_bf16(const attn_kernels *kr, const attn_kernels *c, int nq, int nk, int dv,
                           char *why, size_t len)
@@ -866,27 +933,8 @@ static bool check_pv_bf16(const attn_kernels *kr, const attn_kernels *c, int nq,
     copy_region(&got, &o0);
     c->pv_bf16(ref.data, os, pp, ps, vp, dv, alpha, nq, nk, dv);
     kr->pv_bf16(got.data, os, pp, ps, vp, dv, alpha, nq, nk, dv);
-    bool ok = guarded_intact(&got, nq, dv, os);
-    if (!ok)
-        snprintf(why, len, "wrote outside the %dx%d output tile", nq, dv);
-    for (int i = 0; ok && i < nq; i++)
-        for (int x = 0; ok && x < dv; x++) {
-            double exact = (double)(alpha[i] * o0.data[i * os + x]);
-            double mag = fabs(exact);
-            for (int j = 0; j < nk; j++) {
-                const double t = (double)attn_bf16_to_f32(attn_f32_to_bf16(pt[j * ps + i])) *
-                                 attn_bf16_to_f32(v[j * vs + x]);
-                exact += t;
-                mag += fabs(t);
-            }
-            const double tol = 2.0 * (nk + 2) * 0x1p-24 * mag + 1e-30;
-            const float g = got.data[i * os + x], r = ref.data[i * os + x];
-            if (!close(g, r, tol) || fabs(g - exact) > tol) {
-                snprintf(why, len, "O[%d][%d] = %.9g, C says %.9g, exact %.9g (tol %.3g; nk %d)",
-                         i, x, g, r, exact, tol, nk);
-                ok = false;
-            }
-        }
+    const bool ok = pv_pairs_match(&got, &ref, &o0, os, pt, ps, v, vs, alpha, nq, nk, dv,
+                                   "pv_bf16", why, len);
     attn_host_free(pt);
     attn_host_free(v);
     attn_host_free(alpha);
@@ -1221,6 +1269,19 @@ static void test_bf16(const attn_kernels *kr, const attn_kernels *c)
     if (!tap_ok(ok, "qk_bf16_%s, qk_rows_bf16_%s and pv_bf16_%s (%s) match C's and the double "
                 "sums of the bf16 products, every tail and odd d or key count, guarded", name,
                 name, name, how))
+        tap_diag("%s", why);
+
+    /* Queries 1..17 (decoding's tiles, in groups of 4), keys 1..9 (odd
+     * counts end in a pair with a zero weight), dv: every tail of 16 and of
+     * 32 values, one and two 64-value passes. */
+    ok = true;
+    static const int pdvs[] = { 1, 7, 16, 17, 31, 32, 33, 48, 63, 64, 65, 100, 128 };
+    for (int nq = 1; ok && nq <= 17; nq++)
+        for (int nk = 1; ok && nk <= 9; nk++)
+            for (size_t d = 0; ok && d < sizeof(pdvs) / sizeof(pdvs[0]); d++)
+                ok = check_pv_rows_bf16(kr, c, nq, nk, pdvs[d], why, sizeof(why));
+    if (!tap_ok(ok, "pv_rows_bf16_%s (%s; bf16 V in place, P rounded to bf16) matches C's and the "
+                "double sums, odd key counts, every tail, guarded", name, how))
         tap_diag("%s", why);
 }
 
@@ -1670,6 +1731,14 @@ static decl_qk_rows_i8_fn(qk_rows_i8_nibbles_swapped)
     free(k2);
 }
 
+/* ... a pv_rows_bf16 that keeps P in fp32 (pv16's sums: the weights not
+ * rounded to bf16 as the contract says) ... */
+static decl_pv_rows_bf16_fn(pv_rows_bf16_fp32_p)
+{
+    attn_kernels_for(ATTN_ISA_C)->pv16(o, o_stride, pt, pt_stride, v, v_stride, alpha, nq, nk, dv,
+                                       1, pf);
+}
+
 /* ... and a pv_bf16 that stops one pair of keys short. */
 static decl_pv_bf16_fn(pv_bf16_short)
 {
@@ -1772,6 +1841,10 @@ static void test_planted(const attn_kernels *c)
     bad.mods = mods_cap_abs;
     tap_ok(!check_mods(&bad, 5, 20, 3.0f, false, false, &worst, why, sizeof(why)),
            "the checker rejects a softcap that loses the sign");
+    bad = *c;
+    bad.pv_rows_bf16 = pv_rows_bf16_fp32_p;
+    tap_ok(!check_pv_rows_bf16(&bad, c, 4, 9, 64, why, sizeof(why)),
+           "the checker rejects a pv_rows_bf16 that leaves P in fp32");
     bad = *c;
     bad.pv_bf16 = pv_bf16_short;
     tap_ok(!check_pv_bf16(&bad, c, 5, 5, 20, why, sizeof(why)),
@@ -2072,6 +2145,13 @@ static void dec_pv16_pf(const attn_kernels *kr, void *p)
              DEC_KEYS, DEC_D, 1, dec_pf(kr));
 }
 
+static void dec_pv_rows_bf16(const attn_kernels *kr, void *p)
+{
+    dec_ctx *b = p;
+    kr->pv_rows_bf16(b->o, DEC_D, b->st, 16 * ((b->cols + 15) / 16), b->vh, DEC_D, b->alpha,
+                     b->cols, DEC_KEYS, DEC_D, 0);
+}
+
 /* The online softmax of a decoding tile, in place (its statistics stay
  * finite call after call: P in [0, 1] under m, l growing by at most the
  * keys each time). */
@@ -2162,7 +2242,8 @@ static void bench_decode(void)
         ks[] = { { "qk_rows", dec_qk_rows }, { "qk_rows16", dec_qk_rows16 }, { "qk", dec_qk },
                  { "qk+pf", dec_qk_pf }, { "qk_kbf16", dec_qk_kbf16 },
                  { "cvt+qk", dec_cvt_qk }, { "pv", dec_pv }, { "pv+pf", dec_pv_pf },
-                 { "pv16", dec_pv16 }, { "pv16+pf", dec_pv16_pf }, { "softmax", dec_softmax } };
+                 { "pv16", dec_pv16 }, { "pv16+pf", dec_pv16_pf },
+                 { "pv_rows_bf16", dec_pv_rows_bf16 }, { "softmax", dec_softmax } };
     printf("\ndecoding tiles: cols query rows (G heads x Nq) against %d keys, d = %d;\n"
            "16-bit kernels on bf16 K or V; operands in L1 or L2 (softmax: the online\n"
            "softmax step of the tile's scores, no GFLOP/s).\n\n", DEC_KEYS, DEC_D);
@@ -2266,7 +2347,7 @@ int main(int argc, char **argv)
         static const char *const known[] = {
             "qk", "softmax", "pv", "step", "qk_exp", "step_exp", "pack_qt", "softmax_rows", "exp2",
             "qk_rows", "qk_rows16", "qk+pf", "qk_kbf16", "cvt+qk", "pv+pf", "pv16", "pv16+pf",
-            "qk_rows_q", "pv_q",
+            "pv_rows_bf16", "qk_rows_q", "pv_q",
             "qk_rows_i8", "dequant_rows"
         };
         for (int a = 2; a < argc; a++) {
@@ -2296,7 +2377,7 @@ int main(int argc, char **argv)
     }
     const attn_kernels *c = attn_kernels_for(ATTN_ISA_C);
     const int isas = ATTN_ISA_COUNT - ATTN_ISA_C;
-    tap_plan(8 * (isas - 1) + 10 * isas + 26);
+    tap_plan(8 * (isas - 1) + 11 * isas + 27);
     test_planted(c);
     for (int isa = ATTN_ISA_C; isa < ATTN_ISA_COUNT; isa++) {
         const attn_kernels *kr = attn_kernels_for((attn_isa)isa);
@@ -2306,7 +2387,7 @@ int main(int argc, char **argv)
             tap_skip(why, "exp2_%s edge cases", name);
             tap_skip(why, "exp2_%s accuracy", name);
             tap_skip(why, "mods_%s", name);
-            for (int t = 0; t < 7; t++)
+            for (int t = 0; t < 8; t++)
                 tap_skip(why, "%s 16-bit or quantized kernel %d", name, t);
             if (isa != ATTN_ISA_C)
                 for (int t = 0; t < 8; t++)

@@ -61,6 +61,7 @@ extern atomic_long tiled_tiles_seen;
 extern atomic_long tiled_lazy_kept, tiled_lazy_raised, tiled_lazy_redone;
 extern atomic_bool tiled_lazy_off;
 extern atomic_int tiled_kbf16_mode;
+extern atomic_int tiled_pv_bf16_mode;
 extern atomic_int tiled_pf_keys_set;
 
 /* How the inputs reach the kernels. */
@@ -85,6 +86,8 @@ typedef struct tiled_plan {
     tiled_path path;
     bool dots;           /* Q.K^T as dot products along d (qk_rows*): cols <= DOTS_MAX */
     bool rows_dot;       /* dots on PATH_ROWS16 with bf16 Q and K on bf16 dot products */
+    bool rows_pv;        /* rows_dot's P.V on them too (pv_rows_bf16, P rounded to bf16)
+                            where the kernel table says (attn_kernels.pv_rows) */
     bool i8_dot;         /* dots on PATH_QUANT with Q in q8_0 and a q8_0 or q4_0 K on
                             the CPU's int8 dot products (qk_rows_i8): Q's rows
                             quantized again, exactly, into its blocks */

@@ -5,6 +5,7 @@
  * heads_per_item). */
 #include <float.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/half.h"
@@ -345,6 +346,9 @@ static void pv_part(const tiled_state *s, const float *st, const tile_ops *x, co
     else if (s->plan.path == PATH_QUANT)
         s->h.k->pv_q(w->acc + (size_t)c * dv, dv, st + c, brp, x->vq, (ptrdiff_t)x->vrow,
                      w->alpha + c, r, n, dv, x->fmt, x->vsc, s->plan.stream ? x->pfv : 0);
+    else if (s->plan.rows_pv)
+        s->h.k->pv_rows_bf16(w->acc + (size_t)c * dv, dv, st + c, brp, x->vh, x->vhs,
+                             w->alpha + c, r, n, dv, s->plan.stream ? x->pfv : 0);
     else if (s->plan.path == PATH_ROWS16)
         s->h.k->pv16(w->acc + (size_t)c * dv, dv, st + c, brp, x->vh, x->vhs, w->alpha + c, r,
                      n, dv, s->h.p.kv_dtype == ATTN_DTYPE_BF16, s->plan.stream ? x->pfv : 0);
@@ -893,7 +897,17 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
                 finite_known = true;
             }
             const int *beg = left ? wu->beg : NULL;
-            if (!cut || (finite && !end)) {
+            static int exp_pv = -1;
+            if (exp_pv < 0)
+                exp_pv = getenv("ATTN_EXP_PVBF16") != NULL;
+            if (exp_pv && t->rows_dot && !cut) {
+                const size_t pairs = ((size_t)t->bc + 1) / 2;
+                uint32_t *vp = (uint32_t *)tile;
+                uint32_t *pp = (uint32_t *)(tile + round_up(pairs * dv * sizeof(uint32_t), ALIGN));
+                kn->pack_v_bf16(vp, dv, x.vh, x.vhs, n, dv);
+                kn->pack_p_bf16(pp, brp, st, brp, n, nc);
+                kn->pv_bf16(wu->acc, dv, pp, brp, vp, dv, wu->alpha, nc, n, dv);
+            } else if (!cut || (finite && !end)) {
                 pv_part(s, st, &x, wu, 0, nc, n);
             } else if (finite) {
                 pv_cut(s, st, &x, wu, n, nc, end);
@@ -906,6 +920,14 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
                     kn->pv_q(wu->acc + (size_t)c * dv, dv, st + (size_t)b * brp + c, brp,
                              x.vq + (size_t)b * x.vrow, vqs, wu->alpha + c, 1, e - b,
                              dv, fmt, x.vsc, 0);
+                }
+            } else if (t->rows_pv) {
+                for (int c = 0; c < nc; c++) {
+                    int b, e;
+                    col_span(end, beg, c, n, j0, &b, &e);
+                    kn->pv_rows_bf16(wu->acc + (size_t)c * dv, dv, st + (size_t)b * brp + c, brp,
+                                     x.vh + (size_t)b * x.vhs, x.vhs, wu->alpha + c, 1, e - b,
+                                     dv, 0);
                 }
             } else if (t->path == PATH_ROWS16) {
                 for (int c = 0; c < nc; c++) {

@@ -2,6 +2,7 @@
  * (all from the problem alone, so that the output does not depend on the
  * thread count), and the layout of each thread's scratch. */
 #include <unistd.h>
+#include <stdlib.h>
 
 #include "tiled/internal.h"
 
@@ -54,6 +55,9 @@ static size_t tile_bytes(const attn_problem *p, const tiled_plan *t)
     const size_t pairs = ((size_t)t->bc + 1) / 2;
     if (t->path == PATH_WIDEN)
         return round_up((size_t)t->bc * (p->d_k + p->d_v) * sizeof(float), ALIGN);
+    if (t->rows_dot && getenv("ATTN_EXP_PVBF16"))
+        return round_up(pairs * p->d_v * sizeof(uint32_t), ALIGN) +
+               round_up(pairs * t->brp * sizeof(uint32_t), ALIGN);
     if (t->widen_k)
         return round_up((size_t)t->bc * p->d_k * sizeof(float), ALIGN);
     if (t->path == PATH_BF16)
@@ -351,6 +355,10 @@ tiled_plan tiled_make_plan(const attn_problem *p, const attn_config *cfg, int pa
               (kbf16_mode > 0 || (kbf16_mode == 0 && kn->kbf16));
     t.widen_k = t.widen_k && !t.kbf16;
     t.rows_dot = t.dots && bf16_rows;
+    /* and its P.V too where the table says (pv_rows_bf16: P rounded to
+     * bf16, as the prefill's bf16 path rounds it), or a test asks */
+    const int pv_mode = atomic_load(&tiled_pv_bf16_mode);
+    t.rows_pv = t.rows_dot && (pv_mode > 0 || (pv_mode == 0 && kn->pv_rows));
     t.lazy = (t.path == PATH_FP32 || t.path == PATH_WIDEN) && !t.dots && !t.stream && kn &&
              kn->qk_exp && !atomic_load(&tiled_lazy_off);
     /* Q in q8_0 against a q8_0 or q4_0 K: Q.K^T in integers where the CPU

@@ -110,6 +110,13 @@ void attn_tiled_kbf16(int mode)
     atomic_store(&tiled_kbf16_mode, mode < 0 ? -1 : mode > 0 ? 1 : 0);
 }
 
+atomic_int tiled_pv_bf16_mode;
+
+void attn_tiled_pv_bf16(int mode)
+{
+    atomic_store(&tiled_pv_bf16_mode, mode < 0 ? -1 : mode > 0 ? 1 : 0);
+}
+
 atomic_int tiled_pf_keys_set;
 
 void attn_tiled_pf_keys(int keys)

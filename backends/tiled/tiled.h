@@ -58,6 +58,13 @@ void attn_tiled_steal(bool on);
  * output is the same bits either way (test_backends; bench_ab --kbf16). */
 void attn_tiled_kbf16(int mode);
 
+/* Decoding's P.V with bf16 Q and K/V on the CPU's bf16 dot products, in
+ * the plans made after this call: through pv_rows_bf16, P rounded to bf16
+ * (1), or pv16, P in fp32 (-1), or as the kernel table prefers (0, the
+ * default: attn_kernels.pv_rows). For timing the two in one process
+ * (bench_ab --pv-bf16); the outputs differ by P's rounding. */
+void attn_tiled_pv_bf16(int mode);
+
 /* How far ahead decoding's kernels prefetch the K/V rows they stream, in
  * the plans made after this call: `keys` fp32 rows (attn_kernels.pf_keys'
  * unit: twice as many 16-bit rows, four times quantized), or the kernel

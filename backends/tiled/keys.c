@@ -5,7 +5,6 @@
  * heads_per_item). */
 #include <float.h>
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/half.h"
@@ -897,17 +896,7 @@ void tiled_keys(const tiled_state *s, float *st, unsigned char *tile, const scra
                 finite_known = true;
             }
             const int *beg = left ? wu->beg : NULL;
-            static int exp_pv = -1;
-            if (exp_pv < 0)
-                exp_pv = getenv("ATTN_EXP_PVBF16") != NULL;
-            if (exp_pv && t->rows_dot && !cut) {
-                const size_t pairs = ((size_t)t->bc + 1) / 2;
-                uint32_t *vp = (uint32_t *)tile;
-                uint32_t *pp = (uint32_t *)(tile + round_up(pairs * dv * sizeof(uint32_t), ALIGN));
-                kn->pack_v_bf16(vp, dv, x.vh, x.vhs, n, dv);
-                kn->pack_p_bf16(pp, brp, st, brp, n, nc);
-                kn->pv_bf16(wu->acc, dv, pp, brp, vp, dv, wu->alpha, nc, n, dv);
-            } else if (!cut || (finite && !end)) {
+            if (!cut || (finite && !end)) {
                 pv_part(s, st, &x, wu, 0, nc, n);
             } else if (finite) {
                 pv_cut(s, st, &x, wu, n, nc, end);

@@ -2,7 +2,6 @@
  * (all from the problem alone, so that the output does not depend on the
  * thread count), and the layout of each thread's scratch. */
 #include <unistd.h>
-#include <stdlib.h>
 
 #include "tiled/internal.h"
 
@@ -55,9 +54,6 @@ static size_t tile_bytes(const attn_problem *p, const tiled_plan *t)
     const size_t pairs = ((size_t)t->bc + 1) / 2;
     if (t->path == PATH_WIDEN)
         return round_up((size_t)t->bc * (p->d_k + p->d_v) * sizeof(float), ALIGN);
-    if (t->rows_dot && getenv("ATTN_EXP_PVBF16"))
-        return round_up(pairs * p->d_v * sizeof(uint32_t), ALIGN) +
-               round_up(pairs * t->brp * sizeof(uint32_t), ALIGN);
     if (t->widen_k)
         return round_up((size_t)t->bc * p->d_k * sizeof(float), ALIGN);
     if (t->path == PATH_BF16)

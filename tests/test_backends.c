@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kernels/half.h"
+#include "kernels/kernels.h"
 #include "tap.h"
 #include "tiled/tiled.h"
 #include "util.h"
@@ -499,7 +500,10 @@ static void long_decoding_tiles(const attn_backend *be)
  * give bitwise the same output, at the widest ISA and C's, with 1 and 2
  * threads; in place, the check passes (fill=extreme too). On grouped heads
  * with 16 columns (causal with fewer queries than keys and a ragged cache:
- * tiles the mask cuts; split-KV) and on multi-query decoding. */
+ * tiles the mask cuts; split-KV) and on multi-query decoding. A table with
+ * no qk_kbf16 of its own (AVX2's: C's, beside its own qk, another order of
+ * sums) is held to the same bits at C's only; at its own ISA the test then
+ * says so, and checks that the table's qk_kbf16 is indeed C's. */
 #define NKBF16_TESTS 8
 
 static void kbf16_tiles(const attn_backend *be)
@@ -517,8 +521,17 @@ static void kbf16_tiles(const attn_backend *be)
     const char *names[2] = { "grouped decoding, 16 columns, causal, padded, split",
                              "multi-query decoding" };
     static const int modes[3] = { -1, 1, 1 };
+    const attn_kernels *widest = attn_kernels_for(ATTN_ISA_AUTO),
+                       *c_table = attn_kernels_for(ATTN_ISA_C);
+    const bool own = widest == c_table || widest->qk_kbf16 != c_table->qk_kbf16;
     for (int x = 0; x < 2; x++) {
-        for (int c = 0; c < 2; c++) {
+        if (!own) {
+            tap_ok(widest->qk_kbf16 == c_table->qk_kbf16 && widest->qk != c_table->qk,
+                   "tiled bf16 K in place (qk_kbf16) and widened, %s: the %s table's qk_kbf16 "
+                   "is C's beside its own qk, not held to the same bits there (they are at "
+                   "--isa c, next)", names[x], attn_isa_name(widest->isa));
+        }
+        for (int c = own ? 0 : 1; c < 2; c++) {
             const attn_isa isa = c ? ATTN_ISA_C : ATTN_ISA_AUTO;
             const attn_config knobs[3] = { { .threads = 2, .splits = 3, .isa = isa },
                                            { .threads = 1, .splits = 3, .isa = isa },
